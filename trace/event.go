@@ -1,0 +1,298 @@
+package trace
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+)
+
+// Source says which observer produced an event. The set is closed: the
+// report's JSON Schema lists exactly these.
+type Source string
+
+// The sources of events.
+const (
+	SourceTool     Source = "tool"     // the agent's tool calls, as the MCP client saw them
+	SourceSyscall  Source = "syscall"  // strace inside the sandbox
+	SourceDNS      Source = "dns"      // the jail's DNS sink
+	SourceHTTP     Source = "http"     // the jail's HTTP(S) sink
+	SourceTCP      Source = "tcp"      // the jail's TCP catch-all
+	SourceUDP      Source = "udp"      // the jail's UDP catch-all
+	SourceTLS      Source = "tls"      // ClientHellos seen by the jail
+	SourceFSDiff   Source = "fsdiff"   // the container's file-system diff, host side
+	SourceCanary   Source = "canary"   // a planted token seen somewhere
+	SourceResource Source = "resource" // resource figures of the sandbox
+)
+
+// Sources lists every Source, in the order reports present them.
+var Sources = []Source{SourceTool, SourceSyscall, SourceDNS, SourceHTTP, SourceTCP,
+	SourceUDP, SourceTLS, SourceFSDiff, SourceCanary, SourceResource}
+
+// Type names what happened. Each Type has exactly one payload type (see
+// NewData), so an event read back from JSON gets its typed Data again.
+type Type string
+
+// Event types. Syscall types are named after the syscall family they stand
+// for (openat and open are both TypeOpen).
+const (
+	TypeToolCall   Type = "tool_call"   // *ToolCall: a call and its result
+	TypeExec       Type = "exec"        // *Exec
+	TypeOpen       Type = "open"        // *File
+	TypeRead       Type = "read"        // *File
+	TypeWrite      Type = "write"       // *File
+	TypeUnlink     Type = "unlink"      // *File
+	TypeRename     Type = "rename"      // *File (Path → NewPath)
+	TypeChmod      Type = "chmod"       // *File
+	TypeMkdir      Type = "mkdir"       // *File
+	TypeConnect    Type = "connect"     // *Net
+	TypeBind       Type = "bind"        // *Net
+	TypeSendto     Type = "sendto"      // *Net
+	TypeClone      Type = "clone"       // *Process (ChildPID set)
+	TypeExit       Type = "exit"        // *Process (ExitCode or Signal set)
+	TypeDNSQuery   Type = "dns_query"   // *DNSQuery
+	TypeHTTP       Type = "http"        // *HTTPExchange
+	TypeConnection Type = "connection"  // *Connection (tcp or udp catch-all)
+	TypeTLSHello   Type = "tls_hello"   // *TLSHello
+	TypeCanaryHit  Type = "canary_hit"  // *CanaryHit
+	TypeFSChange   Type = "fs_change"   // *FSChange
+	TypeResource   Type = "resource"    // *Resource
+	TypeJailNotice Type = "jail_notice" // *Notice: the jail's own messages (ready, lost lines)
+)
+
+// NewData returns a fresh payload of the type that events of type t carry,
+// or nil for an unknown type.
+func NewData(t Type) any {
+	switch t {
+	case TypeToolCall:
+		return new(ToolCall)
+	case TypeExec:
+		return new(Exec)
+	case TypeOpen, TypeRead, TypeWrite, TypeUnlink, TypeRename, TypeChmod, TypeMkdir:
+		return new(File)
+	case TypeConnect, TypeBind, TypeSendto:
+		return new(Net)
+	case TypeClone, TypeExit:
+		return new(Process)
+	case TypeDNSQuery:
+		return new(DNSQuery)
+	case TypeHTTP:
+		return new(HTTPExchange)
+	case TypeConnection:
+		return new(Connection)
+	case TypeTLSHello:
+		return new(TLSHello)
+	case TypeCanaryHit:
+		return new(CanaryHit)
+	case TypeFSChange:
+		return new(FSChange)
+	case TypeResource:
+		return new(Resource)
+	case TypeJailNotice:
+		return new(Notice)
+	}
+	return nil
+}
+
+// An Event is one observation. Seq is assigned by the Timeline; producers
+// leave it zero. Data holds the pointer payload NewData(Type) returns.
+type Event struct {
+	Seq        int64     `json:"seq"`
+	Time       time.Time `json:"time"`
+	Source     Source    `json:"source"`
+	Type       Type      `json:"type"`
+	ToolCallID string    `json:"tool_call_id,omitempty"`
+	PID        int       `json:"pid,omitempty"`
+	PPID       int       `json:"ppid,omitempty"`
+	// Count is how many identical events this one stands for after
+	// collapsing (0 and 1 both mean one).
+	Count int `json:"count,omitempty"`
+	Data  any `json:"data,omitempty"`
+}
+
+// UnmarshalJSON decodes an event and gives Data its typed payload. An event
+// of an unknown type keeps its data as json.RawMessage rather than failing, so
+// a newer events.jsonl still loads.
+func (e *Event) UnmarshalJSON(b []byte) error {
+	type plain Event
+	var aux struct {
+		plain
+		Data json.RawMessage `json:"data"`
+	}
+	if err := json.Unmarshal(b, &aux); err != nil {
+		return err
+	}
+	*e = Event(aux.plain)
+	e.Data = nil
+	if len(aux.Data) == 0 || string(aux.Data) == "null" {
+		return nil
+	}
+	d := NewData(e.Type)
+	if d == nil {
+		e.Data = aux.Data
+		return nil
+	}
+	if err := json.Unmarshal(aux.Data, d); err != nil {
+		return fmt.Errorf("decode %s event data: %w", e.Type, err)
+	}
+	e.Data = d
+	return nil
+}
+
+// ToolCall is one tool call made by the agent and its result.
+type ToolCall struct {
+	ID        string          `json:"id"`
+	Tool      string          `json:"tool"`
+	Arguments json.RawMessage `json:"arguments,omitempty"`
+	ExitCode  int             `json:"exit_code"`
+	Stdout    string          `json:"stdout,omitempty"`
+	Stderr    string          `json:"stderr,omitempty"`
+	Truncated bool            `json:"truncated,omitempty"`
+	IsError   bool            `json:"is_error,omitempty"`
+	Error     string          `json:"error,omitempty"`
+	Started   time.Time       `json:"started_at"`
+	Duration  time.Duration   `json:"duration_ns"`
+	// SkillFile and SkillLine point at the part of the skill that asked for
+	// this call, when the driver knows it (the literal driver always does).
+	SkillFile string `json:"skill_file,omitempty"`
+	SkillLine int    `json:"skill_line,omitempty"`
+}
+
+// Exec is an execve (successful or not).
+type Exec struct {
+	Path  string   `json:"path"`
+	Argv  []string `json:"argv"`
+	Cwd   string   `json:"cwd,omitempty"`
+	Errno string   `json:"errno,omitempty"` // "" on success, e.g. "ENOENT"
+}
+
+// File is a file-system syscall on a resolved path.
+type File struct {
+	Path    string `json:"path"`
+	NewPath string `json:"new_path,omitempty"` // rename target
+	Flags   string `json:"flags,omitempty"`    // open flags as strace prints them
+	Mode    string `json:"mode,omitempty"`
+	Bytes   int64  `json:"bytes,omitempty"` // read/write size
+	Errno   string `json:"errno,omitempty"`
+	// Write reports whether an open asked for write access.
+	Write bool `json:"write,omitempty"`
+}
+
+// Net is a socket syscall with its peer address.
+type Net struct {
+	Family string `json:"family"` // "inet", "inet6", "unix", "netlink"
+	Addr   string `json:"addr"`   // IP, or the unix socket path
+	Port   int    `json:"port,omitempty"`
+	Proto  string `json:"proto,omitempty"` // "tcp", "udp", "" when unknown
+	Bytes  int64  `json:"bytes,omitempty"`
+	Errno  string `json:"errno,omitempty"`
+}
+
+// Process is a fork/clone (ChildPID) or a process end.
+type Process struct {
+	ChildPID int    `json:"child_pid,omitempty"`
+	ExitCode int    `json:"exit_code,omitempty"`
+	Signal   string `json:"signal,omitempty"`
+}
+
+// DNSQuery is one DNS message the sink received, with the answer it gave.
+type DNSQuery struct {
+	Transport string   `json:"transport"` // "udp" or "tcp"
+	Client    string   `json:"client,omitempty"`
+	ID        uint16   `json:"id"`
+	Opcode    string   `json:"opcode"`
+	Name      string   `json:"name"` // first question, as received
+	QType     string   `json:"qtype"`
+	Questions []string `json:"questions,omitempty"` // every question as "name TYPE" when more than one
+	Rcode     string   `json:"rcode"`
+	Answers   []string `json:"answers,omitempty"`
+	Malformed string   `json:"malformed,omitempty"` // why the message did not parse
+	Raw       []byte   `json:"raw,omitempty"`       // the message bytes when malformed (capped)
+}
+
+// HTTPExchange is one HTTP request the sink received and what it served.
+type HTTPExchange struct {
+	Method        string              `json:"method"`
+	URL           string              `json:"url"`
+	Host          string              `json:"host"`
+	Proto         string              `json:"proto,omitempty"`
+	TLS           bool                `json:"tls"`
+	SNI           string              `json:"sni,omitempty"`
+	Proxy         bool                `json:"proxy,omitempty"` // came as an explicit-proxy request
+	Client        string              `json:"client,omitempty"`
+	DstIP         string              `json:"dst_ip,omitempty"` // original destination
+	DstPort       int                 `json:"dst_port,omitempty"`
+	Headers       map[string][]string `json:"headers,omitempty"`
+	Body          []byte              `json:"body,omitempty"` // capped
+	BodySize      int64               `json:"body_size"`
+	BodyTruncated bool                `json:"body_truncated,omitempty"`
+	Status        int                 `json:"status"`
+	Response      string              `json:"response,omitempty"` // what was served: "second-stage", "file:zip", "rule:NAME", ...
+	RespSize      int64               `json:"resp_size,omitempty"`
+}
+
+// Connection is a raw TCP or UDP flow caught by a catch-all.
+type Connection struct {
+	Proto      string `json:"proto"` // "tcp" or "udp"
+	Client     string `json:"client,omitempty"`
+	DstIP      string `json:"dst_ip"`
+	DstPort    int    `json:"dst_port"`
+	Name       string `json:"name,omitempty"` // the DNS name the sink gave DstIP, if any
+	FirstBytes []byte `json:"first_bytes,omitempty"`
+	Size       int64  `json:"size"`
+	Truncated  bool   `json:"truncated,omitempty"`
+	Banner     string `json:"banner,omitempty"` // what was sent after silence, if anything
+}
+
+// TLSHello is a TLS ClientHello, recorded even when the handshake fails.
+type TLSHello struct {
+	SNI         string   `json:"sni,omitempty"`
+	ALPN        []string `json:"alpn,omitempty"`
+	Versions    []string `json:"versions,omitempty"`
+	DstIP       string   `json:"dst_ip,omitempty"`
+	DstPort     int      `json:"dst_port,omitempty"`
+	Intercepted bool     `json:"intercepted"` // the handshake completed with a minted leaf
+	Error       string   `json:"error,omitempty"`
+}
+
+// CanaryHit is a planted token seen somewhere it should not be.
+type CanaryHit struct {
+	TokenID  string `json:"token_id"`
+	Kind     string `json:"kind"`
+	Location string `json:"location"` // where it was planted
+	Encoding string `json:"encoding"` // "plain", "base64", "hex", ...
+	Channel  string `json:"channel"`  // "http", "dns", "tcp", "udp", "file", "argv", "tool_output"
+	Where    string `json:"where"`    // the URL, name, path, or argv where it was seen
+	Offset   int    `json:"offset"`
+	// EventSeq is the Seq of the event the token was found in.
+	EventSeq int64 `json:"event_seq"`
+}
+
+// FSChange is one entry of the container's file-system diff.
+type FSChange struct {
+	Path   string `json:"path"`
+	Kind   string `json:"kind"` // "added", "modified", "deleted"
+	Size   int64  `json:"size,omitempty"`
+	SHA256 string `json:"sha256,omitempty"`
+	Copied string `json:"copied,omitempty"` // path in the run folder, when copied out
+}
+
+// Resource is the sandbox's resource use over the trace.
+type Resource struct {
+	PeakMemory  int64   `json:"peak_memory_bytes"`
+	MemoryLimit int64   `json:"memory_limit_bytes,omitempty"`
+	CPUSeconds  float64 `json:"cpu_seconds"`
+	PeakPIDs    int64   `json:"peak_pids"`
+	PIDsLimit   int64   `json:"pids_limit,omitempty"`
+	OOMKilled   bool    `json:"oom_killed,omitempty"`
+	// OutputBytes is how much tool output was produced, and OutputDropped
+	// how much of it was not kept.
+	OutputBytes   int64    `json:"output_bytes,omitempty"`
+	OutputDropped int64    `json:"output_dropped,omitempty"`
+	Exceeded      []string `json:"exceeded,omitempty"` // "memory", "pids", "output", "disk"
+}
+
+// Notice is a message from an observer about itself.
+type Notice struct {
+	Message string `json:"message"`
+	Lost    int64  `json:"lost,omitempty"` // events known to be lost
+}
