@@ -1,0 +1,40 @@
+# sandboxctl: see README.md. `make help` lists the targets.
+GO        ?= go
+BIN       ?= bin/sandboxctl
+# The binary is copied into the sandbox, so it must be static.
+export CGO_ENABLED = 0
+
+.PHONY: all build test test-short lint golden image bench check gc help
+
+all: build ## build bin/sandboxctl (default)
+
+build: ## build the static bin/sandboxctl
+	$(GO) build -trimpath -o $(BIN) ./cmd/sandboxctl
+
+test: ## all tests; Docker ones skip without an engine (fail with SANDBOXCTL_REQUIRE_DOCKER=1)
+	CGO_ENABLED=1 $(GO) test -race -timeout 40m ./...
+
+test-short: ## unit tests only, no Docker
+	CGO_ENABLED=1 $(GO) test -race -short ./...
+
+lint: ## gofmt, go vet and the layering check
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt:"; echo "$$out"; exit 1; fi
+	$(GO) vet ./...
+	$(GO) test -run TestLayering .
+
+golden: ## rewrite golden files of the packages that have them
+	$(GO) test ./reports/ ./canaryfs/ ./strace/ ./agent/ ./cmd/sandboxctl/ -update
+
+image: build ## build the sandbox image (no registry pull: debootstrap base from the host's apt mirror)
+	$(BIN) image build
+
+bench: build ## benchmarks that report ratios against a baseline measured in the same run
+	./bench/run.sh
+
+gc: build ## remove leftovers of crashed traces (by label only)
+	$(BIN) gc
+
+check: lint test ## what CI runs
+
+help: ## list the targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'

@@ -1,0 +1,113 @@
+package sandboxctl_test
+
+import (
+	"bufio"
+	"bytes"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+const module = "github.com/sandboxctl/sandboxctl"
+
+// importRules says which of our packages may import a third-party module
+// (STYLE.md §1). A module not listed may be imported by anyone.
+var importRules = map[string][]string{
+	"github.com/moby/moby":              {"orchestrator/docker"},
+	"github.com/miekg/dns":              {"netcapture"},
+	"github.com/elazarl/goproxy":        {"netcapture"},
+	"github.com/mark3labs/mcp-go":       {"mcptools"},
+	"github.com/sashabaranov/go-openai": {"agent"},
+}
+
+// internalRules lists, for packages with a fixed place in the pipeline, the
+// only packages of this module they may import.
+var internalRules = map[string][]string{
+	"trace":      {},
+	"canary":     {},
+	"skill":      {},
+	"canaryfs":   {"canary"},
+	"strace":     {"trace"},
+	"netcapture": {"trace"},
+	"mcptools":   {"trace"},
+	"agent":      {"trace", "skill"},
+	"rules":      {"trace", "canary", "skill"},
+	"reports":    {"trace", "rules", "canary", "skill"},
+}
+
+// TestLayering fails on an import edge the design does not allow, and on
+// flag, environment or exit use outside cmd/ and test helpers.
+func TestLayering(t *testing.T) {
+	out, err := exec.Command("go", "list", "-f", "{{.ImportPath}} {{join .Imports \" \"}}", "./...").Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	sc := bufio.NewScanner(bytes.NewReader(out))
+	for sc.Scan() {
+		f := strings.Fields(sc.Text())
+		if len(f) == 0 {
+			continue
+		}
+		pkg := strings.TrimPrefix(strings.TrimPrefix(f[0], module), "/")
+		for _, imp := range f[1:] {
+			for mod, allowed := range importRules {
+				if (imp == mod || strings.HasPrefix(imp, mod+"/")) && !underAny(pkg, allowed) {
+					t.Errorf("%s imports %s; only %v may", pkg, imp, allowed)
+				}
+			}
+			if !strings.HasPrefix(imp, module+"/") {
+				continue
+			}
+			dep := strings.TrimPrefix(imp, module+"/")
+			if allowed, ok := internalRules[topLevel(pkg)]; ok && topLevel(dep) != topLevel(pkg) && !underAny(dep, allowed) {
+				t.Errorf("%s imports %s; it may import only %v of this module", pkg, dep, allowed)
+			}
+		}
+	}
+
+	// Only cmd/ reads flags and the environment, and exits.
+	banned := regexp.MustCompile(`\bos\.(Exit|Getenv|LookupEnv|Environ)\(|\bflag\.(Parse|String|Bool|Int|Duration|NewFlagSet)\(|\blog\.Fatal`)
+	err = filepath.WalkDir(".", func(path string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && (path == "cmd" || path == "internal" || strings.HasPrefix(d.Name(), ".") && path != ".") {
+			return filepath.SkipDir
+		}
+		if d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+			return nil
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		for i, line := range strings.Split(string(b), "\n") {
+			if banned.MatchString(line) && !strings.Contains(line, "layering:allow") {
+				t.Errorf("%s:%d: only cmd/ may read flags or the environment, or exit: %s", path, i+1, strings.TrimSpace(line))
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func topLevel(pkg string) string {
+	if i := strings.IndexByte(pkg, '/'); i >= 0 {
+		return pkg[:i]
+	}
+	return pkg
+}
+
+func underAny(pkg string, roots []string) bool {
+	for _, r := range roots {
+		if pkg == r || strings.HasPrefix(pkg, r+"/") {
+			return true
+		}
+	}
+	return false
+}
