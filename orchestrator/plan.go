@@ -1,0 +1,119 @@
+package orchestrator
+
+import (
+	"errors"
+	"fmt"
+	"regexp"
+	"time"
+)
+
+// Driver kinds.
+const (
+	DriverLiteral = "literal"
+	DriverLLM     = "llm"
+	DriverReplay  = "replay"
+)
+
+// Plan is everything one trace needs, as plain data: it is validated once,
+// printed by --dry-run and recorded in the report.
+type Plan struct {
+	TraceID string `json:"trace_id"`
+	// SkillPath is the skill file or folder on the host.
+	SkillPath string `json:"skill_path"`
+	Driver    Driver `json:"driver"`
+	Prompt    string `json:"prompt,omitempty"`
+	Limits    Limits `json:"limits"`
+	// Image is the sandbox image; "" builds or reuses the image of this
+	// binary's embedded build context.
+	Image string `json:"image,omitempty"`
+	// User and Hostname of the seeded home; "" picks plausible ones.
+	User     string `json:"user,omitempty"`
+	Hostname string `json:"hostname,omitempty"`
+	// Seed makes the seeded home deterministic; nil is random.
+	Seed []byte `json:"-"`
+	// Keep leaves the containers for debugging.
+	Keep bool `json:"keep,omitempty"`
+	// NetworkConfig is an optional netcapture rules file (DNS answers,
+	// NXDOMAIN names, HTTP responses).
+	NetworkConfig string `json:"network_config,omitempty"`
+}
+
+// Driver says who decides the tool calls.
+type Driver struct {
+	Kind     string `json:"kind"`
+	Provider string `json:"provider,omitempty"`
+	Model    string `json:"model,omitempty"`
+	BaseURL  string `json:"base_url,omitempty"`
+	// APIKey never reaches a report, a transcript, a log or an error.
+	APIKey string `json:"-"`
+	// Transcript is the file the replay driver replays.
+	Transcript string `json:"transcript,omitempty"`
+}
+
+// Limits bound one trace.
+type Limits struct {
+	Timeout     time.Duration `json:"timeout_ns"`
+	ToolTimeout time.Duration `json:"tool_timeout_ns"`
+	Turns       int           `json:"turns"`
+	Tokens      int           `json:"tokens"`
+	OutputBytes int64         `json:"output_bytes"` // tool output kept per call and stream
+	Memory      int64         `json:"memory_bytes"`
+	PIDs        int64         `json:"pids"`
+	NanoCPUs    int64         `json:"nano_cpus"`
+	HomeSize    int64         `json:"home_bytes"` // tmpfs size of /home: caps what a skill can write
+	TmpSize     int64         `json:"tmp_bytes"`
+}
+
+// DefaultLimits are the limits of a trace when the user sets none.
+func DefaultLimits() Limits {
+	return Limits{
+		Timeout:     5 * time.Minute,
+		ToolTimeout: 2 * time.Minute,
+		Turns:       50,
+		Tokens:      200_000,
+		OutputBytes: 64 << 10,
+		Memory:      2 << 30,
+		PIDs:        512,
+		NanoCPUs:    1_000_000_000,
+		HomeSize:    512 << 20,
+		TmpSize:     256 << 20,
+	}
+}
+
+var traceIDRe = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{2,62}$`)
+
+// Validate reports the first problem with p, in words for the user.
+func (p Plan) Validate() error {
+	switch {
+	case p.SkillPath == "":
+		return errors.New("no skill given")
+	case !traceIDRe.MatchString(p.TraceID):
+		return fmt.Errorf("trace id %q: want 3-63 lower-case letters, digits and dashes", p.TraceID)
+	case p.Limits.Timeout <= 0:
+		return fmt.Errorf("timeout must be positive, got %v", p.Limits.Timeout)
+	case p.Limits.ToolTimeout <= 0:
+		return fmt.Errorf("tool timeout must be positive, got %v", p.Limits.ToolTimeout)
+	case p.Limits.Turns <= 0:
+		return fmt.Errorf("turn budget must be positive, got %d", p.Limits.Turns)
+	case p.Limits.Memory < 64<<20:
+		return fmt.Errorf("memory limit %d bytes is below the 64 MiB a sandbox needs", p.Limits.Memory)
+	case p.Limits.PIDs < 16:
+		return fmt.Errorf("pids limit %d is below the 16 a sandbox needs", p.Limits.PIDs)
+	case p.Limits.OutputBytes <= 0:
+		return fmt.Errorf("output cap must be positive, got %d", p.Limits.OutputBytes)
+	}
+	switch p.Driver.Kind {
+	case DriverLiteral:
+	case DriverLLM:
+		if p.Driver.Model == "" {
+			return errors.New("the llm driver needs --model")
+		}
+	case DriverReplay:
+		if p.Driver.Transcript == "" {
+			return errors.New("the replay driver needs --transcript FILE")
+		}
+	default:
+		return fmt.Errorf("unknown driver %q (want literal, llm or replay)", p.Driver.Kind)
+	}
+	return nil
+}
