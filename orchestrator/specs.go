@@ -1,0 +1,158 @@
+package orchestrator
+
+import (
+	"fmt"
+	"strconv"
+)
+
+// Paths inside the containers (the image and mcptools agree on them).
+const (
+	// AgentBin is where the host's own static binary is copied. The name
+	// looks like the agent harness a skill normally runs under.
+	AgentBin = "/usr/local/lib/agent/agentd"
+	// JailConfig is the jail's netcapture configuration file.
+	JailConfig = "/run/agentd/jail.json"
+	// CallLogDir holds one strace log per tool call (root only).
+	CallLogDir = "/var/lib/agentd/calls"
+	// InstallCA installs a PEM CA into every trust store of the image.
+	InstallCA = "/usr/local/lib/agent/install-ca"
+	// CAPath is where the per-trace CA is placed before install.
+	CAPath = "/usr/local/share/ca-certificates/corp-root-ca.crt"
+	// UserUID and UserGID are the skill user's ids; the image bakes a user
+	// with them and the orchestrator renames it.
+	UserUID = 1000
+	UserGID = 1000
+)
+
+// SkillDir is where the skill is installed for user, read-only: where a
+// coding agent keeps its skills.
+func SkillDir(user, name string) string {
+	return "/home/" + user + "/.claude/skills/" + name
+}
+
+// sandboxCaps are the only capabilities the sandbox container keeps. They are
+// for the root-owned tool server and tracer: strace needs SYS_PTRACE and
+// SETUID/SETGID to become the user; KILL ends a timed-out tree. The skill's
+// processes run as the user under no-new-privileges and have none of them.
+var sandboxCaps = []string{"CHOWN", "DAC_OVERRIDE", "FOWNER", "KILL", "SETUID", "SETGID", "SYS_PTRACE"}
+
+// jailSpec is the network jail: it owns the network namespace (no interface
+// but loopback), runs the sinks as root with NET_ADMIN only, and carries the
+// plausible hostname (a container that joins its namespace takes it).
+func jailSpec(p Plan, image, hostname string, files []File) Spec {
+	return Spec{
+		Name:            "sandboxctl-" + p.TraceID + "-jail",
+		Role:            RoleJail,
+		Image:           image,
+		Labels:          map[string]string{LabelTrace: p.TraceID, LabelRole: RoleJail},
+		Cmd:             []string{AgentBin, "__jail", "--config", JailConfig},
+		User:            "0:0",
+		Hostname:        hostname,
+		NetworkMode:     "none",
+		CapDrop:         []string{"ALL"},
+		CapAdd:          []string{"NET_ADMIN"},
+		NoNewPrivileges: true,
+		Memory:          512 << 20,
+		PIDs:            256,
+		NanoCPUs:        500_000_000,
+		Sysctls:         map[string]string{"net.ipv6.conf.all.disable_ipv6": "1", "net.ipv6.conf.default.disable_ipv6": "1"},
+		Files:           files,
+	}
+}
+
+// sandboxSpec is the container the skill runs in. It joins the jail's
+// network namespace, so every packet it sends lands in a sink. The places
+// the user can write are tmpfs mounts charged to the container's memory, so
+// a skill that fills the disk fills its own quota, not the host's disk.
+func sandboxSpec(p Plan, image, jailID, user string, files []File) Spec {
+	l := p.Limits
+	return Spec{
+		Name:            "sandboxctl-" + p.TraceID + "-sandbox",
+		Role:            RoleSandbox,
+		Image:           image,
+		Labels:          map[string]string{LabelTrace: p.TraceID, LabelRole: RoleSandbox},
+		Cmd:             []string{AgentBin, "__hold"},
+		User:            "0:0",
+		NetworkMode:     "container:" + jailID,
+		CapDrop:         []string{"ALL"},
+		CapAdd:          sandboxCaps,
+		NoNewPrivileges: true,
+		Memory:          l.Memory,
+		PIDs:            l.PIDs,
+		NanoCPUs:        l.NanoCPUs,
+		Tmpfs: map[string]string{
+			"/home":           tmpfsOpts(l.HomeSize, "755"),
+			"/tmp":            tmpfsOpts(l.TmpSize, "1777"),
+			"/var/tmp":        tmpfsOpts(l.TmpSize/2, "1777"),
+			"/var/lib/agentd": tmpfsOpts(512<<20, "700"),
+		},
+		Files: files,
+	}
+}
+
+func tmpfsOpts(size int64, mode string) string {
+	return "rw,nosuid,nodev,size=" + strconv.FormatInt(size, 10) + ",mode=" + mode
+}
+
+// passwdFiles renames the image's uid-1000 user to user, with home
+// /home/user and bash as its shell. (/etc/hostname and /etc/hosts are the
+// engine's, taken from the jail.)
+func passwdFiles(user string) []File {
+	passwd := fmt.Sprintf(`root:x:0:0:root:/root:/bin/bash
+daemon:x:1:1:daemon:/usr/sbin:/usr/sbin/nologin
+bin:x:2:2:bin:/bin:/usr/sbin/nologin
+sys:x:3:3:sys:/dev:/usr/sbin/nologin
+sync:x:4:65534:sync:/bin:/bin/sync
+games:x:5:60:games:/usr/games:/usr/sbin/nologin
+man:x:6:12:man:/var/cache/man:/usr/sbin/nologin
+lp:x:7:7:lp:/var/spool/lpd:/usr/sbin/nologin
+mail:x:8:8:mail:/var/mail:/usr/sbin/nologin
+news:x:9:9:news:/var/spool/news:/usr/sbin/nologin
+www-data:x:33:33:www-data:/var/www:/usr/sbin/nologin
+backup:x:34:34:backup:/var/backups:/usr/sbin/nologin
+nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin
+_apt:x:42:65534::/nonexistent:/usr/sbin/nologin
+systemd-network:x:998:998:systemd Network Management:/:/usr/sbin/nologin
+messagebus:x:100:107::/nonexistent:/usr/sbin/nologin
+%[1]s:x:%[2]d:%[3]d:%[1]s,,,:/home/%[1]s:/bin/bash
+`, user, UserUID, UserGID)
+	group := fmt.Sprintf(`root:x:0:
+daemon:x:1:
+bin:x:2:
+sys:x:3:
+adm:x:4:%[1]s
+tty:x:5:
+disk:x:6:
+lp:x:7:
+mail:x:8:
+news:x:9:
+dialout:x:20:%[1]s
+cdrom:x:24:%[1]s
+sudo:x:27:%[1]s
+audio:x:29:%[1]s
+www-data:x:33:
+backup:x:34:
+plugdev:x:46:%[1]s
+users:x:100:%[1]s
+nogroup:x:65534:
+systemd-network:x:998:
+messagebus:x:107:
+crontab:x:101:
+docker:x:999:%[1]s
+%[1]s:x:%[2]d:
+`, user, UserGID)
+	shadow := fmt.Sprintf(`root:*:19700:0:99999:7:::
+daemon:*:19700:0:99999:7:::
+bin:*:19700:0:99999:7:::
+sys:*:19700:0:99999:7:::
+sync:*:19700:0:99999:7:::
+nobody:*:19700:0:99999:7:::
+_apt:*:19700:0:99999:7:::
+%s:$y$j9T$Jd0cJ1sQm3Zx0Wf7bX8eT.$4fQm9o2R0yYq6Nw1hKpL8cV3sD5aG7jU2eX9tB0rZ1C:19880:0:99999:7:::
+`, user)
+	return []File{
+		{Path: "/etc/passwd", Mode: 0o644, Content: []byte(passwd)},
+		{Path: "/etc/group", Mode: 0o644, Content: []byte(group)},
+		{Path: "/etc/shadow", Mode: 0o640, GID: 42, Content: []byte(shadow)},
+	}
+}
