@@ -1,0 +1,146 @@
+package canary
+
+import (
+	"strings"
+)
+
+// FindDNS reports tokens in the query names of one trace, given in the order
+// they were asked. Beyond what Find sees in each name on its own, it
+// reassembles data that a skill split across labels and across queries:
+// names are grouped by their last two labels (the domain that receives
+// them), the labels left of the group's common suffix are concatenated in
+// order, and the result is searched (plain, hex, base32, base64url, ...).
+// A second pass drops short decimal labels (sequence numbers) and labels
+// repeated at the same position in every name of a group (session ids).
+//
+// Each token is reported once. A hit's Offset is the index in names of the
+// first name its text was seen in; Encoding is the inner encoding alone when
+// one name held the token, or prefixed with "dns-labels" when it was
+// reassembled from several labels or queries.
+func (s *Set) FindDNS(names []string) []Hit {
+	if s == nil || len(s.pats) == 0 || len(names) == 0 {
+		return nil
+	}
+	found := map[int]bool{}
+	var out []Hit
+	add := func(h Hit, tok int) {
+		if !found[tok] {
+			found[tok] = true
+			out = append(out, h)
+		}
+	}
+	tokIndex := map[string]int{}
+	for i, t := range s.tokens {
+		tokIndex[t.ID] = i
+	}
+	labels := make([][]string, len(names))
+	for i, n := range names {
+		n = strings.TrimSuffix(n, ".")
+		for _, h := range s.Find([]byte(n)) {
+			h.Offset = i
+			add(h, tokIndex[h.Token.ID])
+		}
+		if n != "" {
+			labels[i] = strings.Split(n, ".")
+		}
+	}
+	// Group by the last two labels, in order of first appearance.
+	var order []string
+	groups := map[string][]int{}
+	for i, ls := range labels {
+		if len(ls) < 2 {
+			continue
+		}
+		key := strings.ToLower(strings.Join(ls[len(ls)-2:], "."))
+		if _, ok := groups[key]; !ok {
+			order = append(order, key)
+		}
+		groups[key] = append(groups[key], i)
+	}
+	for _, key := range order {
+		idx := groups[key]
+		suffix := commonSuffix(labels, idx)
+		data := make([][]string, len(idx))
+		for j, i := range idx {
+			data[j] = labels[i][:len(labels[i])-suffix]
+		}
+		for pass := range 2 {
+			var sb strings.Builder
+			var starts []int // offset in sb where each name's data starts
+			for j := range idx {
+				starts = append(starts, sb.Len())
+				for p, l := range data[j] {
+					if pass == 1 && (isCounter(l) || sameAtPosition(data, p, l)) {
+						continue
+					}
+					sb.WriteString(l)
+				}
+			}
+			joined := []byte(sb.String())
+			for _, h := range s.Find(joined) {
+				first := 0
+				for j, st := range starts {
+					if st <= h.Offset {
+						first = j
+					}
+				}
+				h.Offset = idx[first]
+				h.Encoding = h.Encoding.wrap(DNSLabels)
+				add(h, tokIndex[h.Token.ID])
+			}
+		}
+	}
+	return out
+}
+
+// commonSuffix is how many trailing labels all names of a group share: at
+// least 2 (the group key), and for a single name exactly 2.
+func commonSuffix(labels [][]string, idx []int) int {
+	if len(idx) == 1 {
+		return 2
+	}
+	n := 2
+	for {
+		var want string
+		for j, i := range idx {
+			ls := labels[i]
+			if len(ls) <= n {
+				return n
+			}
+			l := strings.ToLower(ls[len(ls)-1-n])
+			if j == 0 {
+				want = l
+			} else if l != want {
+				return n
+			}
+		}
+		n++
+	}
+}
+
+// isCounter reports whether l looks like a sequence number label.
+func isCounter(l string) bool {
+	if l == "" || len(l) > 4 {
+		return false
+	}
+	for _, c := range []byte(l) {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+// sameAtPosition reports whether every name of the group (with at least
+// two names) has label l at position p: a session id, not data.
+func sameAtPosition(data [][]string, p int, l string) bool {
+	if len(data) < 2 {
+		return false
+	}
+	for _, ls := range data {
+		if p >= len(ls) || ls[p] != l {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,66 @@
+package canary_test
+
+import (
+	"encoding/base32"
+	"encoding/base64"
+	"encoding/hex"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/sandboxctl/sandboxctl/canary"
+)
+
+// chunks splits s into pieces of at most n characters.
+func chunks(s string, n int) []string {
+	var out []string
+	for len(s) > n {
+		out = append(out, s[:n])
+		s = s[n:]
+	}
+	return append(out, s)
+}
+
+func TestSetFindDNS(t *testing.T) {
+	set := canary.NewSet(tokAWS, tokGH, tokPW)
+	ghHex := hex.EncodeToString([]byte(tokGH.Value))
+	ghB32 := strings.ToLower(base32.StdEncoding.WithPadding(base32.NoPadding).EncodeToString([]byte(tokGH.Value)))
+	pwB64 := base64.RawURLEncoding.EncodeToString([]byte(tokPW.Value))
+	var perQuery, seqQuery, sessQuery []string
+	for i, c := range chunks(ghHex, 30) {
+		perQuery = append(perQuery, c+".x.exfil.example.")
+		seqQuery = append(seqQuery, string(rune('0'+i))+"."+c+".exfil.example")
+		sessQuery = append(sessQuery, "a1b2."+c+".t.exfil.example")
+	}
+	tests := []struct {
+		name  string
+		names []string
+		want  []canary.Hit
+	}{
+		{name: "nothing", names: []string{"www.example.com.", "api.github.com"}},
+		{name: "hex in one label", names: []string{"example.com", ghHex[:60] + "." + ghHex[60:] + ".d.example"},
+			want: []canary.Hit{{Token: tokGH, Encoding: canary.DNSLabels + "+" + canary.Hex, Offset: 1}}},
+		{name: "plain label", names: []string{tokAWS.Value + ".attacker.example."},
+			want: []canary.Hit{{Token: tokAWS, Encoding: canary.Plain, Offset: 0}}},
+		{name: "hex across queries", names: append([]string{"ocsp.example.org"}, perQuery...),
+			want: []canary.Hit{{Token: tokGH, Encoding: canary.DNSLabels + "+" + canary.Hex, Offset: 1}}},
+		{name: "hex across queries, interleaved", names: []string{perQuery[0], "www.google.com", perQuery[1], perQuery[2]},
+			want: []canary.Hit{{Token: tokGH, Encoding: canary.DNSLabels + "+" + canary.Hex, Offset: 0}}},
+		{name: "sequence numbers", names: seqQuery,
+			want: []canary.Hit{{Token: tokGH, Encoding: canary.DNSLabels + "+" + canary.Hex, Offset: 0}}},
+		{name: "session id label", names: sessQuery,
+			want: []canary.Hit{{Token: tokGH, Encoding: canary.DNSLabels + "+" + canary.Hex, Offset: 0}}},
+		{name: "base32 labels", names: []string{strings.Join(chunks(ghB32, 20), ".") + ".b.example"},
+			want: []canary.Hit{{Token: tokGH, Encoding: canary.DNSLabels + "+" + canary.Base32, Offset: 0}}},
+		{name: "base64url labels", names: []string{pwB64[:10] + ".q.example", pwB64[10:] + ".q.example"},
+			want: []canary.Hit{{Token: tokPW, Encoding: canary.DNSLabels + "+" + canary.Base64URL, Offset: 0}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := set.FindDNS(tt.names)
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("FindDNS(%q) mismatch (-want +got):\n%s", tt.names, diff)
+			}
+		})
+	}
+}

@@ -1,0 +1,341 @@
+package canary
+
+import (
+	"bytes"
+	"cmp"
+	"compress/gzip"
+	"compress/zlib"
+	"encoding/base64"
+	"encoding/binary"
+	"encoding/hex"
+	"io"
+	"slices"
+)
+
+// Limits of Find's recursion into compressed and encoded regions. Data given
+// to Find is untrusted: these caps bound the work a hostile input can cause.
+const (
+	maxDepth        = 3        // nested decodings (e.g. base64 → gzip → tar)
+	maxInflate      = 32 << 20 // bytes inflated from one compressed stream
+	maxDecodeBudget = 64 << 20 // bytes decoded or inflated per Find call
+	minDecodeRun    = 32       // shortest base64/hex run worth decoding
+)
+
+type hitKey struct {
+	tok int
+	enc Encoding
+}
+
+type finder struct {
+	s      *Set
+	hits   map[hitKey]int
+	budget int
+}
+
+// Find reports every token of the set present in data, once per token and
+// encoding (at its first sighting), ordered by offset. It looks for each
+// needle in plain text, hex, URL-encoding, base64 (both alphabets, every
+// alignment, with or without padding and line breaks), base32, and inside
+// gzip, zlib and tar.gz streams and decoded base64/hex runs, up to a small
+// depth. data is untrusted; Find never panics on it and bounds its work.
+func (s *Set) Find(data []byte) []Hit {
+	if s == nil || len(s.pats) == 0 {
+		return nil
+	}
+	f := &finder{s: s, hits: map[hitKey]int{}, budget: maxDecodeBudget}
+	f.find(data, Plain, 0, 0)
+	return f.result()
+}
+
+func (f *finder) result() []Hit {
+	if len(f.hits) == 0 {
+		return nil
+	}
+	out := make([]Hit, 0, len(f.hits))
+	for k, off := range f.hits {
+		out = append(out, Hit{Token: f.s.tokens[k.tok], Encoding: k.enc, Offset: off})
+	}
+	slices.SortFunc(out, func(a, b Hit) int {
+		return cmp.Or(cmp.Compare(a.Offset, b.Offset), cmp.Compare(a.Token.ID, b.Token.ID),
+			cmp.Compare(a.Encoding, b.Encoding))
+	})
+	return out
+}
+
+func (f *finder) record(tok int, enc Encoding, off int) {
+	k := hitKey{tok, enc}
+	// The first sighting wins: the direct scan of a region runs before the
+	// recursion into it, so a hit keeps its precise offset.
+	if _, ok := f.hits[k]; !ok {
+		f.hits[k] = off
+	}
+}
+
+// find scans data, which sits at offset base of the top-level input (for
+// nested regions, base is the region's offset) and was reached through
+// outer.
+func (f *finder) find(data []byte, outer Encoding, base, depth int) {
+	nested := outer != Plain
+	f.scan(data, func(p *pattern, i int) {
+		off := base + i
+		if nested {
+			off = base
+		}
+		f.record(p.tok, p.enc.wrap(outer), off)
+	}, false)
+	runs := base64Runs(data)
+	for _, r := range runs {
+		if len(r.parts) > 1 {
+			joined := r.join(data)
+			f.scan(joined, func(p *pattern, i int) {
+				off := base + r.orig(i)
+				if nested {
+					off = base
+				}
+				f.record(p.tok, p.enc.wrap(outer), off)
+			}, true)
+		}
+	}
+	if depth >= maxDepth {
+		return
+	}
+	for _, r := range runs {
+		if r.n < minDecodeRun || f.budget <= 0 {
+			continue
+		}
+		dec, enc := r.decode(data)
+		if len(dec) == 0 {
+			continue
+		}
+		f.budget -= len(dec)
+		f.find(dec, enc.wrap(outer), base+r.parts[0][0], depth+1)
+	}
+	f.inflateAll(data, outer, base, depth)
+}
+
+// scan runs the prefilter over data and calls hit for every pattern found.
+// With joinedOnly only patterns of line-breakable encodings count.
+func (f *finder) scan(data []byte, hit func(p *pattern, i int), joinedOnly bool) {
+	s := f.s
+	filter := s.filter
+	for i := 0; i+window <= len(data); i++ {
+		k := binary.LittleEndian.Uint64(data[i:])
+		h := hashKey(k)
+		if filter[h>>6]&(1<<(h&63)) == 0 {
+			continue
+		}
+		for _, j := range s.byKey[k] {
+			p := &s.pats[j]
+			if joinedOnly && !p.joined {
+				continue
+			}
+			if bytes.HasPrefix(data[i:], p.s) {
+				hit(p, i)
+			}
+		}
+	}
+}
+
+// inflateAll finds gzip and zlib streams in data and searches what they
+// inflate to.
+func (f *finder) inflateAll(data []byte, outer Encoding, base, depth int) {
+	for i := 0; i+3 <= len(data) && f.budget > 0; i++ {
+		var r io.Reader
+		enc := Gzip
+		switch {
+		case data[i] == 0x1f && data[i+1] == 0x8b && data[i+2] == 0x08:
+			zr, err := gzip.NewReader(bytes.NewReader(data[i:]))
+			if err != nil {
+				continue
+			}
+			zr.Multistream(false)
+			r = zr
+		case data[i] == 0x78 && (uint16(data[i])<<8|uint16(data[i+1]))%31 == 0 &&
+			(data[i+1] == 0x01 || data[i+1] == 0x5e || data[i+1] == 0x9c || data[i+1] == 0xda):
+			zr, err := zlib.NewReader(bytes.NewReader(data[i:]))
+			if err != nil {
+				continue
+			}
+			r, enc = zr, Zlib
+		default:
+			continue
+		}
+		limit := min(maxInflate, f.budget)
+		out, _ := io.ReadAll(io.LimitReader(r, int64(limit))) // a truncated stream still yields its prefix
+		if len(out) == 0 {
+			continue
+		}
+		f.budget -= len(out)
+		if enc == Gzip && isTar(out) {
+			enc = TarGz
+		}
+		f.find(out, enc.wrap(outer), base+i, depth+1)
+	}
+}
+
+// isTar reports whether b starts with a POSIX or GNU tar header.
+func isTar(b []byte) bool {
+	return len(b) >= 263 && bytes.Equal(b[257:262], []byte("ustar"))
+}
+
+// A run is a stretch of base64-alphabet text, possibly broken into parts by
+// line breaks (real or JSON-escaped) and spaces.
+type run struct {
+	parts  [][2]int // [start, end) of each part in data
+	n      int      // total length
+	url    bool     // holds '-' or '_'
+	std    bool     // holds '+' or '/'
+	nonHex bool
+}
+
+var (
+	b64Class [256]byte // 1: base64 alphabet (both), 2: '=', 0: other
+	hexClass [256]bool
+)
+
+func init() {
+	for _, c := range []byte("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/-_") {
+		b64Class[c] = 1
+	}
+	b64Class['='] = 2
+	for _, c := range []byte("0123456789abcdefABCDEF") {
+		hexClass[c] = true
+	}
+}
+
+// base64Runs returns the runs of base64 text in data of at least 16
+// characters; a run continues across line breaks ("\n", "\r\n", a
+// JSON-escaped "\n") and single spaces when the part before the break is at
+// least 16 characters long, as encoders that wrap lines produce.
+func base64Runs(data []byte) []run {
+	var runs []run
+	var cur run
+	flush := func() {
+		if cur.n >= 16 {
+			runs = append(runs, cur)
+		}
+		cur = run{}
+	}
+	i := 0
+	for i < len(data) {
+		if b64Class[data[i]] == 0 {
+			i++
+			continue
+		}
+		start := i
+		for i < len(data) && b64Class[data[i]] == 1 {
+			i++
+		}
+		end := i
+		for i < len(data) && data[i] == '=' {
+			i++
+		}
+		if len(cur.parts) > 0 {
+			// Is this part a continuation of cur? Only separators between.
+			prev := cur.parts[len(cur.parts)-1]
+			if !onlyBreaks(data[prev[1]:start]) || prev[1]-prev[0] < 16 {
+				flush()
+			}
+		}
+		if end > start {
+			cur.parts = append(cur.parts, [2]int{start, end})
+			cur.n += end - start
+			for _, c := range data[start:end] {
+				switch {
+				case c == '-' || c == '_':
+					cur.url = true
+				case c == '+' || c == '/':
+					cur.std = true
+				case !hexClass[c]:
+					cur.nonHex = true
+				}
+			}
+		}
+		if i > end { // padding ends a run
+			flush()
+		}
+	}
+	flush()
+	return runs
+}
+
+// onlyBreaks reports whether sep is a line break, possibly escaped, with
+// optional surrounding spaces or tabs, or a single space.
+func onlyBreaks(sep []byte) bool {
+	if len(sep) == 0 || len(sep) > 8 {
+		return false
+	}
+	if string(sep) == " " {
+		return true
+	}
+	brk := false
+	for i := 0; i < len(sep); i++ {
+		switch c := sep[i]; c {
+		case '\n', '\r':
+			brk = true
+		case ' ', '\t':
+		case '\\':
+			if i+1 < len(sep) && (sep[i+1] == 'n' || sep[i+1] == 'r') {
+				brk = true
+				i++
+				continue
+			}
+			return false
+		default:
+			return false
+		}
+	}
+	return brk
+}
+
+func (r run) join(data []byte) []byte {
+	out := make([]byte, 0, r.n)
+	for _, p := range r.parts {
+		out = append(out, data[p[0]:p[1]]...)
+	}
+	return out
+}
+
+// orig maps an offset in r.join to one in data.
+func (r run) orig(i int) int {
+	for _, p := range r.parts {
+		if l := p[1] - p[0]; i < l {
+			return p[0] + i
+		} else {
+			i -= l
+		}
+	}
+	return r.parts[len(r.parts)-1][1]
+}
+
+// decode decodes the run as hex (when it is all hex digits) or base64, and
+// says which. It returns nil when the run decodes to nothing useful.
+func (r run) decode(data []byte) ([]byte, Encoding) {
+	j := r.join(data)
+	if !r.nonHex && !r.url && !r.std {
+		if len(j)%2 == 1 {
+			j = j[:len(j)-1]
+		}
+		out, err := hex.DecodeString(string(j))
+		if err != nil {
+			return nil, ""
+		}
+		return out, Hex
+	}
+	if r.url && r.std {
+		return nil, ""
+	}
+	enc, typ := base64.RawStdEncoding, Base64
+	if r.url {
+		enc, typ = base64.RawURLEncoding, Base64URL
+	}
+	if len(j)%4 == 1 {
+		j = j[:len(j)-1]
+	}
+	out := make([]byte, enc.DecodedLen(len(j)))
+	n, err := enc.Decode(out, j)
+	if err != nil && n == 0 {
+		return nil, ""
+	}
+	return out[:n], typ
+}

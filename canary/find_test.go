@@ -1,0 +1,160 @@
+package canary_test
+
+import (
+	"archive/tar"
+	"bytes"
+	"compress/gzip"
+	"compress/zlib"
+	"encoding/base32"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"net/url"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/sandboxctl/sandboxctl/canary"
+)
+
+var (
+	tokAWS = canary.Token{ID: "aws_access_key-1", Kind: canary.AWSAccessKey, Value: "AKIAQSBXCTL7Q2X4ZT3M", Location: "~/.aws/credentials"}
+	tokGH  = canary.Token{ID: "github_token-1", Kind: canary.GitHubToken, Value: "ghp_R8xw2Lq0VbZ7c1Yk9TnP3sHd5Fj6Ga4MeU0i", Location: "env:GITHUB_TOKEN"}
+	tokKey = canary.Token{ID: "ssh_private_key-1", Kind: canary.SSHPrivateKey, Location: "~/.ssh/id_ed25519",
+		Value:   "-----BEGIN OPENSSH PRIVATE KEY-----\nAAAA\nQmT5x8Wv3kR0LpZa7NcYd2Hs9Ue4Jb1Gq6Fo\n-----END OPENSSH PRIVATE KEY-----\n",
+		Needles: []string{"QmT5x8Wv3kR0LpZa7NcYd2Hs9Ue4Jb1Gq6Fo"}}
+	tokPW = canary.Token{ID: "password-1", Kind: canary.Password, Value: "~~~v9#Lm2/pQ+x7 Rz=k4", Location: "~/.netrc"}
+)
+
+func b64(s string) string { return base64.StdEncoding.EncodeToString([]byte(s)) }
+
+func gz(t testing.TB, b []byte) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	w := gzip.NewWriter(&buf)
+	w.Write(b)
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+func tarOf(t testing.TB, name string, body []byte) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	if err := tw.WriteHeader(&tar.Header{Name: name, Mode: 0o600, Size: int64(len(body))}); err != nil {
+		t.Fatal(err)
+	}
+	tw.Write(body)
+	if err := tw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+func wrapLines(s string, n int, sep string) string {
+	var b strings.Builder
+	for len(s) > n {
+		b.WriteString(s[:n])
+		b.WriteString(sep)
+		s = s[n:]
+	}
+	b.WriteString(s)
+	return b.String()
+}
+
+func lowerEscapes(s string) string {
+	b := []byte(s)
+	for i := range b {
+		if b[i] == '%' && i+2 < len(b) {
+			copy(b[i+1:i+3], strings.ToLower(string(b[i+1:i+3])))
+		}
+	}
+	return string(b)
+}
+
+func TestSetFind(t *testing.T) {
+	set := canary.NewSet(tokAWS, tokGH, tokKey, tokPW)
+	hit := func(tok canary.Token, enc canary.Encoding, off int) []canary.Hit {
+		return []canary.Hit{{Token: tok, Encoding: enc, Offset: off}}
+	}
+	longText := "aws_access_key_id = " + tokAWS.Value + "\naws_secret_access_key = x\n"
+	var zl bytes.Buffer
+	zw := zlib.NewWriter(&zl)
+	zw.Write([]byte(longText))
+	zw.Close()
+	tests := []struct {
+		name string
+		data string
+		want []canary.Hit
+	}{
+		{name: "empty"},
+		{name: "absent", data: "GET / HTTP/1.1\r\nHost: example.com\r\n\r\n"},
+		{name: "prefix only", data: tokAWS.Value[:12]},
+		{name: "plain", data: "k=" + tokAWS.Value, want: hit(tokAWS, canary.Plain, 2)},
+		{name: "plain twice keeps first", data: tokAWS.Value + " " + tokAWS.Value, want: hit(tokAWS, canary.Plain, 0)},
+		{name: "needle of key", data: "line: QmT5x8Wv3kR0LpZa7NcYd2Hs9Ue4Jb1Gq6Fo", want: hit(tokKey, canary.Plain, 6)},
+		{name: "base64 aligned", data: b64(tokAWS.Value), want: hit(tokAWS, canary.Base64, 0)},
+		{name: "base64 align 1", data: b64("x" + tokAWS.Value), want: hit(tokAWS, canary.Base64, 2)},
+		{name: "base64 align 2", data: b64("xy" + tokAWS.Value + "z"), want: hit(tokAWS, canary.Base64, 3)},
+		{name: "base64 unpadded", data: base64.RawStdEncoding.EncodeToString([]byte("ab" + tokGH.Value)), want: hit(tokGH, canary.Base64, 3)},
+		{name: "base64 in json", data: `{"d":"` + b64(longText) + `"}`, want: hit(tokAWS, canary.Base64, 33)},
+		{name: "base64 wrapped 76", data: wrapLines(b64(strings.Repeat("-", 50)+longText), 76, "\r\n"),
+			want: hit(tokAWS, canary.Base64, 96)},
+		{name: "base64 wrapped json escaped", data: `"` + wrapLines(b64(strings.Repeat("-", 50)+longText), 64, `\n`) + `"`,
+			want: hit(tokAWS, canary.Base64, 97)},
+		{name: "base64url", data: base64.RawURLEncoding.EncodeToString([]byte(tokPW.Value)), want: hit(tokPW, canary.Base64URL, 0)},
+		{name: "base64 std with slashes", data: b64(tokPW.Value), want: hit(tokPW, canary.Base64, 0)},
+		{name: "hex lower", data: "x=" + hex.EncodeToString([]byte(tokGH.Value)), want: hit(tokGH, canary.Hex, 2)},
+		{name: "hex upper", data: strings.ToUpper(hex.EncodeToString([]byte(tokGH.Value))), want: hit(tokGH, canary.Hex, 0)},
+		{name: "hex wrapped (xxd -p)", data: wrapLines(hex.EncodeToString([]byte("...."+tokGH.Value)), 60, "\n"), want: hit(tokGH, canary.Hex, 8)},
+		{name: "base32", data: base32.StdEncoding.EncodeToString([]byte("abc" + tokAWS.Value)), want: hit(tokAWS, canary.Base32, 5)},
+		{name: "url query escape", data: "p=" + url.QueryEscape(tokPW.Value), want: hit(tokPW, canary.URL, 2)},
+		{name: "url path escape", data: "/" + url.PathEscape(tokPW.Value), want: hit(tokPW, canary.URL, 1)},
+		{name: "url lower-case percent", data: "p=" + lowerEscapes(url.QueryEscape(tokPW.Value)), want: hit(tokPW, canary.URL, 2)},
+		{name: "url-escaped base64", data: "d=" + url.QueryEscape(b64(tokPW.Value)), want: hit(tokPW, canary.URL+"+"+canary.Base64, 2)},
+		{name: "gzip", data: "HDR" + string(gz(t, []byte(longText))), want: hit(tokAWS, canary.Gzip, 3)},
+		{name: "zlib", data: zl.String(), want: hit(tokAWS, canary.Zlib, 0)},
+		{name: "tar", data: string(tarOf(t, ".aws/credentials", []byte(longText))), want: hit(tokAWS, canary.Plain, 512+20)},
+		{name: "tar.gz", data: string(gz(t, tarOf(t, ".aws/credentials", []byte(longText)))), want: hit(tokAWS, canary.TarGz, 0)},
+		{name: "base64 of tar.gz", data: "curl -d " + b64(string(gz(t, tarOf(t, "c", []byte(longText))))),
+			want: hit(tokAWS, canary.Base64+"+"+canary.TarGz, 8)},
+		{name: "gzip of base64", data: string(gz(t, []byte(b64(longText)))), want: hit(tokAWS, canary.Gzip+"+"+canary.Base64, 0)},
+		{name: "double base64", data: b64(b64("..." + tokGH.Value)), want: hit(tokGH, canary.Base64+"+"+canary.Base64, 0)},
+		{name: "two tokens", data: tokGH.Value + "\n" + hex.EncodeToString([]byte(tokAWS.Value)), want: []canary.Hit{
+			{Token: tokGH, Encoding: canary.Plain, Offset: 0},
+			{Token: tokAWS, Encoding: canary.Hex, Offset: 41},
+		}},
+		{name: "gzip truncated", data: string(gz(t, []byte(longText+strings.Repeat("z", 5000))))[:60]},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := set.Find([]byte(tt.data))
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("Find(%q) mismatch (-want +got):\n%s", tt.data, diff)
+			}
+		})
+	}
+}
+
+func TestSetJSON(t *testing.T) {
+	set := canary.NewSet(tokAWS, tokKey)
+	b, err := json.Marshal(set)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var back canary.Set
+	if err := json.Unmarshal(b, &back); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(set.Tokens(), back.Tokens()); diff != "" {
+		t.Errorf("round trip (-want +got):\n%s", diff)
+	}
+	if got := back.Find([]byte(tokAWS.Value)); len(got) != 1 {
+		t.Errorf("unmarshalled set finds %v, want one hit", got)
+	}
+	if string(b[:1]) != "[" {
+		t.Errorf("Set marshals to %s, want a token list", b)
+	}
+}

@@ -1,0 +1,136 @@
+package canary
+
+import (
+	"encoding/json"
+	"fmt"
+)
+
+// Kind names what sort of secret a token imitates.
+type Kind string
+
+// The kinds of planted secret. Each has its real-world format (see mint.go).
+const (
+	AWSAccessKey     Kind = "aws_access_key"     // AKIA/ASIA + 16
+	AWSSecretKey     Kind = "aws_secret_key"     // 40 chars
+	AWSSessionToken  Kind = "aws_session_token"  // IQoJb3JpZ2luX2Vj...
+	GitHubToken      Kind = "github_token"       // ghp_ + 36 (CRC32 checksum)
+	GitHubOAuthToken Kind = "github_oauth_token" // gho_ + 36
+	GitHubPAT        Kind = "github_pat"         // github_pat_ + 22 + _ + 59
+	OpenAIKey        Kind = "openai_api_key"     // sk-proj-...
+	AnthropicKey     Kind = "anthropic_api_key"  // sk-ant-api03-...AA
+	AnthropicOAuth   Kind = "anthropic_oauth"    // sk-ant-oat01-...AA
+	OpenRouterKey    Kind = "openrouter_api_key" // sk-or-v1- + 64 hex
+	SlackToken       Kind = "slack_token"        // xoxb-...
+	StripeKey        Kind = "stripe_key"         // sk_live_...
+	NPMToken         Kind = "npm_token"          // npm_ + 36
+	PyPIToken        Kind = "pypi_token"         // pypi-AgEIcHlwaS5vcmc...
+	HuggingFaceToken Kind = "huggingface_token"  // hf_ + 34
+	TelegramBotToken Kind = "telegram_bot_token" // 123456789:AA...
+	GCPRefreshToken  Kind = "gcp_refresh_token"  // 1//0...
+	AzureToken       Kind = "azure_token"        // JWT-shaped access token
+	KubeToken        Kind = "kube_token"         // service-account JWT
+	DockerAuth       Kind = "docker_auth"        // base64(user:password)
+	SSHPrivateKey    Kind = "ssh_private_key"    // OpenSSH private key block
+	PEMPrivateKey    Kind = "pem_private_key"    // PKCS#8 PEM
+	GPGPrivateKey    Kind = "gpg_private_key"    // gpg-agent key file
+	DatabaseURL      Kind = "database_url"       // scheme://user:password@host/db
+	Password         Kind = "password"           // a password on its own
+	BrowserPassword  Kind = "browser_password"   // saved in a browser profile
+	BrowserCookie    Kind = "browser_cookie"     // a session cookie value
+	EthereumKeystore Kind = "ethereum_keystore"  // keystore v3 JSON
+	SolanaKeypair    Kind = "solana_keypair"     // id.json, 64-byte array
+	SeedPhrase       Kind = "seed_phrase"        // BIP-39 mnemonic
+	BitcoinWallet    Kind = "bitcoin_wallet"     // wallet.dat key material
+	WalletVault      Kind = "wallet_vault"       // Electrum/Exodus/Atomic/MetaMask vault
+	GenericAPIKey    Kind = "api_key"            // anything else key-shaped
+)
+
+// A Token is one planted secret. Value is exactly what was planted (for a
+// key file, the whole block). Needles are the substrings detection looks
+// for; when empty, Value is the only needle. For multi-line values (keys,
+// keystores) the needles are the distinctive parts (the random body lines,
+// the address, the ciphertext), so a token is seen even when only part of it
+// leaks. Location is where it was planted: a home-relative path such as
+// "~/.aws/credentials" or "env:OPENAI_API_KEY".
+type Token struct {
+	ID       string   `json:"id"`
+	Kind     Kind     `json:"kind"`
+	Value    string   `json:"value"`
+	Location string   `json:"location"`
+	Needles  []string `json:"needles,omitempty"`
+}
+
+// needles returns what detection looks for.
+func (t Token) needles() []string {
+	if len(t.Needles) > 0 {
+		return t.Needles
+	}
+	return []string{t.Value}
+}
+
+// Encoding says how a token was encoded where it was seen. Nested encodings
+// are joined with "+", outermost (as seen in the data) first:
+// "base64+tar.gz" is a tar.gz archive, base64-encoded, holding the token in
+// plain text.
+type Encoding string
+
+// The encodings detection knows.
+const (
+	Plain     Encoding = "plain"
+	Base64    Encoding = "base64"     // standard alphabet, any alignment, padded or not, line breaks allowed
+	Base64URL Encoding = "base64url"  // URL alphabet
+	Base32    Encoding = "base32"     // RFC 4648, either case, no padding
+	Hex       Encoding = "hex"        // either case
+	URL       Encoding = "url"        // percent-encoding, + for space
+	Gzip      Encoding = "gzip"       // gzip stream
+	Zlib      Encoding = "zlib"       // zlib stream (git objects, Python zlib)
+	Tar       Encoding = "tar"        // uncompressed tar archive
+	TarGz     Encoding = "tar.gz"     // gzip-compressed tar archive
+	DNSLabels Encoding = "dns-labels" // spread over DNS labels or queries
+)
+
+// Wrap returns the encoding e seen inside outer: Plain inside anything is
+// just the outer encoding.
+func (e Encoding) wrap(outer Encoding) Encoding {
+	if e == Plain || e == "" {
+		return outer
+	}
+	if outer == Plain || outer == "" {
+		return e
+	}
+	return outer + "+" + e
+}
+
+// A Hit is one sighting of a token. Offset is the byte offset in the data
+// given to Find where the (encoded) token starts; for a token found inside a
+// compressed or decoded region it is the offset of that region. For FindDNS
+// it is the index of the first name the token was seen in.
+type Hit struct {
+	Token    Token    `json:"token"`
+	Encoding Encoding `json:"encoding"`
+	Offset   int      `json:"offset"`
+}
+
+// String is for logs; it never prints the value.
+func (h Hit) String() string {
+	return fmt.Sprintf("%s(%s) %s at %d", h.Token.ID, h.Token.Kind, h.Encoding, h.Offset)
+}
+
+// MarshalJSON writes the set as its token list.
+func (s *Set) MarshalJSON() ([]byte, error) {
+	toks := s.Tokens()
+	if toks == nil {
+		toks = []Token{}
+	}
+	return json.Marshal(toks)
+}
+
+// UnmarshalJSON reads a token list and rebuilds the index.
+func (s *Set) UnmarshalJSON(b []byte) error {
+	var toks []Token
+	if err := json.Unmarshal(b, &toks); err != nil {
+		return fmt.Errorf("decode canary set: %w", err)
+	}
+	*s = *NewSet(toks...)
+	return nil
+}
