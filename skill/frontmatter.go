@@ -35,7 +35,7 @@ func parseFrontmatter(file string, content []byte) (*yaml.Node, int, error) {
 	src := strings.Join(lines[1:end], "\n")
 	var doc yaml.Node
 	if err := yaml.Unmarshal([]byte(src), &doc); err != nil {
-		return nil, 0, &ManifestError{Path: file, Line: yamlErrLine(err) + 1, Err: cleanYAMLErr(err)}
+		return nil, 0, &ManifestError{Path: file, Line: errLine(lines[1:end], err) + 1, Err: cleanYAMLErr(err)}
 	}
 	body := end + 2
 	if len(doc.Content) == 0 {
@@ -55,6 +55,23 @@ func shift(n *yaml.Node, by int) {
 	for _, c := range n.Content {
 		shift(c, by)
 	}
+}
+
+// errLine finds the line of a YAML syntax error: the first line whose
+// prefix no longer parses (yaml.v3's own line numbers are sometimes the line
+// where the construct started, sometimes 0-based). Long frontmatter falls
+// back to yaml.v3's figure.
+func errLine(lines []string, err error) int {
+	if len(lines) > 200 {
+		return yamlErrLine(err)
+	}
+	for k := 1; k <= len(lines); k++ {
+		var n yaml.Node
+		if yaml.Unmarshal([]byte(strings.Join(lines[:k], "\n")), &n) != nil {
+			return k
+		}
+	}
+	return yamlErrLine(err)
 }
 
 var lineRE = regexp.MustCompile(`line (\d+)`)

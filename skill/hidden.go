@@ -174,7 +174,9 @@ func decodePrefix(s string) string {
 	if len(s) > 160 {
 		s = s[:160]
 	}
-	s = s[:len(s)/4*4]
+	if len(s)%4 == 1 {
+		s = s[:len(s)-1]
+	}
 	for _, enc := range []*base64.Encoding{base64.RawStdEncoding, base64.RawURLEncoding} {
 		b, err := enc.DecodeString(s)
 		if err != nil || len(b) == 0 || !utf8.Valid(b) {
