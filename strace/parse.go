@@ -1,0 +1,593 @@
+package strace
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/sandboxctl/sandboxctl/trace"
+)
+
+// Default caps for untrusted logs.
+const (
+	DefaultMaxLineBytes = 1 << 20
+	DefaultMaxLines     = 4 << 20
+	DefaultMaxEvents    = 200_000
+	maxProcs            = 1 << 16
+)
+
+// Options tunes Parse. The zero value is ready to use.
+type Options struct {
+	// Cwd is the working directory of the first traced process, used to
+	// resolve relative paths when strace did not annotate them (-y).
+	Cwd string
+	// MaxLineBytes caps one line (0: DefaultMaxLineBytes); longer lines are
+	// skipped and counted in Stats.LongLines.
+	MaxLineBytes int
+	// MaxLines caps the lines read (0: DefaultMaxLines); the rest of the log
+	// is not read and Stats.LinesCapped is set.
+	MaxLines int
+	// MaxEvents caps the events returned (0: DefaultMaxEvents); the rest are
+	// counted in Stats.DroppedEvents.
+	MaxEvents int
+	// KeepNoise keeps the opens every program makes at start-up (the
+	// dynamic loader's libraries, locale files, Python's stdlib), which are
+	// dropped by default and counted in Stats.Noise.
+	KeepNoise bool
+}
+
+// Stats describes what Parse saw besides the events.
+type Stats struct {
+	Lines         int64 `json:"lines"`
+	Events        int64 `json:"events"`
+	Skipped       int64 `json:"skipped"`    // lines not understood
+	LongLines     int64 `json:"long_lines"` // lines over MaxLineBytes
+	LinesCapped   bool  `json:"lines_capped,omitempty"`
+	DroppedEvents int64 `json:"dropped_events,omitempty"` // over MaxEvents
+	Noise         int64 `json:"noise"`                    // start-up opens dropped
+	Unfinished    int64 `json:"unfinished"`               // calls never resumed
+	Signals       int64 `json:"signals"`
+	Threads       int64 `json:"threads"`
+	Processes     int64 `json:"processes"`
+}
+
+type pending struct {
+	name string
+	args string
+	time time.Time
+}
+
+type proc struct {
+	tgid    int
+	ppid    int
+	cwd     string
+	pending *pending
+}
+
+type parser struct {
+	callID  string
+	opts    Options
+	procs   map[int]*proc
+	events  []trace.Event
+	stats   Stats
+	first   bool
+	lastPID int       // pid of the last call left unfinished
+	lastW   int       // index of the last write event, for coalescing
+	lastAt  time.Time // time of the last line, for lines without one
+}
+
+// Parse reads an strace log (strace -f -ttt, as mcptools writes it) and
+// returns its events, tagged with callID and in log order. The error is
+// non-nil only when r fails; malformed lines are skipped and counted.
+func Parse(r io.Reader, callID string, opts Options) ([]trace.Event, Stats, error) {
+	if opts.MaxLineBytes <= 0 {
+		opts.MaxLineBytes = DefaultMaxLineBytes
+	}
+	if opts.MaxLines <= 0 {
+		opts.MaxLines = DefaultMaxLines
+	}
+	if opts.MaxEvents <= 0 {
+		opts.MaxEvents = DefaultMaxEvents
+	}
+	p := &parser{callID: callID, opts: opts, procs: map[int]*proc{}, first: true, lastW: -1}
+	br := bufio.NewReaderSize(r, min(opts.MaxLineBytes, 64<<10))
+	var (
+		line []byte
+		long bool
+	)
+	for {
+		chunk, err := br.ReadSlice('\n')
+		if len(line)+len(chunk) > opts.MaxLineBytes {
+			long = true
+			line = line[:0]
+		} else if !long {
+			line = append(line, chunk...)
+		}
+		if errors.Is(err, bufio.ErrBufferFull) {
+			continue
+		}
+		if len(chunk) > 0 || len(line) > 0 || long {
+			if p.stats.Lines >= int64(opts.MaxLines) {
+				p.stats.LinesCapped = true
+				break
+			}
+			p.stats.Lines++
+			if long {
+				p.stats.LongLines++
+			} else {
+				p.line(strings.TrimRight(string(line), "\r\n"))
+			}
+			line, long = line[:0], false
+		}
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return p.finish(), p.stats, fmt.Errorf("read strace log: %w", err)
+		}
+	}
+	return p.finish(), p.stats, nil
+}
+
+func (p *parser) finish() []trace.Event {
+	for _, pr := range p.procs {
+		if pr.pending != nil {
+			p.stats.Unfinished++
+		}
+	}
+	// A child's first lines can come before its parent's clone returns:
+	// fill in parents learnt later.
+	for i := range p.events {
+		e := &p.events[i]
+		if e.PPID == 0 {
+			if pr := p.procs[e.PID]; pr != nil {
+				e.PPID = pr.ppid
+			}
+		}
+	}
+	p.stats.Events = int64(len(p.events))
+	return p.events
+}
+
+// getProc returns the state of pid, creating it on first sight.
+func (p *parser) getProc(pid int) *proc {
+	if pr := p.procs[pid]; pr != nil {
+		return pr
+	}
+	pr := &proc{tgid: pid}
+	switch {
+	case p.first:
+		pr.cwd = p.opts.Cwd
+		p.first = false
+	default:
+		// Most likely the child of the last clone still unfinished.
+		if par := p.procs[p.lastPID]; par != nil && par.pending != nil && isClone(par.pending.name) {
+			pr.cwd = par.cwd
+			if strings.Contains(par.pending.args, "CLONE_THREAD") {
+				pr.tgid = par.tgid
+			}
+		} else {
+			pr.cwd = p.opts.Cwd
+		}
+	}
+	if len(p.procs) < maxProcs {
+		p.procs[pid] = pr
+	}
+	return pr
+}
+
+func isClone(name string) bool {
+	switch name {
+	case "clone", "clone3", "fork", "vfork":
+		return true
+	}
+	return false
+}
+
+func (p *parser) line(s string) {
+	// "PID TIME rest" (strace -f), or "TIME rest" with a single process.
+	pid := 0
+	f1, rest, ok := strings.Cut(s, " ")
+	if !ok {
+		p.stats.Skipped++
+		return
+	}
+	if !strings.Contains(f1, ".") {
+		n, err := strconv.Atoi(f1)
+		if err != nil || n <= 0 {
+			p.stats.Skipped++
+			return
+		}
+		pid = n
+		f1, rest, ok = strings.Cut(strings.TrimLeft(rest, " "), " ")
+		if !ok {
+			p.stats.Skipped++
+			return
+		}
+	}
+	at, ok := parseTime(f1)
+	if !ok {
+		p.stats.Skipped++
+		return
+	}
+	p.lastAt = at
+	rest = strings.TrimLeft(rest, " ")
+	switch {
+	case strings.HasPrefix(rest, "--- "):
+		p.stats.Signals++
+	case strings.HasPrefix(rest, "+++ "):
+		p.exit(pid, at, rest)
+	case strings.HasPrefix(rest, "<... "):
+		p.resumed(pid, at, rest)
+	default:
+		if call, ok := strings.CutSuffix(rest, " <unfinished ...>"); ok {
+			name, args, ok := strings.Cut(call, "(")
+			if !ok || !validName(name) {
+				p.stats.Skipped++
+				return
+			}
+			pr := p.getProc(pid)
+			if pr.pending != nil {
+				p.stats.Unfinished++
+			}
+			pr.pending = &pending{name: name, args: args, time: at}
+			p.lastPID = pid
+			return
+		}
+		p.call(pid, at, rest)
+	}
+}
+
+func validName(s string) bool {
+	if s == "" || len(s) > 40 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '_') {
+			return false
+		}
+	}
+	return true
+}
+
+// parseTime reads -ttt's "seconds.microseconds".
+func parseTime(s string) (time.Time, bool) {
+	sec, frac, ok := strings.Cut(s, ".")
+	if !ok || len(frac) == 0 || len(frac) > 9 {
+		return time.Time{}, false
+	}
+	n, err := strconv.ParseInt(sec, 10, 64)
+	if err != nil || n < 0 || n > 1<<40 {
+		return time.Time{}, false
+	}
+	f, err := strconv.ParseInt(frac, 10, 64)
+	if err != nil || f < 0 {
+		return time.Time{}, false
+	}
+	for i := len(frac); i < 9; i++ {
+		f *= 10
+	}
+	return time.Unix(n, f).UTC(), true
+}
+
+// resumed joins "<... name resumed>rest" with its unfinished start.
+func (p *parser) resumed(pid int, at time.Time, s string) {
+	head, tail, ok := strings.Cut(s[len("<... "):], " resumed>")
+	pr := p.getProc(pid)
+	if !ok || pr.pending == nil || pr.pending.name != head {
+		p.stats.Skipped++
+		return
+	}
+	pend := pr.pending
+	pr.pending = nil
+	// The event happened when the call was made.
+	p.call(pid, pend.time, pend.name+"("+pend.args+strings.TrimLeft(tail, " "))
+}
+
+func (p *parser) exit(pid int, at time.Time, s string) {
+	s = strings.TrimSuffix(strings.TrimPrefix(s, "+++ "), " +++")
+	pr := p.getProc(pid)
+	if pr.tgid != pid {
+		return // a thread ended; its process goes on
+	}
+	var d trace.Process
+	if v, ok := strings.CutPrefix(s, "exited with "); ok {
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			p.stats.Skipped++
+			return
+		}
+		d.ExitCode = n
+	} else if v, ok := strings.CutPrefix(s, "killed by "); ok {
+		d.Signal, _, _ = strings.Cut(v, " ")
+	} else {
+		// e.g. "superseded by execve in pid N"
+		p.stats.Skipped++
+		return
+	}
+	p.emit(pid, at, trace.TypeExit, &d)
+}
+
+// result is a decoded return value.
+type result struct {
+	known bool   // false for "?"
+	val   int64  // the number returned
+	ann   string // the -y annotation of a returned fd
+	errno string // "ENOENT" when the call failed
+}
+
+func parseResult(s string) result {
+	s = strings.TrimSpace(s)
+	if strings.HasPrefix(s, "?") {
+		return result{}
+	}
+	num, tail, _ := strings.Cut(s, " ")
+	var r result
+	if i := strings.IndexByte(num, '<'); i > 0 && strings.HasSuffix(num, ">") {
+		// an fd with its annotation; the annotation may hold spaces
+		_, r.ann = fdArg(s[:strings.LastIndexByte(s, '>')+1])
+		num = num[:i]
+		tail = ""
+	}
+	v, err := strconv.ParseInt(num, 0, 64)
+	if err != nil {
+		u, err := strconv.ParseUint(num, 0, 64)
+		if err != nil {
+			return result{}
+		}
+		v = int64(u)
+	}
+	r.known, r.val = true, v
+	if v < 0 {
+		e, _, _ := strings.Cut(tail, " ")
+		if strings.HasPrefix(e, "E") {
+			r.errno = e
+		}
+	}
+	return r
+}
+
+// call decodes one complete "name(args) = result" line.
+func (p *parser) call(pid int, at time.Time, s string) {
+	name, rest, ok := strings.Cut(s, "(")
+	if !ok || !validName(name) {
+		p.stats.Skipped++
+		return
+	}
+	end := closeParen(rest)
+	if end < 0 {
+		p.stats.Skipped++
+		return
+	}
+	args := splitArgs(rest[:end])
+	after := strings.TrimSpace(rest[end+1:])
+	resText, ok := strings.CutPrefix(after, "=")
+	if !ok {
+		p.stats.Skipped++
+		return
+	}
+	res := parseResult(resText)
+	pr := p.getProc(pid)
+	arg := func(i int) string {
+		if i < len(args) {
+			return args[i]
+		}
+		return ""
+	}
+	// dirPath resolves the path argument at i against the dirfd at i-1
+	// (or the cwd when dirfd < 0).
+	dirPath := func(dirfd, i int) string {
+		pth := stringArg(arg(i))
+		dir := pr.cwd
+		if dirfd >= 0 {
+			fd, ann := fdArg(arg(dirfd))
+			switch {
+			case ann != "":
+				dir = ann
+			case fd != "AT_FDCWD":
+				dir = ""
+			}
+		}
+		return resolve(dir, pth)
+	}
+	switch name {
+	case "execve", "execveat":
+		d := &trace.Exec{Cwd: pr.cwd, Errno: res.errno}
+		if name == "execve" {
+			d.Path, d.Argv = dirPath(-1, 0), argvArg(arg(1))
+		} else {
+			d.Path, d.Argv = dirPath(0, 1), argvArg(arg(2))
+		}
+		p.emit(pid, at, trace.TypeExec, d)
+	case "open", "creat", "openat", "openat2":
+		d := &trace.File{Errno: res.errno}
+		switch name {
+		case "open":
+			d.Path, d.Flags, d.Mode = dirPath(-1, 0), arg(1), arg(2)
+		case "creat":
+			d.Path, d.Flags, d.Mode = dirPath(-1, 0), "O_CREAT|O_WRONLY|O_TRUNC", arg(1)
+		case "openat":
+			d.Path, d.Flags, d.Mode = dirPath(0, 1), arg(2), arg(3)
+		case "openat2":
+			d.Path = dirPath(0, 1)
+			d.Flags, _ = structField(arg(2), "flags")
+			if m, ok := structField(arg(2), "mode"); ok && m != "0" {
+				d.Mode = m
+			}
+		}
+		d.Write = writeFlags(d.Flags)
+		if !p.opts.KeepNoise && (d.Path == "/dev/null" || !d.Write && (res.errno == "" || res.errno == "ENOENT") && noise(d.Path)) {
+			p.stats.Noise++
+			return
+		}
+		p.emit(pid, at, trace.TypeOpen, d)
+	case "unlink", "rmdir":
+		p.emit(pid, at, trace.TypeUnlink, &trace.File{Path: dirPath(-1, 0), Errno: res.errno})
+	case "unlinkat":
+		d := &trace.File{Path: dirPath(0, 1), Errno: res.errno}
+		if f := arg(2); f != "0" {
+			d.Flags = f
+		}
+		p.emit(pid, at, trace.TypeUnlink, d)
+	case "rename":
+		p.emit(pid, at, trace.TypeRename, &trace.File{Path: dirPath(-1, 0), NewPath: dirPath(-1, 1), Errno: res.errno})
+	case "renameat", "renameat2":
+		d := &trace.File{Path: dirPath(0, 1), NewPath: dirPath(2, 3), Errno: res.errno}
+		if f := arg(4); f != "" && f != "0" {
+			d.Flags = f
+		}
+		p.emit(pid, at, trace.TypeRename, d)
+	case "chmod":
+		p.emit(pid, at, trace.TypeChmod, &trace.File{Path: dirPath(-1, 0), Mode: arg(1), Errno: res.errno})
+	case "fchmod":
+		_, ann := fdArg(arg(0))
+		p.emit(pid, at, trace.TypeChmod, &trace.File{Path: ann, Mode: arg(1), Errno: res.errno})
+	case "fchmodat":
+		p.emit(pid, at, trace.TypeChmod, &trace.File{Path: dirPath(0, 1), Mode: arg(2), Errno: res.errno})
+	case "mkdir":
+		p.emit(pid, at, trace.TypeMkdir, &trace.File{Path: dirPath(-1, 0), Mode: arg(1), Errno: res.errno})
+	case "mkdirat":
+		p.emit(pid, at, trace.TypeMkdir, &trace.File{Path: dirPath(0, 1), Mode: arg(2), Errno: res.errno})
+	case "chdir":
+		if res.known && res.val == 0 {
+			p.setCwd(pr, dirPath(-1, 0))
+		}
+	case "fchdir":
+		if _, ann := fdArg(arg(0)); res.known && res.val == 0 && strings.HasPrefix(ann, "/") {
+			p.setCwd(pr, ann)
+		}
+	case "connect", "bind":
+		n, ok := sockaddr(arg(1))
+		if !ok {
+			p.stats.Skipped++
+			return
+		}
+		_, ann := fdArg(arg(0))
+		n.Proto, n.Errno = protoOf(ann), res.errno
+		typ := trace.TypeConnect
+		if name == "bind" {
+			typ = trace.TypeBind
+		}
+		p.emit(pid, at, typ, n)
+	case "sendto", "sendmsg":
+		addr := arg(4)
+		if name == "sendmsg" {
+			addr, _ = structField(arg(1), "msg_name")
+		}
+		n, ok := sockaddr(addr)
+		if !ok {
+			return // a connected socket: its connect was the event
+		}
+		_, ann := fdArg(arg(0))
+		n.Proto, n.Errno = protoOf(ann), res.errno
+		if res.val > 0 {
+			n.Bytes = res.val
+		}
+		p.emit(pid, at, trace.TypeSendto, n)
+	case "write", "pwrite64", "writev", "pwritev", "pwritev2":
+		_, ann := fdArg(arg(0))
+		if !strings.HasPrefix(ann, "/") || strings.HasPrefix(ann, "/dev/") || res.val <= 0 {
+			return
+		}
+		p.write(pid, at, ann, res.val)
+	case "clone", "clone3", "fork", "vfork":
+		if !res.known || res.val <= 0 || res.val > 1<<30 {
+			return
+		}
+		child := int(res.val)
+		thread := strings.Contains(arg(0), "CLONE_THREAD")
+		cp := p.procs[child]
+		if cp == nil {
+			cp = &proc{tgid: child, cwd: pr.cwd}
+			if len(p.procs) < maxProcs {
+				p.procs[child] = cp
+			}
+		}
+		if thread {
+			cp.tgid = pr.tgid
+			p.stats.Threads++
+			return
+		}
+		cp.tgid, cp.ppid = child, pr.tgid
+		p.stats.Processes++
+		p.emit(pid, at, trace.TypeClone, &trace.Process{ChildPID: child})
+	default:
+		// exit_group, kill and other traced calls carry no event of their
+		// own: process ends come from the "+++" lines.
+	}
+}
+
+func (p *parser) setCwd(pr *proc, dir string) {
+	pr.cwd = dir
+	if lead := p.procs[pr.tgid]; lead != nil {
+		lead.cwd = dir
+	}
+}
+
+// write records a write to a file, folding a run of writes by one process
+// to one path into one event.
+func (p *parser) write(pid int, at time.Time, path string, n int64) {
+	tg := p.getProc(pid).tgid
+	if p.lastW >= 0 && p.lastW == len(p.events)-1 {
+		e := &p.events[p.lastW]
+		if f, ok := e.Data.(*trace.File); ok && e.PID == tg && f.Path == path {
+			f.Bytes += n
+			e.Count = max(e.Count, 1) + 1
+			return
+		}
+	}
+	if p.emit(pid, at, trace.TypeWrite, &trace.File{Path: path, Bytes: n, Write: true}) {
+		p.lastW = len(p.events) - 1
+	}
+}
+
+func (p *parser) emit(pid int, at time.Time, typ trace.Type, data any) bool {
+	if len(p.events) >= p.opts.MaxEvents {
+		p.stats.DroppedEvents++
+		return false
+	}
+	pr := p.getProc(pid)
+	e := trace.Event{
+		Time:       at,
+		Source:     trace.SourceSyscall,
+		Type:       typ,
+		ToolCallID: p.callID,
+		PID:        pr.tgid,
+		Data:       data,
+	}
+	if lead := p.procs[pr.tgid]; lead != nil {
+		e.PPID = lead.ppid
+	}
+	p.events = append(p.events, e)
+	return true
+}
+
+func writeFlags(f string) bool {
+	for _, fl := range strings.Split(f, "|") {
+		switch fl {
+		case "O_WRONLY", "O_RDWR", "O_CREAT", "O_TRUNC", "O_APPEND":
+			return true
+		}
+	}
+	return false
+}
+
+// noise reports whether a read-only open of p is start-up noise: shared
+// libraries, locale data, interpreter standard libraries. (Opens of
+// /dev/null, for any access, are noise too.)
+func noise(p string) bool {
+	if p == "/etc/ld.so.cache" {
+		return true
+	}
+	for _, pre := range []string{"/lib/", "/lib64/", "/usr/lib/", "/usr/lib64/", "/usr/share/locale/", "/usr/share/zoneinfo/"} {
+		if strings.HasPrefix(p, pre) {
+			return true
+		}
+	}
+	return false
+}
