@@ -1,0 +1,345 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"runtime/debug"
+	"strings"
+	"sync"
+	"time"
+)
+
+// A Driver decides which tool calls to make. Next is called first with nil,
+// then with the exchanges of the calls of the step it returned last (in
+// order, results included). It returns the next step: calls to run, or Done.
+// A Driver is used by one Loop at a time; it may keep state between calls.
+type Driver interface {
+	Next(ctx context.Context, prev []Exchange) (Step, error)
+}
+
+// A Step is what a driver decided for one turn.
+type Step struct {
+	// Messages are conversation messages to record before the calls (the
+	// llm driver records its system and user prompts and the model's text).
+	Messages []Message
+	// Calls to run, in order. The loop assigns their IDs.
+	Calls []Proposal
+	// Done: the driver has nothing more to do. Calls of a Done step still run.
+	Done bool
+	// Note says something about the run for the report, such as "no
+	// runnable content" from the literal driver.
+	Note string
+	// Usage is what this step cost (model tokens); zero for model-free drivers.
+	Usage Usage
+}
+
+// A Proposal is one tool call a driver asks for. A non-empty Reject means
+// the call is not run (unknown tool, malformed arguments): the loop records
+// it and answers with an error result whose text is Reject.
+type Proposal struct {
+	ToolCall
+	Reject string `json:"reject,omitempty"`
+}
+
+// A Message is one conversation message, as recorded in the transcript.
+type Message struct {
+	Role    string `json:"role"` // "system", "user", "assistant", "tool"
+	Content string `json:"content"`
+}
+
+// Usage counts model tokens.
+type Usage struct {
+	PromptTokens     int `json:"prompt_tokens"`
+	CompletionTokens int `json:"completion_tokens"`
+	TotalTokens      int `json:"total_tokens"`
+}
+
+func (u *Usage) add(v Usage) {
+	u.PromptTokens += v.PromptTokens
+	u.CompletionTokens += v.CompletionTokens
+	if v.TotalTokens == 0 {
+		v.TotalTokens = v.PromptTokens + v.CompletionTokens
+	}
+	u.TotalTokens += v.TotalTokens
+}
+
+// An Exchange is one call and what came back.
+type Exchange struct {
+	Call   ToolCall   `json:"call"`
+	Reject string     `json:"reject,omitempty"`
+	Result ToolResult `json:"result"`
+	Turn   int        `json:"turn"`
+}
+
+// Budget bounds a run. Zero fields are unlimited.
+type Budget struct {
+	Turns       int           // driver steps
+	Tokens      int           // total model tokens
+	Wall        time.Duration // wall time of the whole loop
+	OutputBytes int64         // stdout+stderr bytes of all tool results
+}
+
+// Stop reasons.
+const (
+	StopDone      = "done"
+	StopTurns     = "turns"
+	StopTokens    = "tokens"
+	StopWall      = "wall"
+	StopOutput    = "output"
+	StopCancelled = "cancelled"
+	StopError     = "error"
+)
+
+// Result is the outcome of a run.
+type Result struct {
+	Calls       []Exchange    `json:"calls"`
+	Stop        string        `json:"stop"`
+	Turns       int           `json:"turns"`
+	Usage       Usage         `json:"usage"`
+	OutputBytes int64         `json:"output_bytes"`
+	Duration    time.Duration `json:"duration_ns"`
+	// Notes collects the drivers' Step.Note values.
+	Notes []string `json:"notes,omitempty"`
+}
+
+// A Loop runs a driver against a tool session. Session is required.
+type Loop struct {
+	Session    ToolSession
+	Budget     Budget
+	Transcript io.Writer        // JSON lines (see docs/drivers.md); nil: none
+	Now        func() time.Time // nil: time.Now
+	OnCall     func(ToolCall)   // called before each call runs (CLI progress); nil: none
+	OnResult   func(Exchange)   // called after each call; nil: none
+	// Redact lists secret values (API keys) scrubbed from every transcript
+	// line and from the returned error, whatever a driver let through.
+	Redact []string
+	// DriverName is recorded in the transcript's start record.
+	DriverName string
+}
+
+var errWall = errors.New("wall-time budget exhausted")
+
+// Run runs d until it is done or a budget ends. The error is non-nil when
+// the run could not go on (driver error or panic, tool transport failure,
+// transcript write failure): Result is still filled with what happened, and
+// Stop is "error". Ending on a budget or on ctx is not an error.
+func (l *Loop) Run(ctx context.Context, d Driver) (res Result, err error) {
+	now := l.Now
+	if now == nil {
+		now = time.Now
+	}
+	start := now()
+	tw := &transcript{w: l.Transcript, redact: l.Redact}
+	defer func() {
+		res.Duration = now().Sub(start)
+		end := map[string]any{"type": "end", "time": now(), "stop": res.Stop, "turns": res.Turns,
+			"usage": res.Usage, "output_bytes": res.OutputBytes, "calls": len(res.Calls)}
+		if err != nil {
+			end["error"] = err.Error()
+		}
+		if len(res.Notes) > 0 {
+			end["notes"] = res.Notes
+		}
+		if werr := tw.write(end); werr != nil && err == nil {
+			err = werr
+		}
+		if err != nil {
+			err = redactErr(err, l.Redact)
+		}
+	}()
+	if l.Session == nil {
+		res.Stop = StopError
+		return res, errors.New("agent loop: no tool session")
+	}
+	if err := tw.write(map[string]any{"type": "start", "time": start, "driver": l.DriverName, "budget": budgetJSON(l.Budget)}); err != nil {
+		res.Stop = StopError
+		return res, err
+	}
+	runCtx := ctx
+	if l.Budget.Wall > 0 {
+		var cancel context.CancelFunc
+		runCtx, cancel = context.WithTimeoutCause(ctx, l.Budget.Wall, errWall)
+		defer cancel()
+	}
+	stopReason := func() string {
+		if errors.Is(context.Cause(runCtx), errWall) {
+			return StopWall
+		}
+		return StopCancelled
+	}
+	var prev []Exchange
+	seq := 0
+	for {
+		if runCtx.Err() != nil {
+			res.Stop = stopReason()
+			return res, nil
+		}
+		t0 := now()
+		step, derr := safeNext(runCtx, d, prev)
+		latency := now().Sub(t0)
+		if derr != nil {
+			if runCtx.Err() != nil {
+				res.Stop = stopReason()
+				return res, nil
+			}
+			res.Stop = StopError
+			tw.write(map[string]any{"type": "error", "time": now(), "error": derr.Error()})
+			return res, fmt.Errorf("agent driver: %w", derr)
+		}
+		res.Usage.add(step.Usage)
+		if step.Note != "" {
+			res.Notes = append(res.Notes, step.Note)
+		}
+		for _, m := range step.Messages {
+			if err := tw.write(map[string]any{"type": "message", "time": now(), "role": m.Role, "content": m.Content}); err != nil {
+				res.Stop = StopError
+				return res, err
+			}
+		}
+		if len(step.Calls) == 0 {
+			if err := tw.write(turnRecord(res.Turns+1, now(), latency, step, nil)); err != nil {
+				res.Stop = StopError
+				return res, err
+			}
+			res.Stop = StopDone
+			if !step.Done {
+				res.Notes = append(res.Notes, "driver returned a step with no calls")
+			}
+			return res, nil
+		}
+		res.Turns++
+		turn := res.Turns
+		for i := range step.Calls {
+			seq++
+			step.Calls[i].ID = fmt.Sprintf("t%03d", seq)
+		}
+		if err := tw.write(turnRecord(turn, now(), latency, step, step.Calls)); err != nil {
+			res.Stop = StopError
+			return res, err
+		}
+		prev = prev[:0:0]
+		for _, p := range step.Calls {
+			if runCtx.Err() != nil {
+				res.Stop = stopReason()
+				return res, nil
+			}
+			ex := Exchange{Call: p.ToolCall, Reject: p.Reject, Turn: turn}
+			if p.Reject != "" {
+				ex.Result = ToolResult{ExitCode: -1, IsError: true, Text: p.Reject}
+			} else {
+				if l.OnCall != nil {
+					l.OnCall(p.ToolCall)
+				}
+				r, cerr := l.Session.CallTool(runCtx, p.ToolCall)
+				if cerr != nil {
+					if runCtx.Err() != nil {
+						res.Stop = stopReason()
+						return res, nil
+					}
+					res.Stop = StopError
+					ex.Result = ToolResult{ExitCode: -1, IsError: true, Text: "tool call failed: " + cerr.Error()}
+					res.Calls = append(res.Calls, ex)
+					tw.write(resultRecord(now(), ex))
+					return res, fmt.Errorf("tool call %s (%s): %w", p.ID, p.Name, cerr)
+				}
+				ex.Result = r
+				res.OutputBytes += int64(len(r.Stdout) + len(r.Stderr))
+			}
+			res.Calls = append(res.Calls, ex)
+			prev = append(prev, ex)
+			if l.OnResult != nil {
+				l.OnResult(ex)
+			}
+			if err := tw.write(resultRecord(now(), ex)); err != nil {
+				res.Stop = StopError
+				return res, err
+			}
+			if l.Budget.OutputBytes > 0 && res.OutputBytes >= l.Budget.OutputBytes {
+				res.Stop = StopOutput
+				return res, nil
+			}
+		}
+		switch {
+		case step.Done:
+			res.Stop = StopDone
+			return res, nil
+		case l.Budget.Tokens > 0 && res.Usage.TotalTokens >= l.Budget.Tokens:
+			res.Stop = StopTokens
+			return res, nil
+		case l.Budget.Turns > 0 && res.Turns >= l.Budget.Turns:
+			res.Stop = StopTurns
+			return res, nil
+		}
+	}
+}
+
+// safeNext calls d.Next and turns a panic into an error, so the caller's
+// cleanup (sandbox removal, transcript end record) still runs.
+func safeNext(ctx context.Context, d Driver, prev []Exchange) (step Step, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("driver panicked: %v\n%s", r, firstLines(string(debug.Stack()), 12))
+		}
+	}()
+	return d.Next(ctx, prev)
+}
+
+func firstLines(s string, n int) string {
+	lines := strings.SplitN(s, "\n", n+1)
+	if len(lines) > n {
+		lines = lines[:n]
+	}
+	return strings.Join(lines, "\n")
+}
+
+func budgetJSON(b Budget) map[string]any {
+	return map[string]any{"turns": b.Turns, "tokens": b.Tokens, "wall_ms": b.Wall.Milliseconds(), "output_bytes": b.OutputBytes}
+}
+
+func turnRecord(turn int, t time.Time, latency time.Duration, step Step, calls []Proposal) map[string]any {
+	r := map[string]any{"type": "turn", "turn": turn, "time": t, "latency_ms": latency.Milliseconds(),
+		"usage": step.Usage, "done": step.Done || len(calls) == 0}
+	if calls != nil {
+		r["calls"] = calls
+	}
+	if step.Note != "" {
+		r["note"] = step.Note
+	}
+	return r
+}
+
+func resultRecord(t time.Time, ex Exchange) map[string]any {
+	r := map[string]any{"type": "result", "time": t, "turn": ex.Turn, "id": ex.Call.ID, "name": ex.Call.Name,
+		"result": ex.Result, "duration_ms": ex.Result.Duration.Milliseconds()}
+	if ex.Reject != "" {
+		r["reject"] = ex.Reject
+	}
+	return r
+}
+
+// transcript writes JSON lines, scrubbing secrets from each line.
+type transcript struct {
+	mu     sync.Mutex
+	w      io.Writer
+	redact []string
+}
+
+func (t *transcript) write(rec map[string]any) error {
+	if t.w == nil {
+		return nil
+	}
+	b, err := json.Marshal(rec)
+	if err != nil {
+		return fmt.Errorf("write transcript: %w", err)
+	}
+	b = []byte(RedactString(string(b), t.redact) + "\n")
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if _, err := t.w.Write(b); err != nil {
+		return fmt.Errorf("write transcript: %w", err)
+	}
+	return nil
+}
