@@ -1,0 +1,290 @@
+package canary
+
+import (
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/binary"
+	"encoding/hex"
+	"fmt"
+	"hash/crc32"
+	"io"
+	mrand "math/rand/v2"
+	"strings"
+)
+
+// Token minting. Every token is drawn from the Minter's random source
+// (crypto/rand by default, or a seeded ChaCha8 stream for reproducible
+// homes) in the real format of its kind: real prefixes, real lengths and
+// alphabets, real checksums where the format has one (GitHub and npm CRC32,
+// BIP-39, Base58Check). Nothing else marks a token.
+
+// A Minter mints tokens from one random source. It is not safe for
+// concurrent use. Read errors are sticky: after one, tokens are empty and
+// Err reports it.
+type Minter struct {
+	r     io.Reader
+	err   error
+	count map[Kind]int
+}
+
+// NewMinter returns a Minter reading r; nil means crypto/rand.
+func NewMinter(r io.Reader) *Minter {
+	if r == nil {
+		r = rand.Reader
+	}
+	return &Minter{r: r, count: map[Kind]int{}}
+}
+
+// SeededReader returns a deterministic random stream for seed: ChaCha8 keyed
+// by SHA-256(seed). Same seed, same stream.
+func SeededReader(seed []byte) io.Reader {
+	return mrand.NewChaCha8(sha256.Sum256(seed))
+}
+
+// Err returns the first error the random source gave.
+func (m *Minter) Err() error { return m.err }
+
+// Read fills p from the Minter's source, so that callers draw everything
+// else (names, times) from the same, possibly seeded, stream.
+func (m *Minter) Read(p []byte) (int, error) {
+	if m.err != nil {
+		clear(p)
+		return 0, m.err
+	}
+	if _, err := io.ReadFull(m.r, p); err != nil {
+		m.err = fmt.Errorf("read random source: %w", err)
+		clear(p)
+		return 0, m.err
+	}
+	return len(p), nil
+}
+
+// Bytes returns n random bytes.
+func (m *Minter) Bytes(n int) []byte {
+	b := make([]byte, n)
+	m.Read(b) // a failure is sticky and reported by Err
+	return b
+}
+
+// Uint64 returns a random uint64.
+func (m *Minter) Uint64() uint64 { return binary.LittleEndian.Uint64(m.Bytes(8)) }
+
+// Intn returns a uniform int in [0, n); n must be positive.
+func (m *Minter) Intn(n int) int {
+	if n <= 0 {
+		panic("canary: Intn of non-positive n")
+	}
+	limit := ^uint64(0) - ^uint64(0)%uint64(n)
+	for {
+		v := m.Uint64()
+		if v < limit || m.err != nil {
+			return int(v % uint64(n))
+		}
+	}
+}
+
+// Pick returns one of choices.
+func (m *Minter) Pick(choices ...string) string { return choices[m.Intn(len(choices))] }
+
+// Chars returns n characters drawn uniformly from alphabet.
+func (m *Minter) Chars(alphabet string, n int) string {
+	b := make([]byte, n)
+	for i := range b {
+		b[i] = alphabet[m.Intn(len(alphabet))]
+	}
+	return string(b)
+}
+
+// Hex returns 2n lower-case hex digits.
+func (m *Minter) Hex(n int) string { return hex.EncodeToString(m.Bytes(n)) }
+
+// UUID returns a random version-4 UUID.
+func (m *Minter) UUID() string {
+	b := m.Bytes(16)
+	b[6] = b[6]&0x0f | 0x40
+	b[8] = b[8]&0x3f | 0x80
+	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:])
+}
+
+// Alphabets of the formats.
+const (
+	Upper      = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+	Lower      = "abcdefghijklmnopqrstuvwxyz"
+	Digits     = "0123456789"
+	Alnum      = Upper + Lower + Digits
+	base62     = Digits + Upper + Lower // GitHub's checksum alphabet order
+	b64Chars   = Alnum + "+/"
+	b64URLChar = Alnum + "-_"
+	awsIDChars = Upper + "234567"
+	symbols    = "!@#$%^&*-_=+"
+)
+
+// token registers a new token of kind at location.
+func (m *Minter) token(kind Kind, location, value string, needles ...string) Token {
+	m.count[kind]++
+	return Token{ID: fmt.Sprintf("%s-%d", kind, m.count[kind]), Kind: kind, Value: value,
+		Location: location, Needles: needles}
+}
+
+// Mint mints a token of a kind that is a single string. Kinds that need more
+// (keys, keystores, database URLs, docker auths) have their own methods;
+// Mint mints them with defaults.
+func (m *Minter) Mint(kind Kind, location string) Token {
+	var v string
+	switch kind {
+	case AWSAccessKey:
+		v = "AKIA" + m.Chars(awsIDChars, 16)
+	case AWSSecretKey:
+		v = m.Chars(b64Chars, 40)
+	case AWSSessionToken:
+		v = "IQoJb3JpZ2luX2VjE" + m.Chars(b64Chars, 371) + "="
+	case GitHubToken:
+		v = checksummed("ghp_", m.Chars(Alnum, 30))
+	case GitHubOAuthToken:
+		v = checksummed("gho_", m.Chars(Alnum, 30))
+	case GitHubPAT:
+		v = "github_pat_11" + m.Chars(Upper+Digits, 20) + "_" + m.Chars(Alnum, 59)
+	case OpenAIKey:
+		v = "sk-proj-" + m.Chars(b64URLChar, 74) + "T3BlbkFJ" + m.Chars(b64URLChar, 74)
+	case AnthropicKey:
+		v = "sk-ant-api03-" + m.Chars(b64URLChar, 93) + "AA"
+	case AnthropicOAuth:
+		v = "sk-ant-oat01-" + m.Chars(b64URLChar, 93) + "AA"
+	case OpenRouterKey:
+		v = "sk-or-v1-" + m.Hex(32)
+	case SlackToken:
+		v = "xoxb-" + m.Chars("123456789", 1) + m.Chars(Digits, 11) + "-" + m.Chars("123456789", 1) +
+			m.Chars(Digits, 12) + "-" + m.Chars(Alnum, 24)
+	case StripeKey:
+		v = "sk_live_51" + m.Chars(Alnum, 97)
+	case NPMToken:
+		v = checksummed("npm_", m.Chars(Alnum, 30))
+	case PyPIToken:
+		v = "pypi-AgEIcHlwaS5vcmcCJD" + m.Chars(b64URLChar, 155)
+	case HuggingFaceToken:
+		v = "hf_" + m.Chars(Upper+Lower, 34)
+	case TelegramBotToken:
+		v = m.Chars("5678", 1) + m.Chars(Digits, 9) + ":AA" + m.Chars(b64URLChar, 33)
+	case GCPRefreshToken:
+		v = "1//0" + m.Chars(Alnum, 2) + m.Chars(b64URLChar, 97)
+	case AzureToken:
+		return m.JWT(kind, location, "https://sts.windows.net/"+m.UUID()+"/", "https://management.core.windows.net/")
+	case KubeToken:
+		return m.JWT(kind, location, "https://kubernetes.default.svc.cluster.local", "https://kubernetes.default.svc.cluster.local")
+	case DockerAuth:
+		return m.DockerAuth(location, "deploy")
+	case SSHPrivateKey:
+		return m.SSHKeyEd25519(location, "")
+	case PEMPrivateKey:
+		return m.PEMKey(location)
+	case GPGPrivateKey:
+		return m.GPGKey(location, "")
+	case DatabaseURL:
+		return m.DatabaseURL(location, "postgres", "app", "db.internal", "app")
+	case Password, BrowserPassword:
+		v = m.Password()
+	case BrowserCookie:
+		v = m.Chars(b64URLChar, 2) + m.Chars(b64URLChar+".", 70)
+	case EthereumKeystore:
+		return m.EthereumKeystore(location, m.Password())
+	case SolanaKeypair:
+		return m.SolanaKeypair(location)
+	case SeedPhrase:
+		return m.SeedPhrase(location, 12)
+	case BitcoinWallet:
+		v = m.SegwitAddress()
+	case WalletVault:
+		return m.MetaMaskVault(location)
+	default: // GenericAPIKey and anything new
+		v = m.Chars(Alnum, 32)
+	}
+	return m.token(kind, location, v)
+}
+
+// checksummed appends GitHub's checksum to prefix+body: the CRC32 of the
+// body in base62, left-padded to 6 characters. npm's granular tokens use the
+// same scheme.
+func checksummed(prefix, body string) string {
+	return prefix + body + base62Pad(uint64(crc32.ChecksumIEEE([]byte(body))), 6)
+}
+
+func base62Pad(v uint64, n int) string {
+	b := make([]byte, n)
+	for i := n - 1; i >= 0; i-- {
+		b[i] = base62[v%62]
+		v /= 62
+	}
+	return string(b)
+}
+
+// ValidGitHubChecksum reports whether a ghp_/gho_/npm_ token's last six
+// characters are the CRC32 of the rest of its body.
+func ValidGitHubChecksum(tok string) bool {
+	i := strings.IndexByte(tok, '_')
+	if i < 0 || len(tok)-i-1 != 36 {
+		return false
+	}
+	body := tok[i+1 : len(tok)-6]
+	return checksummed(tok[:i+1], body) == tok
+}
+
+// Password returns a password as people and password managers make them:
+// 16 to 20 characters of letters, digits and a few symbols.
+func (m *Minter) Password() string {
+	n := 16 + m.Intn(5)
+	for {
+		p := m.Chars(Alnum+symbols, n)
+		if strings.ContainsAny(p, Digits) && strings.ContainsAny(p, Upper) && strings.ContainsAny(p, Lower) || m.err != nil {
+			return p
+		}
+	}
+}
+
+// MintPassword mints a password token of kind (Password or BrowserPassword).
+func (m *Minter) MintPassword(kind Kind, location string) Token {
+	return m.token(kind, location, m.Password())
+}
+
+// DatabaseURL mints scheme://user:password@host/db; the password alone is a
+// needle too, since a skill may parse the URL.
+func (m *Minter) DatabaseURL(location, scheme, user, host, db string) Token {
+	pw := m.Chars(Alnum, 24)
+	port := map[string]string{"postgres": "5432", "postgresql": "5432", "mysql": "3306", "mongodb": "27017", "redis": "6379"}[scheme]
+	if port != "" {
+		host += ":" + port
+	}
+	u := fmt.Sprintf("%s://%s:%s@%s/%s", scheme, user, pw, host, db)
+	return m.token(DatabaseURL, location, u, u, pw)
+}
+
+// DockerAuth mints the "auth" field of ~/.docker/config.json:
+// base64(user:password), with the password as a second needle.
+func (m *Minter) DockerAuth(location, user string) Token {
+	pw := "dckr_pat_" + m.Chars(b64URLChar, 27)
+	a := base64.StdEncoding.EncodeToString([]byte(user + ":" + pw))
+	return m.token(DockerAuth, location, a, a, pw)
+}
+
+// JWT mints a JWT-shaped bearer token (RS256 header, plausible claims, a
+// random 2048-bit signature). Its needles are the whole token and the
+// signature, which alone is enough to identify it.
+func (m *Minter) JWT(kind Kind, location, iss, aud string) Token {
+	enc := base64.RawURLEncoding
+	hdr := fmt.Sprintf(`{"alg":"RS256","kid":"%s","typ":"JWT"}`, m.Chars(b64URLChar, 43))
+	iat := 1_760_000_000 + m.Intn(5_000_000)
+	claims := fmt.Sprintf(`{"aud":%q,"iss":%q,"iat":%d,"nbf":%d,"exp":%d,"oid":%q,"sub":%q}`,
+		aud, iss, iat, iat, iat+3600*24*365, m.UUID(), m.UUID())
+	sig := enc.EncodeToString(m.Bytes(256))
+	v := enc.EncodeToString([]byte(hdr)) + "." + enc.EncodeToString([]byte(claims)) + "." + sig
+	return m.token(kind, location, v, v, sig)
+}
+
+// MetaMaskVault mints the encrypted vault MetaMask keeps in its extension
+// storage: {"data","iv","keyMetadata","salt"}. The ciphertext is the needle.
+func (m *Minter) MetaMaskVault(location string) Token {
+	data := base64.StdEncoding.EncodeToString(m.Bytes(352 + 16*m.Intn(8)))
+	v := fmt.Sprintf(`{"data":"%s","iv":"%s","keyMetadata":{"algorithm":"PBKDF2","params":{"iterations":600000}},"salt":"%s"}`,
+		data, base64.StdEncoding.EncodeToString(m.Bytes(16)), base64.StdEncoding.EncodeToString(m.Bytes(32)))
+	return m.token(WalletVault, location, v, data)
+}
