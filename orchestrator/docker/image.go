@@ -1,0 +1,302 @@
+package docker
+
+import (
+	"archive/tar"
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	cerrdefs "github.com/containerd/errdefs"
+	"github.com/moby/moby/api/types/build"
+	"github.com/moby/moby/api/types/jsonstream"
+	"github.com/moby/moby/client"
+
+	sandboxctl "github.com/sandboxctl/sandboxctl"
+)
+
+// ImageRepo is the repository of the sandbox image; its tag is a hash of
+// the build inputs.
+const ImageRepo = "sandboxctl-sandbox"
+
+// dockerfileName is the Dockerfile's name at the root of the build context.
+const dockerfileName = "Dockerfile.sandbox"
+
+// BuildContext is the sandbox image's build context: Dockerfile.sandbox at
+// the root and the files of sandbox-image/ beside it, as path → content,
+// read from the context embedded in the binary.
+func BuildContext() (map[string][]byte, error) {
+	out := map[string][]byte{}
+	err := fs.WalkDir(sandboxctl.ImageContext, ".", func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		data, err := fs.ReadFile(sandboxctl.ImageContext, p)
+		if err != nil {
+			return err
+		}
+		name := strings.TrimPrefix(p, "sandbox-image/")
+		out[name] = data
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read embedded build context: %w", err)
+	}
+	if _, ok := out[dockerfileName]; !ok {
+		return nil, fmt.Errorf("read embedded build context: no %s", dockerfileName)
+	}
+	return out, nil
+}
+
+// ContextHash hashes a build context and the base reference: the same
+// inputs always give the same hash, and any change to a file name, a file's
+// content or the base gives another.
+func ContextHash(files map[string][]byte, base string) string {
+	names := make([]string, 0, len(files))
+	for n := range files {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	h := sha256.New()
+	fmt.Fprintf(h, "base %d %s\n", len(base), base)
+	for _, n := range names {
+		fmt.Fprintf(h, "file %d %s %d\n", len(n), n, len(files[n]))
+		h.Write(files[n])
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// ImageRef is the tag of the sandbox image built from the embedded context
+// on base.
+func ImageRef(base string) (string, error) {
+	files, err := BuildContext()
+	if err != nil {
+		return "", err
+	}
+	return ImageRepo + ":" + ContextHash(files, base)[:12], nil
+}
+
+// contextTar writes files as the tar the engine builds from. Scripts are
+// executable; everything is root-owned with a fixed mtime.
+func contextTar(files map[string][]byte) ([]byte, error) {
+	names := make([]string, 0, len(files))
+	for n := range files {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	for _, n := range names {
+		mode := int64(0o644)
+		if strings.HasSuffix(n, ".sh") || path.Base(n) == "install-ca" {
+			mode = 0o755
+		}
+		hdr := &tar.Header{Name: n, Mode: mode, Size: int64(len(files[n])), ModTime: time.Unix(0, 0), Typeflag: tar.TypeReg}
+		if err := tw.WriteHeader(hdr); err != nil {
+			return nil, err
+		}
+		if _, err := tw.Write(files[n]); err != nil {
+			return nil, err
+		}
+	}
+	if err := tw.Close(); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+// EnsureImage makes sure the sandbox image for the embedded build context
+// and the configured base exists, and returns its reference. In order:
+// the wanted tag exists: done; the base exists locally: build; the base is
+// DefaultBase: debootstrap it from the host's apt mirror, import it, build;
+// otherwise pull the base, then build. Unchanged inputs never rebuild.
+// Progress lines (build steps, apt output) go to progress.
+func (r *Runtime) EnsureImage(ctx context.Context, progress io.Writer) (string, error) {
+	if progress == nil {
+		progress = io.Discard
+	}
+	files, err := BuildContext()
+	if err != nil {
+		return "", err
+	}
+	base := r.cfg.base
+	ref := ImageRepo + ":" + ContextHash(files, base)[:12]
+	if ok, err := r.imageExists(ctx, ref); err != nil {
+		return "", fmt.Errorf("ensure image: %w", err)
+	} else if ok {
+		return ref, nil
+	}
+	ok, err := r.imageExists(ctx, base)
+	if err != nil {
+		return "", fmt.Errorf("ensure image: %w", err)
+	}
+	switch {
+	case ok:
+	case base == DefaultBase:
+		if err := r.bootstrapBase(ctx, progress, files["bootstrap-base.sh"]); err != nil {
+			return "", fmt.Errorf("ensure image: base %s: %w", base, err)
+		}
+	default:
+		if err := r.pull(ctx, progress, base); err != nil {
+			return "", fmt.Errorf("ensure image: pull base %s: %w", base, err)
+		}
+	}
+	if err := r.build(ctx, progress, files, base, ref); err != nil {
+		return "", fmt.Errorf("ensure image: build %s: %w", ref, err)
+	}
+	return ref, nil
+}
+
+func (r *Runtime) imageExists(ctx context.Context, ref string) (bool, error) {
+	_, err := r.cli.ImageInspect(ctx, ref)
+	switch {
+	case err == nil:
+		return true, nil
+	case cerrdefs.IsNotFound(err):
+		return false, nil
+	default:
+		return false, fmt.Errorf("inspect image %s: %w", ref, err)
+	}
+}
+
+// build runs the classic builder on the embedded context.
+func (r *Runtime) build(ctx context.Context, progress io.Writer, files map[string][]byte, base, ref string) error {
+	tarball, err := contextTar(files)
+	if err != nil {
+		return fmt.Errorf("build context: %w", err)
+	}
+	fmt.Fprintf(progress, "building %s from %s\n", ref, base)
+	res, err := r.cli.ImageBuild(ctx, bytes.NewReader(tarball), client.ImageBuildOptions{
+		Tags:        []string{ref},
+		Dockerfile:  dockerfileName,
+		BuildArgs:   map[string]*string{"BASE": &base},
+		Labels:      map[string]string{LabelImage: "1"},
+		Remove:      true,
+		ForceRemove: true,
+		Version:     build.BuilderV1,
+	})
+	if err != nil {
+		return err
+	}
+	defer res.Body.Close()
+	return readJSONMessages(ctx, res.Body, progress)
+}
+
+// readJSONMessages copies an engine progress stream to progress as plain
+// lines, and returns the first error it reports.
+func readJSONMessages(ctx context.Context, r io.Reader, progress io.Writer) error {
+	dec := json.NewDecoder(r)
+	for {
+		var m struct {
+			jsonstream.Message
+			ErrorText string `json:"error,omitempty"`
+		}
+		if err := dec.Decode(&m); err == io.EOF {
+			return nil
+		} else if err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			return fmt.Errorf("read progress: %w", err)
+		}
+		switch {
+		case m.Error != nil && m.Error.Message != "":
+			return errors.New(m.Error.Message)
+		case m.ErrorText != "":
+			return errors.New(m.ErrorText)
+		case m.Stream != "":
+			io.WriteString(progress, m.Stream)
+		case m.Status != "" && m.Progress == nil:
+			if m.ID != "" {
+				fmt.Fprintf(progress, "%s: %s\n", m.ID, m.Status)
+			} else {
+				fmt.Fprintln(progress, m.Status)
+			}
+		}
+	}
+}
+
+func (r *Runtime) pull(ctx context.Context, progress io.Writer, ref string) error {
+	fmt.Fprintf(progress, "pulling %s\n", ref)
+	res, err := r.cli.ImagePull(ctx, ref, client.ImagePullOptions{})
+	if err != nil {
+		return err
+	}
+	defer res.Close()
+	return readJSONMessages(ctx, res, progress)
+}
+
+// bootstrapBase debootstraps a bookworm rootfs from the host's apt mirror
+// with the embedded bootstrap-base.sh, and imports it as DefaultBase.
+func (r *Runtime) bootstrapBase(ctx context.Context, progress io.Writer, script []byte) error {
+	if len(script) == 0 {
+		return errors.New("no bootstrap-base.sh in the embedded build context")
+	}
+	if os.Geteuid() != 0 {
+		return errors.New("building the base image needs root (debootstrap); run as root once, or build from a registry base: --base debian:bookworm-slim")
+	}
+	if _, err := exec.LookPath("debootstrap"); err != nil {
+		return errors.New("debootstrap not found: apt-get install debootstrap, or build from a registry base: --base debian:bookworm-slim")
+	}
+	sources, err := ReadAptSources(r.cfg.aptRoot)
+	if err != nil {
+		return fmt.Errorf("read apt sources: %w", err)
+	}
+	mirror, err := PickMirror(sources, "bookworm")
+	if err != nil {
+		return fmt.Errorf("%w (looked in %s); or build from a registry base: --base debian:bookworm-slim", err, filepath.Join(r.cfg.aptRoot, "etc/apt"))
+	}
+	dir, err := os.MkdirTemp(r.cfg.scratch, "sandboxctl-base-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	scriptPath := filepath.Join(dir, "bootstrap-base.sh")
+	if err := os.WriteFile(scriptPath, script, 0o700); err != nil {
+		return err
+	}
+	tarPath := filepath.Join(dir, "rootfs.tar")
+	fmt.Fprintf(progress, "bootstrapping a Debian bookworm base from %s (once)\n", mirror)
+	start := time.Now()
+	cmd := exec.CommandContext(ctx, "/bin/sh", scriptPath, tarPath, mirror)
+	cmd.Stdout = progress
+	cmd.Stderr = progress
+	cmd.WaitDelay = 10 * time.Second
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("bootstrap-base.sh: %w", err)
+	}
+	fmt.Fprintf(progress, "debootstrap took %s; importing %s\n", time.Since(start).Round(time.Second), DefaultBase)
+	f, err := os.Open(tarPath)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	res, err := r.cli.ImageImport(ctx, client.ImageImportSource{Source: f, SourceName: "-"}, DefaultBase, client.ImageImportOptions{
+		Message: "debootstrap --variant=minbase bookworm " + mirror,
+		Changes: []string{
+			"ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+			`CMD ["/bin/bash"]`,
+			"LABEL " + LabelImage + "=1",
+		},
+	})
+	if err != nil {
+		return fmt.Errorf("import: %w", err)
+	}
+	defer res.Close()
+	if err := readJSONMessages(ctx, res, io.Discard); err != nil {
+		return fmt.Errorf("import: %w", err)
+	}
+	return nil
+}
