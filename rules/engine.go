@@ -1,0 +1,500 @@
+package rules
+
+import (
+	"cmp"
+	"encoding/json"
+	"fmt"
+	"path"
+	"slices"
+	"strings"
+
+	"github.com/sandboxctl/sandboxctl/canary"
+	"github.com/sandboxctl/sandboxctl/trace"
+)
+
+// MaxEvidence caps the evidence kept per finding; the rest is counted in
+// Finding.More.
+const MaxEvidence = 20
+
+// Evaluate runs every rule over the input and returns the findings, sorted
+// by (severity, rule, location), and the verdict. It is pure and
+// deterministic: the same input always gives the same result. Events are
+// expected numbered (Seq 1..n, as trace.Merge leaves them); events with Seq 0
+// are numbered after the highest Seq.
+func Evaluate(in Input) Result {
+	events := slices.Clone(in.Events)
+	var maxSeq int64
+	for _, e := range events {
+		maxSeq = max(maxSeq, e.Seq)
+	}
+	for i := range events {
+		if events[i].Seq == 0 {
+			maxSeq++
+			events[i].Seq = maxSeq
+		}
+	}
+	// Hits already in the timeline (a reprocessed run, or hits a live
+	// monitor recorded) are not added twice.
+	have := map[string]bool{}
+	for _, e := range events {
+		if h, ok := e.Data.(*trace.CanaryHit); ok {
+			have[hitKey(h)] = true
+		}
+	}
+	for _, e := range ScanCanaries(in.Canaries, events) {
+		h := e.Data.(*trace.CanaryHit)
+		if have[hitKey(h)] {
+			continue
+		}
+		have[hitKey(h)] = true
+		maxSeq++
+		e.Seq = maxSeq
+		events = append(events, e)
+	}
+	c := newCtx(in, events)
+	for _, r := range registry {
+		r.match(c)
+	}
+	fs := c.result()
+	return Result{Events: events, Findings: fs, Verdict: VerdictFor(fs, c.exercised), Exercised: c.exercised}
+}
+
+func hitKey(h *trace.CanaryHit) string {
+	return fmt.Sprintf("%s\x00%s\x00%s\x00%d", h.TokenID, h.Encoding, h.Channel, h.EventSeq)
+}
+
+// VerdictFor applies the verdict thresholds:
+//   - malicious: any critical finding, or a high one with high confidence;
+//   - suspicious: any other high finding, or a medium one with medium or
+//     high confidence;
+//   - inconclusive: none of the above and the skill was not exercised (no
+//     tool call ran);
+//   - clean: otherwise (low and info findings do not change it).
+func VerdictFor(fs []Finding, exercised bool) Verdict {
+	v := Clean
+	for _, f := range fs {
+		switch {
+		case f.Severity == Critical, f.Severity == High && f.Confidence == ConfHigh:
+			return Malicious
+		case f.Severity == High, f.Severity == Medium && f.Confidence != ConfLow:
+			v = Suspicious
+		}
+	}
+	if v == Clean && !exercised {
+		return Inconclusive
+	}
+	return v
+}
+
+// FailsAt reports whether any finding is at or above the severity failOn:
+// the CLI's --fail-on turns this into exit code 1.
+func FailsAt(fs []Finding, failOn Severity) bool {
+	for _, f := range fs {
+		if f.Severity.Rank() >= failOn.Rank() && failOn.Rank() > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// ExitCode is the CLI exit code for a result: 1 when a finding is at or
+// above failOn, else 0 (2 and 3, usage and failure, are the CLI's own).
+func ExitCode(r Result, failOn Severity) int {
+	if FailsAt(r.Findings, failOn) {
+		return 1
+	}
+	return 0
+}
+
+// SortFindings orders findings by severity (worst first), rule id, skill
+// file, skill line, tool call id, first evidence seq, then message.
+func SortFindings(fs []Finding) {
+	slices.SortStableFunc(fs, func(a, b Finding) int {
+		return cmp.Or(
+			cmp.Compare(b.Severity.Rank(), a.Severity.Rank()),
+			cmp.Compare(a.RuleID, b.RuleID),
+			cmp.Compare(a.SkillFile, b.SkillFile),
+			cmp.Compare(a.SkillLine, b.SkillLine),
+			cmp.Compare(a.ToolCallID, b.ToolCallID),
+			cmp.Compare(firstSeq(a), firstSeq(b)),
+			cmp.Compare(a.Message, b.Message),
+		)
+	})
+}
+
+func firstSeq(f Finding) int64 {
+	if len(f.Evidence) == 0 {
+		return 0
+	}
+	return f.Evidence[0].Seq
+}
+
+// ctx is what matchers see: the timeline and indexes over it.
+type ctx struct {
+	in        Input
+	events    []trace.Event
+	bySeq     map[int64]*trace.Event
+	calls     map[string]*trace.ToolCall
+	tree      *trace.ProcessTree
+	home      string
+	exercised bool
+
+	cmds    []cmdRef
+	files   []fileOp
+	hits    []*trace.Event
+	findMap map[string]*Finding
+	order   []string
+	byRule  map[string][]*Finding
+}
+
+// A cmdRef is one command line: an exec's argv, a shell's -c script, or a
+// bash tool call's command.
+type cmdRef struct {
+	ev   *trace.Event
+	argv []string // nil for tool-call commands
+	text string
+	fail bool // the exec failed, or the process exited non-zero
+}
+
+// Operations of fileOp.
+const (
+	opRead   = "read"
+	opList   = "list"
+	opWrite  = "write"
+	opUnlink = "unlink"
+	opRename = "rename"
+	opChmod  = "chmod"
+	opMkdir  = "mkdir"
+)
+
+// A fileOp is one file-system action on a resolved path.
+type fileOp struct {
+	ev      *trace.Event
+	op      string
+	path    string
+	newPath string
+	mode    string
+	failed  bool
+	proc    string // base name of the acting process's image, when known
+}
+
+func newCtx(in Input, events []trace.Event) *ctx {
+	c := &ctx{in: in, events: events, bySeq: map[int64]*trace.Event{}, calls: map[string]*trace.ToolCall{},
+		home: strings.TrimSuffix(in.Home, "/"), findMap: map[string]*Finding{}, byRule: map[string][]*Finding{}}
+	if c.home == "" {
+		c.home = "/home/user"
+	}
+	c.tree = trace.BuildTree(events)
+	for i := range events {
+		e := &events[i]
+		c.bySeq[e.Seq] = e
+		switch d := e.Data.(type) {
+		case *trace.ToolCall:
+			c.exercised = true
+			if d.ID != "" {
+				c.calls[d.ID] = d
+			}
+			if cmd := toolCommand(d); cmd != "" {
+				c.cmds = append(c.cmds, cmdRef{ev: e, text: cmd, fail: d.ExitCode != 0 || d.IsError})
+			}
+			c.toolFileOps(e, d)
+		case *trace.Exec:
+			failed := d.Errno != ""
+			if p := c.tree.Procs[e.PID]; p != nil && p.Exited && p.ExitCode != 0 {
+				failed = true
+			}
+			c.cmds = append(c.cmds, cmdRef{ev: e, argv: d.Argv, text: strings.Join(d.Argv, " "), fail: failed})
+			if s := shellScript(d.Argv); s != "" {
+				c.cmds = append(c.cmds, cmdRef{ev: e, argv: d.Argv, text: s, fail: failed})
+			}
+		case *trace.File:
+			c.syscallFileOp(e, d)
+		case *trace.FSChange:
+			op := opWrite
+			if d.Kind == "deleted" {
+				op = opUnlink
+			}
+			c.files = append(c.files, fileOp{ev: e, op: op, path: d.Path})
+		case *trace.CanaryHit:
+			c.hits = append(c.hits, e)
+		}
+	}
+	return c
+}
+
+func (c *ctx) procName(pid int) string {
+	if p := c.tree.Procs[pid]; p != nil && len(p.Argv) > 0 {
+		return path.Base(p.Argv[0])
+	}
+	if p := c.tree.Procs[pid]; p != nil && p.Path != "" {
+		return path.Base(p.Path)
+	}
+	return ""
+}
+
+func (c *ctx) syscallFileOp(e *trace.Event, d *trace.File) {
+	op := ""
+	switch e.Type {
+	case trace.TypeOpen:
+		switch {
+		case d.Write || hasAny(d.Flags, "O_WRONLY", "O_RDWR", "O_CREAT", "O_TRUNC", "O_APPEND"):
+			op = opWrite
+		case strings.Contains(d.Flags, "O_DIRECTORY"):
+			op = opList
+		default:
+			op = opRead
+		}
+	case trace.TypeRead:
+		op = opRead
+	case trace.TypeWrite:
+		op = opWrite
+	case trace.TypeUnlink:
+		op = opUnlink
+	case trace.TypeRename:
+		op = opRename
+	case trace.TypeChmod:
+		op = opChmod
+	case trace.TypeMkdir:
+		op = opMkdir
+	default:
+		return
+	}
+	c.files = append(c.files, fileOp{ev: e, op: op, path: d.Path, newPath: d.NewPath, mode: d.Mode,
+		failed: d.Errno != "", proc: c.procName(e.PID)})
+}
+
+// toolArgs decodes the arguments every file tool shares.
+type toolArgs struct {
+	Command string `json:"command"`
+	Path    string `json:"path"`
+	Pattern string `json:"pattern"`
+	URL     string `json:"url"`
+	Content string `json:"content"`
+}
+
+func decodeArgs(d *trace.ToolCall) toolArgs {
+	var a toolArgs
+	_ = json.Unmarshal(d.Arguments, &a)
+	return a
+}
+
+// toolCommand returns the shell command of a bash tool call.
+func toolCommand(d *trace.ToolCall) string {
+	if d.Tool != "bash" {
+		return ""
+	}
+	return decodeArgs(d).Command
+}
+
+func (c *ctx) toolFileOps(e *trace.Event, d *trace.ToolCall) {
+	a := decodeArgs(d)
+	if a.Path == "" {
+		return
+	}
+	p := c.resolve(a.Path)
+	failed := d.IsError || d.ExitCode != 0
+	switch d.Tool {
+	case "read_file":
+		c.files = append(c.files, fileOp{ev: e, op: opRead, path: p, failed: failed, proc: "read_file"})
+	case "write_file", "edit_file":
+		c.files = append(c.files, fileOp{ev: e, op: opWrite, path: p, failed: failed, proc: d.Tool})
+	case "list_directory", "search_files":
+		c.files = append(c.files, fileOp{ev: e, op: opList, path: p, failed: failed, proc: d.Tool})
+	}
+}
+
+// resolve makes a tool-call path absolute: "~" is the home, a relative path
+// is taken from the home (the tools' working directory).
+func (c *ctx) resolve(p string) string {
+	switch {
+	case p == "~":
+		return c.home
+	case strings.HasPrefix(p, "~/"):
+		return c.home + p[1:]
+	case strings.HasPrefix(p, "$HOME/"):
+		return c.home + p[5:]
+	case !strings.HasPrefix(p, "/"):
+		return path.Join(c.home, p)
+	}
+	return path.Clean(p)
+}
+
+// shellScript returns the script of "sh -c SCRIPT" style argv.
+func shellScript(argv []string) string {
+	if len(argv) < 3 || !isShell(argv[0]) {
+		return ""
+	}
+	for i := 1; i < len(argv)-1; i++ {
+		a := argv[i]
+		if strings.HasPrefix(a, "-") && !strings.HasPrefix(a, "--") && strings.Contains(a, "c") {
+			return argv[i+1]
+		}
+	}
+	return ""
+}
+
+func isShell(p string) bool {
+	switch path.Base(p) {
+	case "sh", "bash", "dash", "zsh", "ksh", "ash", "busybox", "fish":
+		return true
+	}
+	return false
+}
+
+func hasAny(s string, subs ...string) bool {
+	for _, x := range subs {
+		if strings.Contains(s, x) {
+			return true
+		}
+	}
+	return false
+}
+
+// hit records evidence for a finding of rule r. Findings with the same rule
+// and key merge their evidence. The first message wins.
+func (c *ctx) hit(r *Rule, key string, msg string, evs ...*trace.Event) *Finding {
+	k := r.ID + "\x00" + key
+	f := c.findMap[k]
+	if f == nil {
+		f = &Finding{RuleID: r.ID, Title: r.Title, Severity: r.Severity, Confidence: r.Confidence,
+			Technique: r.Technique, Message: c.redact(msg)}
+		c.findMap[k] = f
+		c.order = append(c.order, k)
+		c.byRule[r.ID] = append(c.byRule[r.ID], f)
+	}
+	for _, e := range evs {
+		if e == nil {
+			continue
+		}
+		if slices.ContainsFunc(f.Evidence, func(x Evidence) bool { return x.Seq == e.Seq }) {
+			continue
+		}
+		if len(f.Evidence) >= MaxEvidence {
+			f.More++
+			continue
+		}
+		f.Evidence = append(f.Evidence, Evidence{Seq: e.Seq, Source: e.Source, Type: e.Type,
+			ToolCallID: e.ToolCallID, Summary: c.redact(Summarize(*e))})
+		if f.ToolCallID == "" && e.ToolCallID != "" {
+			f.ToolCallID = e.ToolCallID
+		}
+		if f.ToolCallID == "" {
+			if tc, ok := e.Data.(*trace.ToolCall); ok {
+				f.ToolCallID = tc.ID
+			}
+		}
+	}
+	if f.SkillFile == "" && f.ToolCallID != "" {
+		if tc := c.calls[f.ToolCallID]; tc != nil && tc.SkillFile != "" {
+			f.SkillFile, f.SkillLine = tc.SkillFile, tc.SkillLine
+		}
+	}
+	return f
+}
+
+func (c *ctx) result() []Finding {
+	out := make([]Finding, 0, len(c.order))
+	for _, k := range c.order {
+		f := *c.findMap[k]
+		slices.SortFunc(f.Evidence, func(a, b Evidence) int { return cmp.Compare(a.Seq, b.Seq) })
+		if f.Evidence == nil {
+			f.Evidence = []Evidence{}
+		}
+		out = append(out, f)
+	}
+	SortFindings(out)
+	return out
+}
+
+func (c *ctx) redact(s string) string {
+	if c.in.Canaries == nil {
+		return s
+	}
+	return redactTokens(c.in.Canaries, s)
+}
+
+func redactTokens(set *canary.Set, s string) string {
+	for _, t := range set.Tokens() {
+		for _, n := range append([]string{t.Value}, t.Needles...) {
+			if len(n) >= canary.MinNeedle {
+				s = strings.ReplaceAll(s, n, "[canary:"+t.ID+"]")
+			}
+		}
+	}
+	return s
+}
+
+// Summarize describes an event in one short line (for evidence and
+// renderers). It never includes a payload body.
+func Summarize(e trace.Event) string {
+	var s string
+	switch d := e.Data.(type) {
+	case *trace.ToolCall:
+		a := decodeArgs(d)
+		arg := cmp.Or(a.Command, a.Path, a.URL, a.Pattern)
+		s = fmt.Sprintf("tool %s %s", d.Tool, oneLine(arg))
+	case *trace.Exec:
+		s = "exec " + oneLine(strings.Join(d.Argv, " "))
+		if d.Errno != "" {
+			s += " (" + d.Errno + ")"
+		}
+	case *trace.File:
+		s = string(e.Type) + " " + d.Path
+		if d.NewPath != "" {
+			s += " -> " + d.NewPath
+		}
+		if d.Mode != "" {
+			s += " mode " + d.Mode
+		}
+		if d.Errno != "" {
+			s += " (" + d.Errno + ")"
+		}
+	case *trace.Net:
+		s = fmt.Sprintf("%s %s %s", e.Type, d.Family, d.Addr)
+		if d.Port != 0 {
+			s += fmt.Sprintf(":%d", d.Port)
+		}
+		if d.Errno != "" {
+			s += " (" + d.Errno + ")"
+		}
+	case *trace.Process:
+		if e.Type == trace.TypeClone {
+			s = fmt.Sprintf("clone child %d", d.ChildPID)
+		} else {
+			s = fmt.Sprintf("exit %d%s", d.ExitCode, d.Signal)
+		}
+	case *trace.DNSQuery:
+		s = fmt.Sprintf("dns %s %s", d.QType, d.Name)
+	case *trace.HTTPExchange:
+		s = fmt.Sprintf("http %s %s", d.Method, d.URL)
+		if d.BodySize > 0 {
+			s += fmt.Sprintf(" (%d-byte body)", d.BodySize)
+		}
+	case *trace.Connection:
+		s = fmt.Sprintf("%s %s:%d", d.Proto, d.DstIP, d.DstPort)
+		if d.Name != "" {
+			s += " (" + d.Name + ")"
+		}
+		s += fmt.Sprintf(" %d bytes", d.Size)
+	case *trace.TLSHello:
+		s = fmt.Sprintf("tls hello sni=%s %s:%d", d.SNI, d.DstIP, d.DstPort)
+	case *trace.CanaryHit:
+		s = fmt.Sprintf("canary %s (%s, planted %s) in %s as %s: %s", d.TokenID, d.Kind, d.Location, d.Channel, d.Encoding, d.Where)
+	case *trace.FSChange:
+		s = fmt.Sprintf("fs %s %s", d.Kind, d.Path)
+	case *trace.Resource:
+		s = fmt.Sprintf("resources peak memory %d, peak pids %d", d.PeakMemory, d.PeakPIDs)
+	case *trace.Notice:
+		s = "notice " + d.Message
+	default:
+		s = string(e.Type)
+	}
+	if e.Count > 1 {
+		s += fmt.Sprintf(" (x%d)", e.Count)
+	}
+	return capString(s, 200)
+}
+
+func oneLine(s string) string {
+	return strings.Join(strings.Fields(s), " ")
+}

@@ -1,0 +1,512 @@
+package rules
+
+import (
+	"encoding/base64"
+	"fmt"
+	"path"
+	"regexp"
+	"slices"
+	"strings"
+
+	"github.com/sandboxctl/sandboxctl/trace"
+)
+
+// Command patterns. They run on exec argv joined with spaces, on shell -c
+// scripts, and on bash tool-call commands.
+var (
+	reShell        = `(?:sudo\s+)?(?:env\s+\S+\s+)?(?:/usr)?(?:/bin/)?(?:ba|da|z|k|a)?sh\b`
+	reInterp       = `(?:` + reShell + `|(?:/usr/bin/)?(?:python[23]?|perl|ruby|node|php)\b(?:\s+-)?)`
+	reDownloadPipe = regexp.MustCompile(`(?i)\b(?:curl|wget|fetch|aria2c)\b[^|;&]*\|\s*` + reInterp)
+	reDownloadSub  = regexp.MustCompile(`(?i)(?:\b(?:ba|z|da)?sh\s+(?:-c\s+)?["']?\$\(|(?:\bsource|^\.|[;&|]\s*\.)\s+<\(|\b(?:ba|z|da)?sh\s+<\()\s*(?:curl|wget)\b`)
+	reDecodePipe   = regexp.MustCompile(`(?i)\bbase64\s+(?:-d|--decode|-D)\b[^|;&]*\|\s*` + reInterp)
+	rePSDownload   = regexp.MustCompile(`(?i)\biex\b.*\b(?:iwr|irm|invoke-webrequest|downloadstring)\b|\b(?:iwr|irm)\b.*\|\s*iex\b`)
+	rePyDownload   = regexp.MustCompile(`(?i)\bexec\s*\(.*\burlopen\b|\burlopen\b.*\bexec\s*\(|\beval\s*\(.*\b(?:urlopen|requests\.get)\b`)
+	reMacOSBase64  = regexp.MustCompile(`\bbase64\s+(?:-[a-zA-Z]*D|--decode)\b`)
+	reB64Blob      = regexp.MustCompile(`[A-Za-z0-9+/]{16,}={0,2}`)
+	reQuarantine   = regexp.MustCompile(`\bxattr\s+(?:-[a-z]*\s+)*-d\s+com\.apple\.quarantine\b|\bosascript\b|\bspctl\s+--master-disable\b`)
+	reCurlOut      = regexp.MustCompile(`\b(?:curl\b[^|;&]*?\s(?:-o|--output)\s*|wget\b[^|;&]*?\s(?:-O|--output-document(?:=|\s))\s*)["']?([^\s"';&|]+)`)
+	reChmodX       = regexp.MustCompile(`\bchmod\s+(?:-\w+\s+)*(?:[ugoa]*\+[rw]*x\w*|[0-7]?[0-7][1357][0-7]?[0-7]?)\s+["']?([^\s"';&|]+)`)
+	reDevTCP       = regexp.MustCompile(`/dev/(?:tcp|udp)/[^/\s]+/\d+`)
+	reNcExec       = regexp.MustCompile(`\b(?:nc|ncat|netcat|nc\.traditional|busybox\s+nc)\b[^|;&]*\s-(?:[a-zA-Z]*[ec])\s*\S+|\bsocat\b[^|;&]*\bexec:|\bmkfifo\b[^;]*\|\s*(?:nc|ncat|netcat)\b|\b(?:nc|ncat|netcat)\b[^|;&]*\|\s*(?:/bin/)?(?:ba)?sh\b[^|;&]*\|\s*(?:nc|ncat|netcat)\b`)
+	reScriptShell  = regexp.MustCompile(`(?s)\bsocket\b.*(?:\bdup2\b|\bpty\.spawn\b|\bsubprocess\.call\(\s*\[\s*["']/bin/(?:ba)?sh)|\bfsockopen\b.*\b(?:exec|system|proc_open)\b|\bTCPSocket\.(?:new|open)\b.*\b(?:exec|spawn|IO\.popen)\b|\bnet\.Socket\b.*\bchild_process\b`)
+	reShadow       = regexp.MustCompile(`\b(?:cat|less|more|head|tail|cp|grep|tar|base64|xxd|strings)\b[^|;&]*\s/etc/(?:g?shadow)\b|\bunshadow\b`)
+	reEnvironPath  = regexp.MustCompile(`^/proc/(?:self|\d+|thread-self)/environ$`)
+	reEnvDump      = regexp.MustCompile(`(?:^|[;&|(]\s*)(?:env|printenv|export\s+-p|declare\s+-x|set)\s*(?:$|[|;&>)])|\bdict\(\s*os\.environ\s*\)|\bos\.environ\.(?:items|copy)\(\)|json\.dumps\(\s*(?:dict\()?os\.environ|JSON\.stringify\(\s*process\.env\s*\)|/proc/(?:self|\d+|\*)/environ`)
+	reCrontab      = regexp.MustCompile(`\bcrontab\s+(?:-u\s+\S+\s+)?(?:-\s*$|-\s*[;&|]|[^-\s]\S*)|\|\s*crontab\b|\bcrontab\s+-\s*$`)
+	reSystemctl    = regexp.MustCompile(`\bsystemctl\s+(?:--user\s+)?(?:enable|link|daemon-reload)\b|\blaunchctl\s+(?:load|bootstrap|submit)\b`)
+	reGitHooks     = regexp.MustCompile(`\bgit\s+config\s+(?:--global\s+|--system\s+)?(?:core\.hooksPath|core\.sshCommand|core\.pager|core\.fsmonitor|credential\.helper|alias\.\S+\s+["']?!)`)
+	reContainer    = regexp.MustCompile(`/\.dockerenv|/run/\.containerenv|/proc/1/cgroup|/proc/self/cgroup|/proc/1/sched|\bsystemd-detect-virt\b|\bvirt-what\b|\bdmidecode\b|/sys/class/dmi/|\bhypervisor\b|\bimvirt\b`)
+	reTracer       = regexp.MustCompile(`\bTracerPid\b|\bstrace\b|\bltrace\b|\bptrace\b|\bfrida\b|\bsysdig\b|\bfalco\b|\bauditctl\b|\btcpdump\b|\bwireshark\b|\bbpftrace\b`)
+	reEnvProbe     = regexp.MustCompile(`\buptime\b|/proc/uptime|\bSANDBOX\b|\bLD_PRELOAD\b|\bhttps?_proxy\b|\bHTTPS?_PROXY\b|\bSSL_CERT_FILE\b|\bREQUESTS_CA_BUNDLE\b|\bNODE_EXTRA_CA_CERTS\b|\blast\s+reboot\b|\bwho\s+-b\b`)
+	reToolDiscover = regexp.MustCompile(`\b(?:which|command\s+-v|type\s+-[pP]|hash|whereis)\s+(?:[\w.-]+\s+)*(?:aws|gcloud|az|kubectl|docker|gpg|doctl|terraform|vault|op|heroku|gh|ssh|solana|bitcoin-cli|geth|metamask|1password)\b`)
+	reHomeSweep    = regexp.MustCompile(`(?i)\bfind\s+(?:~|\$HOME|/home|/root|/)\S*[^|;&]*-i?(?:name|path|regex)\s+["']?[^"'\s]*(?:\.pem|\.key|wallet|keystore|id_rsa|id_ed25519|credential|\.env|mnemonic|seed|secret|password|token|\.kdbx)|\bls\s+-[a-zA-Z]*R[a-zA-Z]*\s+(?:~|\$HOME|/home|/root|/)(?:/?\s|/?$)|\b(?:grep|rg|ag)\s+-[a-zA-Z]*[rR][a-zA-Z]*\s+[^|;&]*(?:password|secret|api[_-]?key|token|private[_ ]key|mnemonic|BEGIN)[^|;&]*(?:~|\$HOME|/home|/root)|(?:~|\$HOME)/\*\*?/\*\.(?:pem|key)\b|\bglob\(.*(?:\*\.pem|\*\.key|wallet\.dat|keystore|id_rsa)`)
+	reSysInfo      = regexp.MustCompile(`^(?:uname\s+-a|id|whoami|hostname|cat\s+/etc/(?:os-release|issue|passwd)|ip\s+a(?:ddr)?|ifconfig|arp\s+-a)$`)
+	reSudo         = regexp.MustCompile(`(?:^|[;&|(]\s*)(?:sudo|su|doas|pkexec|runuser)\b`)
+	reSetuid       = regexp.MustCompile(`\bchmod\s+(?:-\w+\s+)*(?:[ugoa]*\+[rwx]*s|[4-7][0-7]{3})\b`)
+	reDockerSock   = regexp.MustCompile(`/(?:var/)?run/docker\.sock|/run/containerd/containerd\.sock|\bdocker\s+(?:-H|--host)\b`)
+	reSudoersCmd   = regexp.MustCompile(`(?:>>?|\btee\s+(?:-a\s+)?)\s*/etc/(?:sudoers|sudoers\.d/\S*|passwd|shadow|ld\.so\.preload)\b|\bvisudo\b|\busermod\s+-aG\s+(?:sudo|wheel|docker)\b`)
+	reRmRoot       = regexp.MustCompile(`\brm\s+(?:-[a-zA-Z]*[rR][a-zA-Z]*\s+(?:-[a-zA-Z]+\s+)*|--recursive\s+|--no-preserve-root\s+)+(?:--no-preserve-root\s+)?["']?(?:~|\$HOME|\$\{HOME\}|/home(?:/[^/\s;&|]+)?|/root|)/?\*?["']?(?:\s|$|;|&|\|)`)
+	reWipe         = regexp.MustCompile(`\bshred\b|\bwipe\s|\bsrm\s|\bdd\s+[^|;&]*if=/dev/(?:zero|urandom|random)[^|;&]*of=|\bmkfs(?:\.\w+)?\s|\bfind\s+[^|;&]*-delete\b|\btruncate\s+-s\s*0\b`)
+	reForcePush    = regexp.MustCompile(`\bgit\s+push\b[^;&|\n]*\s(?:-f|--force|--force-with-lease|\+[\w/.-]+)(?:\s|$|;|&|\|)`)
+	reURL          = regexp.MustCompile(`https?://[^\s"'<>()\]\[\x60]+`)
+)
+
+func short(s string) string { return capString(oneLine(s), 160) }
+
+// downloadAndRun reports whether a command text pipes or substitutes a
+// download into an interpreter.
+func downloadAndRun(s string) bool {
+	return reDownloadPipe.MatchString(s) || reDownloadSub.MatchString(s) || reDecodePipe.MatchString(s) ||
+		rePSDownload.MatchString(s) || rePyDownload.MatchString(s)
+}
+
+// decodedDropper returns the first base64 blob in s that decodes to a
+// download-and-run command, decoded.
+func decodedDropper(s string) (string, bool) {
+	for _, blob := range reB64Blob.FindAllString(s, 20) {
+		for _, enc := range []*base64.Encoding{base64.StdEncoding, base64.RawStdEncoding} {
+			b, err := enc.DecodeString(blob)
+			if err != nil {
+				continue
+			}
+			d := string(b)
+			if downloadAndRun(d) || (strings.Contains(d, "http") && hasAny(d, "curl", "wget") && hasAny(d, "sh", "chmod", "exec")) {
+				return d, true
+			}
+		}
+	}
+	return "", false
+}
+
+func execRules() {
+	def(Rule{ID: "SBX-EXEC-001", Family: "execution", Title: "Download piped into an interpreter",
+		Severity: Critical, Confidence: ConfHigh, Technique: "T1059.004",
+		Help: "A command fetches code and runs it without saving it first: curl|sh, wget -O- | bash, " +
+			"bash <(curl ...), sh -c \"$(curl ...)\", base64 -d | sh, PowerShell iex(iwr ...), or " +
+			"python exec(urlopen(...)). The classic dropper of fake-prerequisite skills."},
+		func(c *ctx, r *Rule) {
+			for _, cm := range c.cmds {
+				if downloadAndRun(cm.text) {
+					c.hit(r, cm.ev.ToolCallID, "download-and-run: "+short(cm.text), cm.ev)
+				}
+			}
+		})
+	def(Rule{ID: "SBX-EXEC-002", Family: "execution", Title: "Downloaded file made executable or run",
+		Severity: High, Confidence: ConfHigh, Technique: "T1105",
+		Help: "A file saved by curl or wget was made executable (chmod +x) or executed. Droppers that " +
+			"avoid a pipe save the payload first."},
+		func(c *ctx, r *Rule) {
+			downloaded := map[string]*trace.Event{}
+			for _, cm := range c.cmds {
+				for _, m := range reCurlOut.FindAllStringSubmatch(cm.text, -1) {
+					if m[1] != "-" && m[1] != "/dev/null" {
+						downloaded[path.Base(m[1])] = cm.ev
+					}
+				}
+			}
+			for _, f := range c.files {
+				if f.op == opWrite && !f.failed && (f.proc == "curl" || f.proc == "wget") {
+					downloaded[path.Base(f.path)] = f.ev
+				}
+			}
+			if len(downloaded) == 0 {
+				return
+			}
+			for _, cm := range c.cmds {
+				for _, m := range reChmodX.FindAllStringSubmatch(cm.text, -1) {
+					if src, ok := downloaded[path.Base(m[1])]; ok && src.Seq <= cm.ev.Seq {
+						c.hit(r, path.Base(m[1]), "downloaded file made executable: "+short(cm.text), src, cm.ev)
+					}
+				}
+				if cm.argv != nil && cm.ev.Type == trace.TypeExec {
+					for i, a := range cm.argv {
+						if i > 1 {
+							break
+						}
+						if src, ok := downloaded[path.Base(a)]; ok && src.Seq < cm.ev.Seq && !isDownloader(a) {
+							c.hit(r, path.Base(a), "downloaded file executed: "+short(cm.text), src, cm.ev)
+						}
+					}
+				}
+			}
+			for _, f := range c.files {
+				if f.op == opChmod && strings.ContainsAny(f.mode, "1357") {
+					if src, ok := downloaded[path.Base(f.path)]; ok && src.Seq < f.ev.Seq {
+						c.hit(r, path.Base(f.path), "downloaded file made executable: "+f.path, src, f.ev)
+					}
+				}
+			}
+		})
+	def(Rule{ID: "SBX-EXEC-003", Family: "execution", Title: "Second-stage payload executed",
+		Severity: Critical, Confidence: ConfHigh, Technique: "T1105",
+		Help: "The harmless second stage the network jail serves for script downloads ran: its marker " +
+			"file was written or its marker token was printed. Downloaded code was executed."},
+		func(c *ctx, r *Rule) {
+			if c.in.MarkerPath != "" {
+				for _, f := range c.files {
+					if (f.op == opWrite || f.op == opRename) && (f.path == c.in.MarkerPath || f.newPath == c.in.MarkerPath) {
+						c.hit(r, "marker", "second-stage marker written: "+c.in.MarkerPath, f.ev)
+					}
+				}
+			}
+			if c.in.MarkerToken != "" {
+				for i := range c.events {
+					e := &c.events[i]
+					if d, ok := e.Data.(*trace.ToolCall); ok && (strings.Contains(d.Stdout, c.in.MarkerToken) || strings.Contains(d.Stderr, c.in.MarkerToken)) {
+						c.hit(r, "marker", "second-stage marker printed in the output of tool call "+d.ID, e)
+					}
+				}
+			}
+			if len(c.byRule[r.ID]) > 0 {
+				for i := range c.events {
+					e := &c.events[i]
+					if d, ok := e.Data.(*trace.HTTPExchange); ok && d.Response == "second-stage" {
+						c.hit(r, "marker", "", e)
+					}
+				}
+			}
+		})
+	def(Rule{ID: "SBX-EXEC-004", Family: "execution", Title: "Obfuscated download-and-run (base64, macOS base64 -D)",
+		Severity: Critical, Confidence: ConfHigh, Technique: "T1027",
+		Help: "A base64 blob in a command decodes to a download-and-run command. macOS droppers use " +
+			"`base64 -D`, which GNU base64 rejects, so the exec fails here: the rule decodes the argument " +
+			"itself and reports what would have run on a Mac."},
+		func(c *ctx, r *Rule) {
+			for _, cm := range c.cmds {
+				if d, ok := decodedDropper(cm.text); ok {
+					note := ""
+					if reMacOSBase64.MatchString(cm.text) {
+						note = " (macOS base64 -D form)"
+					}
+					c.hit(r, cm.ev.ToolCallID, fmt.Sprintf("base64 blob decodes to %q%s", short(d), note), cm.ev)
+				}
+			}
+		})
+	def(Rule{ID: "SBX-EXEC-005", Family: "execution", Title: "macOS-only decode or Gatekeeper bypass attempted",
+		Severity: Medium, Confidence: ConfMedium, Technique: "T1553.001",
+		Help: "`base64 -D` (the macOS spelling, failing on Linux), removal of the quarantine attribute " +
+			"(xattr -d com.apple.quarantine), osascript, or spctl: a payload written for macOS users."},
+		func(c *ctx, r *Rule) {
+			for _, cm := range c.cmds {
+				if reQuarantine.MatchString(cm.text) {
+					c.hit(r, cm.ev.ToolCallID, "macOS tooling: "+short(cm.text), cm.ev)
+				}
+				if cm.argv != nil && len(cm.argv) > 1 && path.Base(cm.argv[0]) == "base64" && slices.Contains(cm.argv[1:], "-D") {
+					c.hit(r, cm.ev.ToolCallID, "macOS base64 -D"+failedNote(cm.fail)+": "+short(cm.text), cm.ev)
+				}
+			}
+		})
+}
+
+func isDownloader(a string) bool {
+	switch path.Base(a) {
+	case "curl", "wget":
+		return true
+	}
+	return false
+}
+
+func shellRules() {
+	def(Rule{ID: "SBX-SHELL-001", Family: "command-and-control", Title: "Reverse shell through /dev/tcp",
+		Severity: Critical, Confidence: ConfHigh, Technique: "T1059.004",
+		Help: "A bash /dev/tcp or /dev/udp redirect: the shell's input and output go to a remote host."},
+		func(c *ctx, r *Rule) {
+			for _, cm := range c.cmds {
+				if m := reDevTCP.FindString(cm.text); m != "" {
+					c.hit(r, m, "redirect to "+m+": "+short(cm.text), cm.ev)
+				}
+			}
+		})
+	def(Rule{ID: "SBX-SHELL-002", Family: "command-and-control", Title: "Reverse shell through netcat or socat",
+		Severity: Critical, Confidence: ConfHigh, Technique: "T1059",
+		Help: "nc/ncat -e or -c, a mkfifo pipe through nc, or socat exec: a shell bound to a connection."},
+		func(c *ctx, r *Rule) {
+			for _, cm := range c.cmds {
+				if reNcExec.MatchString(cm.text) {
+					c.hit(r, cm.ev.ToolCallID, "shell bound to a connection: "+short(cm.text), cm.ev)
+				}
+			}
+		})
+	def(Rule{ID: "SBX-SHELL-003", Family: "command-and-control", Title: "Scripted reverse shell",
+		Severity: Critical, Confidence: ConfHigh, Technique: "T1059.006",
+		Help: "A Python, Perl, Ruby, PHP or Node one-liner that opens a socket and hands it to a shell " +
+			"(socket + dup2 + pty.spawn and the like)."},
+		func(c *ctx, r *Rule) {
+			for _, cm := range c.cmds {
+				if reScriptShell.MatchString(cm.text) {
+					c.hit(r, cm.ev.ToolCallID, "socket handed to a shell: "+short(cm.text), cm.ev)
+				}
+			}
+		})
+	def(Rule{ID: "SBX-SHELL-004", Family: "command-and-control", Title: "Interactive shell started after an outbound connection",
+		Severity: High, Confidence: ConfMedium, Technique: "T1059",
+		Help: "A process connected out and then it, or a child, started a shell with no script " +
+			"(sh -i, or a bare sh reading its input): the shape of a reverse shell whatever its source."},
+		func(c *ctx, r *Rule) {
+			conn := map[int]*trace.Event{}
+			for i := range c.events {
+				e := &c.events[i]
+				switch d := e.Data.(type) {
+				case *trace.Net:
+					if e.Type == trace.TypeConnect && (d.Family == "inet" || d.Family == "inet6") && d.Port != 53 && !isLoopback(d.Addr) {
+						if _, ok := conn[e.PID]; !ok {
+							conn[e.PID] = e
+						}
+					}
+				case *trace.Exec:
+					if d.Errno != "" || len(d.Argv) == 0 || !isShell(d.Argv[0]) || !interactiveShell(d.Argv) {
+						continue
+					}
+					for _, pid := range append([]int{e.PID}, c.tree.Ancestors(e.PID)...) {
+						if ce, ok := conn[pid]; ok && ce.Seq < e.Seq {
+							c.hit(r, fmt.Sprint(pid), "shell "+short(strings.Join(d.Argv, " "))+" after "+Summarize(*ce), ce, e)
+							break
+						}
+					}
+				}
+			}
+		})
+}
+
+func isLoopback(a string) bool {
+	return strings.HasPrefix(a, "127.") || a == "::1" || a == "localhost"
+}
+
+// interactiveShell reports a shell that runs no script: sh -i, or sh alone.
+func interactiveShell(argv []string) bool {
+	for _, a := range argv[1:] {
+		if a == "-i" || (strings.HasPrefix(a, "-") && !strings.HasPrefix(a, "--") && strings.Contains(a, "i") && !strings.Contains(a, "c")) {
+			return true
+		}
+		if strings.HasPrefix(a, "-") && strings.Contains(a, "c") {
+			return false
+		}
+		if !strings.HasPrefix(a, "-") {
+			return false // a script file
+		}
+	}
+	return true
+}
+
+func probeRules() {
+	def(Rule{ID: "SBX-PROBE-001", Family: "discovery", Title: "Container or virtual machine detection",
+		Severity: Medium, Confidence: ConfMedium, Technique: "T1497.001",
+		Help: "Checks for /.dockerenv, /run/.containerenv, /proc/1/cgroup, DMI data or virtualisation " +
+			"tools. Malicious skills stay quiet when they find a sandbox; a skill has no use for this."},
+		func(c *ctx, r *Rule) {
+			for _, f := range c.files {
+				if f.op == opRead {
+					if _, ok := c.matchPath(containerProbePaths, f.path); ok {
+						c.hit(r, "probe", "probe of "+f.path, f.ev)
+					}
+				}
+			}
+			for _, cm := range c.cmds {
+				if m := reContainer.FindString(cm.text); m != "" {
+					c.hit(r, "probe", "command probes "+m+": "+short(cm.text), cm.ev)
+				}
+			}
+		})
+	def(Rule{ID: "SBX-PROBE-002", Family: "discovery", Title: "Tracer or monitoring detection",
+		Severity: Medium, Confidence: ConfMedium, Technique: "T1497.001",
+		Help: "Looks for a tracer or monitor: TracerPid in /proc/*/status, strace/ltrace/gdb/frida in " +
+			"ps output, auditd, sysdig, falco."},
+		func(c *ctx, r *Rule) {
+			for _, cm := range c.cmds {
+				if m := reTracer.FindString(cm.text); m != "" {
+					c.hit(r, "tracer", "looks for "+m+": "+short(cm.text), cm.ev)
+				}
+			}
+		})
+	def(Rule{ID: "SBX-PROBE-003", Family: "discovery", Title: "Environment freshness or proxy check",
+		Severity: Low, Confidence: ConfLow, Technique: "T1497",
+		Help: "Uptime, last reboot, proxy or CA variables, LD_PRELOAD, variables named like SANDBOX: " +
+			"checks sandbox-evading malware makes before acting."},
+		func(c *ctx, r *Rule) {
+			for _, f := range c.files {
+				if f.op == opRead && f.path == "/proc/uptime" && f.proc != "" && f.proc != "uptime" && !isShell(f.proc) {
+					c.hit(r, "env", "read of /proc/uptime by "+f.proc, f.ev)
+				}
+			}
+			for _, cm := range c.cmds {
+				if m := reEnvProbe.FindString(cm.text); m != "" {
+					c.hit(r, "env", "checks "+m+": "+short(cm.text), cm.ev)
+				}
+			}
+		})
+}
+
+func reconRules() {
+	def(Rule{ID: "SBX-RECON-001", Family: "discovery", Title: "Discovery of credential-bearing tools",
+		Severity: Low, Confidence: ConfMedium, Technique: "T1518",
+		Help: "which / command -v over aws, gcloud, kubectl, docker, gpg, ssh, vault...: finding out " +
+			"which credentials are worth stealing."},
+		func(c *ctx, r *Rule) {
+			for _, cm := range c.cmds {
+				if reToolDiscover.MatchString(cm.text) {
+					c.hit(r, "tools", "tool discovery: "+short(cm.text), cm.ev)
+				}
+			}
+		})
+	def(Rule{ID: "SBX-RECON-002", Family: "discovery", Title: "Home directory swept for secrets",
+		Severity: Medium, Confidence: ConfMedium, Technique: "T1083",
+		Help: "find / ls -R / grep -r over the home or the root looking for keys, wallets, .env files, " +
+			"passwords or tokens (or a search_files call doing the same)."},
+		func(c *ctx, r *Rule) {
+			for _, cm := range c.cmds {
+				if reHomeSweep.MatchString(cm.text) {
+					c.hit(r, "sweep", "secret sweep: "+short(cm.text), cm.ev)
+				}
+			}
+			for i := range c.events {
+				e := &c.events[i]
+				if d, ok := e.Data.(*trace.ToolCall); ok && d.Tool == "search_files" {
+					a := decodeArgs(d)
+					if regexp.MustCompile(`(?i)password|secret|api[_-]?key|token|private key|BEGIN|mnemonic|wallet|\.pem|\.key\b|id_rsa`).MatchString(a.Pattern) {
+						c.hit(r, "sweep", "search_files for "+short(a.Pattern), e)
+					}
+				}
+			}
+		})
+	def(Rule{ID: "SBX-RECON-003", Family: "discovery", Title: "System and user fingerprinting",
+		Severity: Info, Confidence: ConfLow, Technique: "T1082",
+		Help: "uname -a, id, whoami, hostname, /etc/os-release, network interfaces: common in " +
+			"installers, reported for context."},
+		func(c *ctx, r *Rule) {
+			for _, cm := range c.cmds {
+				if cm.ev.Source == trace.SourceTool {
+					continue
+				}
+				if reSysInfo.MatchString(oneLine(cm.text)) {
+					c.hit(r, "sysinfo", "fingerprinting: "+short(cm.text), cm.ev)
+				}
+			}
+		})
+}
+
+func privRules() {
+	def(Rule{ID: "SBX-PRIV-001", Family: "privilege-escalation", Title: "sudo, su or pkexec used",
+		Severity: Medium, Confidence: ConfHigh, Technique: "T1548.003",
+		Help: "The skill tried to run something as another user. The sandbox user has no sudo rights, " +
+			"so the attempt is what counts."},
+		func(c *ctx, r *Rule) {
+			for _, cm := range c.cmds {
+				if cm.argv != nil {
+					switch path.Base(cm.argv[0]) {
+					case "sudo", "su", "doas", "pkexec", "runuser":
+						c.hit(r, cm.ev.ToolCallID, "runs "+short(cm.text), cm.ev)
+					}
+				} else if reSudo.MatchString(cm.text) {
+					c.hit(r, cm.ev.ToolCallID, "runs "+short(cm.text), cm.ev)
+				}
+			}
+		})
+	def(Rule{ID: "SBX-PRIV-002", Family: "privilege-escalation", Title: "Setuid or setgid bit set",
+		Severity: High, Confidence: ConfHigh, Technique: "T1548.001",
+		Help: "chmod u+s / g+s or a 4xxx/2xxx mode: a binary that runs with its owner's rights."},
+		func(c *ctx, r *Rule) {
+			for _, f := range c.files {
+				if f.op == opChmod && setuidMode(f.mode) {
+					c.hit(r, f.path, "setuid mode "+f.mode+" on "+f.path, f.ev)
+				}
+			}
+			for _, cm := range c.cmds {
+				if reSetuid.MatchString(cm.text) {
+					c.hit(r, cm.ev.ToolCallID, "setuid chmod: "+short(cm.text), cm.ev)
+				}
+			}
+		})
+	def(Rule{ID: "SBX-PRIV-003", Family: "privilege-escalation", Title: "Write to sudoers, passwd or the Docker socket",
+		Severity: High, Confidence: ConfHigh, Technique: "T1548",
+		Help: "A write (or attempt) to /etc/sudoers, /etc/passwd, /etc/shadow or /etc/ld.so.preload, " +
+			"or use of the Docker or containerd socket: root on the host."},
+		func(c *ctx, r *Rule) {
+			for _, f := range c.files {
+				if f.op == opWrite || f.op == opRename {
+					t := f.path
+					if f.op == opRename {
+						t = f.newPath
+					}
+					if _, ok := c.matchPath(privEscPaths, t); ok {
+						c.hit(r, t, "write to "+t+failedNote(f.failed), f.ev)
+					}
+				}
+				if strings.HasSuffix(f.path, "/docker.sock") {
+					c.hit(r, "docker.sock", "access to "+f.path, f.ev)
+				}
+			}
+			for i := range c.events {
+				e := &c.events[i]
+				if d, ok := e.Data.(*trace.Net); ok && d.Family == "unix" && strings.HasSuffix(d.Addr, "docker.sock") {
+					c.hit(r, "docker.sock", "connect to "+d.Addr, e)
+				}
+			}
+			for _, cm := range c.cmds {
+				if reSudoersCmd.MatchString(cm.text) || reDockerSock.MatchString(cm.text) {
+					c.hit(r, cm.ev.ToolCallID, "command: "+short(cm.text), cm.ev)
+				}
+			}
+		})
+}
+
+func setuidMode(m string) bool {
+	m = strings.TrimPrefix(m, "0")
+	if strings.Contains(m, "S_ISUID") || strings.Contains(m, "S_ISGID") {
+		return true
+	}
+	return len(m) == 4 && (m[0] == '2' || m[0] == '4' || m[0] == '6' || m[0] == '7')
+}
+
+func destroyRules() {
+	def(Rule{ID: "SBX-DESTROY-001", Family: "impact", Title: "Recursive delete of the home or root",
+		Severity: Critical, Confidence: ConfHigh, Technique: "T1485",
+		Help: "rm -rf of ~, $HOME, /home, / or /*."},
+		func(c *ctx, r *Rule) {
+			for _, cm := range c.cmds {
+				if reRmRoot.MatchString(cm.text + " ") {
+					c.hit(r, cm.ev.ToolCallID, "wipes: "+short(cm.text), cm.ev)
+				}
+			}
+		})
+	def(Rule{ID: "SBX-DESTROY-002", Family: "impact", Title: "Files shredded or deleted en masse",
+		Severity: High, Confidence: ConfMedium, Technique: "T1485",
+		Help: "shred, wipe, dd from /dev/zero over a file, mkfs, find -delete, or 50 or more files " +
+			"deleted by one tool call."},
+		func(c *ctx, r *Rule) {
+			for _, cm := range c.cmds {
+				if reWipe.MatchString(cm.text) {
+					c.hit(r, cm.ev.ToolCallID, "destroys data: "+short(cm.text), cm.ev)
+				}
+			}
+			per := map[string][]*trace.Event{}
+			var order []string
+			for _, f := range c.files {
+				if f.op == opUnlink && !f.failed && f.ev.Source == trace.SourceSyscall {
+					id := f.ev.ToolCallID
+					if per[id] == nil {
+						order = append(order, id)
+					}
+					per[id] = append(per[id], f.ev)
+				}
+			}
+			for _, id := range order {
+				n := 0
+				for _, e := range per[id] {
+					n += max(e.Count, 1)
+				}
+				if n >= 50 {
+					c.hit(r, id, fmt.Sprintf("%d files deleted by one tool call", n), per[id]...)
+				}
+			}
+		})
+	def(Rule{ID: "SBX-DESTROY-003", Family: "impact", Title: "Forced git push",
+		Severity: Low, Confidence: ConfLow, Technique: "T1565.001",
+		Help: "git push --force rewrites a remote's history; the jail stops it, the attempt is reported."},
+		func(c *ctx, r *Rule) {
+			for _, cm := range c.cmds {
+				if reForcePush.MatchString(cm.text) {
+					c.hit(r, cm.ev.ToolCallID, "force push: "+short(cm.text), cm.ev)
+				}
+			}
+		})
+}

@@ -1,0 +1,238 @@
+package rules
+
+import (
+	"fmt"
+	"path"
+	"strings"
+)
+
+// tokenLocations returns the planted files of the canary set as globs.
+func (c *ctx) tokenLocations() pathSet {
+	if c.in.Canaries == nil {
+		return nil
+	}
+	var ps pathSet
+	for _, t := range c.in.Canaries.Tokens() {
+		if strings.HasPrefix(t.Location, "~/") || strings.HasPrefix(t.Location, "/") {
+			ps = append(ps, t.Location)
+		}
+	}
+	return ps
+}
+
+func isPublicKey(p string) bool {
+	b := path.Base(p)
+	return strings.HasSuffix(b, ".pub") || b == "known_hosts" || b == "known_hosts.old" || b == "authorized_keys"
+}
+
+func credRules() {
+	def(Rule{ID: "SBX-CRED-001", Family: "credential-access", Title: "Credential file read",
+		Severity: Medium, Confidence: ConfHigh, Technique: "T1552.001",
+		Help: "A process read a file that holds credentials (SSH private keys, cloud and registry " +
+			"credentials, .env files, tokens, shell history with secrets). Listing a folder or reading " +
+			"public keys does not count, nor a tool reading its own configuration (git reading " +
+			".gitconfig). On its own this is suspicious; followed by egress it is exfiltration (SBX-EXFIL-004)."},
+		func(c *ctx, r *Rule) {
+			planted := c.tokenLocations()
+			for _, f := range c.files {
+				if f.op != opRead || f.failed || isPublicKey(f.path) || c.underSkill(f.path) {
+					continue
+				}
+				_, ok := c.matchPath(credentialPaths, f.path)
+				if !ok {
+					_, ok = c.matchPath(planted, f.path)
+				}
+				if !ok || ownedRead(f.path, f.proc) {
+					continue
+				}
+				if _, rc := c.matchPath(rcPaths, f.path); rc && isShell(f.proc) {
+					continue
+				}
+				c.hit(r, f.path, fmt.Sprintf("read of credential file %s", f.path), f.ev)
+			}
+		})
+	def(Rule{ID: "SBX-CRED-002", Family: "credential-access", Title: "Cryptocurrency wallet read",
+		Severity: High, Confidence: ConfHigh, Technique: "T1005",
+		Help: "A process read a cryptocurrency wallet, keystore, or seed phrase file (wallet.dat, " +
+			"Ethereum keystores, Solana id.json, Electrum/Exodus/Atomic/MetaMask storage, seed.txt). " +
+			"Wallet theft is the most common goal of malicious skills."},
+		func(c *ctx, r *Rule) {
+			for _, f := range c.files {
+				if (f.op == opRead) && !f.failed && !c.underSkill(f.path) {
+					if _, ok := c.matchPath(walletPaths, f.path); ok {
+						c.hit(r, f.path, "read of wallet file "+f.path, f.ev)
+					}
+				}
+			}
+		})
+	def(Rule{ID: "SBX-CRED-003", Family: "credential-access", Title: "System password file read",
+		Severity: High, Confidence: ConfHigh, Technique: "T1003.008",
+		Help: "A process opened /etc/shadow, /etc/gshadow or /etc/sudoers for reading. The sandbox " +
+			"user cannot read them: the attempt itself is the finding."},
+		func(c *ctx, r *Rule) {
+			for _, f := range c.files {
+				if f.op == opRead {
+					if _, ok := c.matchPath(systemSecretPaths, f.path); ok {
+						c.hit(r, f.path, "read attempt of "+f.path+failedNote(f.failed), f.ev)
+					}
+				}
+			}
+			for _, cm := range c.cmds {
+				if reShadow.MatchString(cm.text) {
+					c.hit(r, "/etc/shadow", "command reads a system password file: "+short(cm.text), cm.ev)
+				}
+			}
+		})
+	def(Rule{ID: "SBX-CRED-004", Family: "credential-access", Title: "Browser credential store read",
+		Severity: High, Confidence: ConfHigh, Technique: "T1555.003",
+		Help: "A process read a browser's saved passwords or cookies (Chrome Login Data/Cookies, " +
+			"Firefox logins.json/key4.db/cookies.sqlite), which no skill needs."},
+		func(c *ctx, r *Rule) {
+			for _, f := range c.files {
+				if f.op == opRead && !f.failed {
+					if _, ok := c.matchPath(browserPaths, f.path); ok && underDir(c.home, f.path) {
+						c.hit(r, f.path, "read of browser credential store "+f.path, f.ev)
+					}
+				}
+			}
+		})
+	def(Rule{ID: "SBX-ENV-001", Family: "credential-access", Title: "Environment variables harvested",
+		Severity: Medium, Confidence: ConfLow, Technique: "T1552",
+		Help: "The skill dumped the whole environment (env, printenv, export -p, /proc/*/environ, " +
+			"a script serialising os.environ or process.env), where API keys live. Followed by egress " +
+			"it becomes SBX-EXFIL-005."},
+		func(c *ctx, r *Rule) {
+			for _, f := range c.files {
+				if f.op == opRead && reEnvironPath.MatchString(f.path) {
+					c.hit(r, "environ", "read of "+f.path, f.ev)
+				}
+			}
+			for _, cm := range c.cmds {
+				if cm.argv != nil && envDump(cm.argv) {
+					c.hit(r, "environ", "environment dumped: "+short(cm.text), cm.ev)
+				} else if reEnvDump.MatchString(cm.text) {
+					c.hit(r, "environ", "environment dumped: "+short(cm.text), cm.ev)
+				}
+			}
+		})
+}
+
+func failedNote(failed bool) string {
+	if failed {
+		return " (refused)"
+	}
+	return ""
+}
+
+func underDir(dir, p string) bool { return p == dir || strings.HasPrefix(p, dir+"/") }
+
+func (c *ctx) underSkill(p string) bool {
+	d := strings.TrimSuffix(c.in.SkillDir, "/")
+	return d != "" && underDir(d, p)
+}
+
+// envDump reports whether argv prints the whole environment: env or
+// printenv with no operand.
+func envDump(argv []string) bool {
+	if len(argv) == 0 {
+		return false
+	}
+	switch path.Base(argv[0]) {
+	case "env", "printenv":
+		for _, a := range argv[1:] {
+			if !strings.HasPrefix(a, "-") {
+				return false
+			}
+		}
+		return true
+	}
+	return false
+}
+
+func persistRules() {
+	type surf struct {
+		id, title, tech, help string
+		sev                   Severity
+		conf                  Confidence
+		paths                 pathSet
+		cmd                   func(string) bool
+	}
+	surfaces := []surf{
+		{id: "SBX-PERSIST-001", title: "Shell startup file modified", tech: "T1546.004", sev: High, conf: ConfHigh,
+			paths: rcPaths, help: "A write to a shell rc or profile file (~/.bashrc, ~/.profile, ~/.zshrc, " +
+				"/etc/profile.d, /etc/ld.so.preload): code there runs in every new shell."},
+		{id: "SBX-PERSIST-002", title: "Scheduled task created", tech: "T1053.003", sev: High, conf: ConfHigh,
+			paths: cronPaths, cmd: func(s string) bool { return reCrontab.MatchString(s) },
+			help: "A crontab was installed or /etc/cron* / /var/spool/cron written."},
+		{id: "SBX-PERSIST-003", title: "Service or autostart entry created", tech: "T1543.002", sev: High, conf: ConfHigh,
+			paths: servicePaths, cmd: func(s string) bool { return reSystemctl.MatchString(s) },
+			help: "A systemd unit, XDG autostart entry or macOS LaunchAgent was written or enabled."},
+		{id: "SBX-PERSIST-004", title: "SSH authorized_keys modified", tech: "T1098.004", sev: Critical, conf: ConfHigh,
+			paths: authorizedKeysPaths, help: "A key was added to authorized_keys: whoever holds it can log in."},
+		{id: "SBX-PERSIST-005", title: "Git hook or git configuration modified", tech: "T1546", sev: Medium, conf: ConfMedium,
+			paths: gitPaths, cmd: func(s string) bool { return reGitHooks.MatchString(s) },
+			help: "A git hook was written or git's configuration changed (core.hooksPath, aliases, " +
+				"credential helpers): code that runs on the next commit or fetch."},
+		{id: "SBX-PERSIST-006", title: "Agent configuration or memory modified", tech: "T1546", sev: High, conf: ConfHigh,
+			paths: agentConfigPaths, help: "The skill wrote agent configuration or memory (.claude/settings.json " +
+				"hooks, .claude/commands|agents, CLAUDE.md, AGENTS.md, SOUL.md, MEMORY.md, .mcp.json, other " +
+				"agents' config, installed skills): instructions that every later session will follow."},
+		{id: "SBX-PERSIST-007", title: "Editor configuration modified", tech: "T1546", sev: Medium, conf: ConfMedium,
+			paths: editorPaths, help: "A write under .vscode/ or .idea/ (tasks that run on folder open, " +
+				"extensions settings)."},
+	}
+	for _, s := range surfaces {
+		def(Rule{ID: s.id, Family: "persistence", Title: s.title, Severity: s.sev, Confidence: s.conf,
+			Technique: s.tech, Help: s.help + " Failed attempts count too."},
+			func(c *ctx, r *Rule) {
+				for _, f := range c.files {
+					var target string
+					switch f.op {
+					case opWrite, opMkdir:
+						target = f.path
+					case opRename:
+						target = f.newPath
+					default:
+						continue
+					}
+					if target == "" || c.underSkill(target) {
+						continue
+					}
+					if _, ok := c.matchPath(s.paths, target); ok {
+						if f.op == opMkdir && s.id != "SBX-PERSIST-003" {
+							continue
+						}
+						c.hit(r, target, "write to "+target+failedNote(f.failed), f.ev)
+					}
+				}
+				if s.cmd != nil {
+					for _, cm := range c.cmds {
+						if s.cmd(cm.text) {
+							c.hit(r, "cmd:"+cm.ev.ToolCallID, "command: "+short(cm.text), cm.ev)
+						}
+					}
+				}
+			})
+	}
+}
+
+func selfRules() {
+	def(Rule{ID: "SBX-SELF-001", Family: "defense-evasion", Title: "Skill modifies its own files",
+		Severity: High, Confidence: ConfHigh, Technique: "T1027",
+		Help: "A write, rename, delete or permission change under the skill's own folder. The skill is " +
+			"installed read-only, so these are attempts: a skill that rewrites itself can change what " +
+			"the next agent session reads."},
+		func(c *ctx, r *Rule) {
+			if c.in.SkillDir == "" {
+				return
+			}
+			for _, f := range c.files {
+				if f.op == opRead || f.op == opList {
+					continue
+				}
+				if c.underSkill(f.path) || (f.newPath != "" && c.underSkill(f.newPath)) {
+					c.hit(r, "self", fmt.Sprintf("%s of %s%s", f.op, f.path, failedNote(f.failed)), f.ev)
+				}
+			}
+		})
+}

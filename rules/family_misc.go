@@ -1,0 +1,341 @@
+package rules
+
+import (
+	"fmt"
+	"path"
+	"regexp"
+	"strings"
+
+	"github.com/sandboxctl/sandboxctl/trace"
+)
+
+// hitStatic records a finding located in the skill text, with no event.
+func (c *ctx) hitStatic(r *Rule, key, msg, file string, line int) *Finding {
+	k := r.ID + "\x00" + key
+	f := c.findMap[k]
+	if f == nil {
+		f = &Finding{RuleID: r.ID, Title: r.Title, Severity: r.Severity, Confidence: r.Confidence,
+			Technique: r.Technique, Message: c.redact(msg), SkillFile: file, SkillLine: line}
+		c.findMap[k] = f
+		c.order = append(c.order, k)
+		c.byRule[r.ID] = append(c.byRule[r.ID], f)
+	}
+	return f
+}
+
+func hiddenRules() {
+	type h struct {
+		id, title, help string
+		sev             Severity
+		conf            Confidence
+		kinds           []string
+	}
+	for _, x := range []h{
+		{id: "SBX-HIDDEN-001", title: "Invisible Unicode instructions in the skill", sev: High, conf: ConfHigh,
+			kinds: []string{"tag-chars", "bidi"},
+			help: "Unicode tag characters or bidirectional overrides: text the model reads and a person " +
+				"reviewing the skill does not see."},
+		{id: "SBX-HIDDEN-002", title: "Zero-width characters in the skill", sev: Medium, conf: ConfMedium,
+			kinds: []string{"zero-width"},
+			help:  "Zero-width characters hide or split words so that reviews and filters miss them."},
+		{id: "SBX-HIDDEN-003", title: "HTML comment in the skill", sev: Low, conf: ConfLow,
+			kinds: []string{"html-comment"},
+			help:  "An HTML comment: invisible when the markdown is rendered, read by the model."},
+		{id: "SBX-HIDDEN-004", title: "Encoded blob or data URI in the skill", sev: Low, conf: ConfMedium,
+			kinds: []string{"base64-blob", "data-uri"},
+			help:  "A long base64 blob or a data: URI in an instruction file: a payload a person cannot read."},
+	} {
+		def(Rule{ID: x.id, Family: "defense-evasion", Title: x.title, Severity: x.sev, Confidence: x.conf,
+			Technique: "T1027", Help: x.help},
+			func(c *ctx, r *Rule) {
+				if c.in.Skill == nil {
+					return
+				}
+				for _, hd := range c.in.Skill.Hidden {
+					for _, k := range x.kinds {
+						if hd.Kind == k {
+							c.hitStatic(r, fmt.Sprintf("%s:%d:%s", hd.File, hd.Line, hd.Kind),
+								fmt.Sprintf("%s at %s:%d: %q", hd.Kind, hd.File, hd.Line, capString(hd.Excerpt, 120)), hd.File, hd.Line)
+						}
+					}
+				}
+			})
+	}
+}
+
+// toolNames maps the sandbox's MCP tools to the names allowed-tools uses.
+var toolNames = map[string][]string{
+	"bash":           {"Bash"},
+	"read_file":      {"Read"},
+	"write_file":     {"Write"},
+	"edit_file":      {"Edit", "MultiEdit"},
+	"list_directory": {"LS", "Glob"},
+	"search_files":   {"Grep", "Glob"},
+	"fetch_url":      {"WebFetch"},
+}
+
+// allowedEntry is one parsed allowed-tools entry: "Bash(git:*)" gives
+// Name "Bash", Spec "git:*".
+type allowedEntry struct{ Name, Spec string }
+
+func parseAllowed(list []string) []allowedEntry {
+	var out []allowedEntry
+	for _, item := range list {
+		// entries may be comma- or space-separated in one string; keep
+		// parentheses together.
+		var cur strings.Builder
+		depth := 0
+		flush := func() {
+			s := strings.TrimSpace(cur.String())
+			cur.Reset()
+			if s == "" {
+				return
+			}
+			name, spec, _ := strings.Cut(s, "(")
+			out = append(out, allowedEntry{Name: strings.TrimSpace(name), Spec: strings.TrimSuffix(strings.TrimSpace(spec), ")")})
+		}
+		for _, r := range item {
+			switch {
+			case r == '(':
+				depth++
+			case r == ')':
+				depth--
+			case (r == ',' || r == ' ') && depth == 0:
+				flush()
+				continue
+			}
+			cur.WriteRune(r)
+		}
+		flush()
+	}
+	return out
+}
+
+func allows(entries []allowedEntry, tool, command string) bool {
+	for _, e := range entries {
+		for _, n := range toolNames[tool] {
+			if !strings.EqualFold(e.Name, n) {
+				continue
+			}
+			if e.Spec == "" || tool != "bash" {
+				return true
+			}
+			prefix := strings.TrimSpace(strings.TrimRight(strings.TrimSuffix(strings.TrimSuffix(e.Spec, ":*"), "*"), " :"))
+			if prefix == "" || strings.HasPrefix(strings.TrimSpace(command), prefix) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func policyRules() {
+	def(Rule{ID: "SBX-POLICY-001", Family: "policy", Title: "Tool used outside the skill's allowed-tools",
+		Severity: Medium, Confidence: ConfHigh, Technique: "T1059",
+		Help: "The skill's frontmatter declares allowed-tools, and a tool call used a tool (or a Bash " +
+			"command) it does not list. Tools map as bash→Bash, read_file→Read, write_file→Write, " +
+			"edit_file→Edit, list_directory→LS/Glob, search_files→Grep/Glob, fetch_url→WebFetch."},
+		func(c *ctx, r *Rule) {
+			list := c.in.AllowedTools
+			if list == nil && c.in.Skill != nil {
+				list = c.in.Skill.AllowedTools
+			}
+			entries := parseAllowed(list)
+			if len(entries) == 0 {
+				return
+			}
+			for i := range c.events {
+				e := &c.events[i]
+				d, ok := e.Data.(*trace.ToolCall)
+				if !ok {
+					continue
+				}
+				cmd := toolCommand(d)
+				if !allows(entries, d.Tool, cmd) {
+					what := d.Tool
+					if cmd != "" {
+						what += " " + short(cmd)
+					}
+					c.hit(r, d.Tool+":"+d.ID, "not in allowed-tools: "+what, e)
+				}
+			}
+		})
+}
+
+var reCmdLine = regexp.MustCompile(`(?m)^\s*(?:\$\s+)?((?:curl|wget|bash|sh|python3?|pip3?|npm|npx|node|chmod|git|echo|cat|rm|mv|cp|base64|nc|ssh|scp)\s.{6,})$`)
+
+func remoteRules() {
+	def(Rule{ID: "SBX-REMOTE-001", Family: "execution", Title: "Instructions fetched at run time and then followed",
+		Severity: High, Confidence: ConfMedium, Technique: "T1105",
+		Help: "Content fetched during the run (fetch_url, or curl/wget output shown to the model) held a " +
+			"URL or a command that a later tool call used, and the skill text does not hold it: the " +
+			"skill's real instructions live on a server and can change between runs."},
+		func(c *ctx, r *Rule) {
+			skillText := ""
+			if c.in.Skill != nil {
+				var b strings.Builder
+				for _, f := range c.in.Skill.Files {
+					b.Write(f.Content)
+					b.WriteByte('\n')
+				}
+				skillText = b.String()
+			}
+			type item struct {
+				s   string
+				src *trace.Event
+			}
+			var items []item
+			for i := range c.events {
+				e := &c.events[i]
+				d, ok := e.Data.(*trace.ToolCall)
+				if !ok {
+					continue
+				}
+				a := decodeArgs(d)
+				// Does this call act on something fetched earlier?
+				text := string(d.Arguments)
+				for _, it := range items {
+					if it.src.Seq < e.Seq && strings.Contains(text, it.s) {
+						c.hit(r, it.src.ToolCallID+"->"+d.ID, fmt.Sprintf("tool call %s uses %q fetched by %s", d.ID, short(it.s), it.src.ToolCallID), it.src, e)
+					}
+				}
+				fetched := ""
+				switch {
+				case d.Tool == "fetch_url":
+					fetched = d.Stdout
+				case d.Tool == "bash" && fetchCommand(a.Command):
+					fetched = d.Stdout
+				}
+				if fetched == "" {
+					continue
+				}
+				self := a.URL + " " + a.Command
+				for _, u := range reURL.FindAllString(fetched, 50) {
+					u = strings.TrimRight(u, ".,;:")
+					if !strings.Contains(self, u) && !strings.Contains(skillText, u) {
+						items = append(items, item{u, e})
+					}
+				}
+				for _, m := range reCmdLine.FindAllStringSubmatch(fetched, 50) {
+					line := strings.TrimSpace(m[1])
+					if !strings.Contains(skillText, line) && !strings.Contains(self, line) {
+						items = append(items, item{line, e})
+					}
+				}
+			}
+		})
+}
+
+// fetchCommand reports a command whose output is a download shown to the
+// model (curl/wget to stdout, not piped into an interpreter).
+func fetchCommand(cmd string) bool {
+	f := strings.Fields(cmd)
+	if len(f) == 0 {
+		return false
+	}
+	b := path.Base(f[0])
+	if b != "curl" && b != "wget" {
+		return false
+	}
+	return !downloadAndRun(cmd) && !reCurlOut.MatchString(cmd) || strings.Contains(cmd, "-O-") || strings.Contains(cmd, "-O -")
+}
+
+func exfilRules() {
+	def(Rule{ID: "SBX-EXFIL-001", Family: "exfiltration", Title: "Planted secret sent out of the sandbox",
+		Severity: Critical, Confidence: ConfHigh, Technique: "T1041",
+		Help: "A canary token planted in the fake home or environment was seen leaving: in an HTTP URL, " +
+			"header or body, in DNS query names (also split over labels and queries), in a raw TCP/UDP " +
+			"flow, or in TLS SNI; plain or encoded (base64, hex, URL-encoding, gzip, tar...). The token " +
+			"is unique to this trace: this is proof."},
+		func(c *ctx, r *Rule) {
+			for _, e := range c.hits {
+				h := e.Data.(*trace.CanaryHit)
+				if !networkChannel(h.Channel) {
+					continue
+				}
+				c.hit(r, h.TokenID+"/"+h.Channel, fmt.Sprintf("%s planted at %s left over %s (%s) to %s",
+					h.Kind, h.Location, h.Channel, h.Encoding, h.Where), e, c.bySeq[h.EventSeq])
+			}
+		})
+	def(Rule{ID: "SBX-EXFIL-002", Family: "collection", Title: "Planted secret copied into a command line or file",
+		Severity: Medium, Confidence: ConfHigh, Technique: "T1074.001",
+		Help: "A canary token appeared in a process's argv or in content written through a file tool: " +
+			"the secret was staged for use. It has not (yet) been seen leaving."},
+		func(c *ctx, r *Rule) {
+			for _, e := range c.hits {
+				h := e.Data.(*trace.CanaryHit)
+				if h.Channel == ChannelArgv || h.Channel == ChannelFile {
+					c.hit(r, h.TokenID+"/"+h.Channel, fmt.Sprintf("%s planted at %s copied into %s (%s): %s",
+						h.Kind, h.Location, h.Channel, h.Encoding, h.Where), e, c.bySeq[h.EventSeq])
+				}
+			}
+		})
+	def(Rule{ID: "SBX-EXFIL-003", Family: "collection", Title: "Planted secret shown to the model",
+		Severity: Low, Confidence: ConfHigh, Technique: "T1552.001",
+		Help: "A canary token appeared in tool output the model saw. A model can repeat what it sees, " +
+			"and a skill that makes it read secrets is steering it there."},
+		func(c *ctx, r *Rule) {
+			for _, e := range c.hits {
+				h := e.Data.(*trace.CanaryHit)
+				if h.Channel == ChannelToolOutput {
+					c.hit(r, h.TokenID, fmt.Sprintf("%s planted at %s shown to the model (%s)", h.Kind, h.Location, h.Encoding),
+						e, c.bySeq[h.EventSeq])
+				}
+			}
+		})
+	derived := func(id, title, tech, help string, from ...string) {
+		def(Rule{ID: id, Family: "exfiltration", Title: title, Severity: High, Confidence: ConfMedium,
+			Technique: tech, Help: help},
+			func(c *ctx, r *Rule) {
+				if len(c.byRule["SBX-EXFIL-001"]) > 0 {
+					return // the token itself was seen leaving: that finding says it better
+				}
+				var base []*Finding
+				for _, id := range from {
+					base = append(base, c.byRule[id]...)
+				}
+				if len(base) == 0 {
+					return
+				}
+				first := base[0]
+				for _, b := range base {
+					if firstSeq(*b) < firstSeq(*first) {
+						first = b
+					}
+				}
+				start := firstSeq(*first)
+				rawOrBad := map[int64]bool{}
+				for _, id := range []string{"SBX-NET-001", "SBX-NET-003"} {
+					for _, f := range c.byRule[id] {
+						for _, ev := range f.Evidence {
+							rawOrBad[ev.Seq] = true
+						}
+					}
+				}
+				for _, d := range c.dests() {
+					if !d.egress || d.ev.Seq <= start {
+						continue
+					}
+					src := c.bySeq[start]
+					host := d.host
+					if host == "" {
+						host = d.ip
+					}
+					f := c.hit(r, "egress", fmt.Sprintf("%s (%s), then data sent to %s", first.Title, first.Message, host), src, d.ev)
+					if rawOrBad[d.ev.Seq] {
+						f.Confidence = ConfHigh
+					}
+				}
+			})
+	}
+	derived("SBX-EXFIL-004", "Credentials read, then data sent out", "T1041",
+		"A credential, wallet or browser store was read and later the sandbox sent data out (an HTTP "+
+			"request with a body or a long query, a raw flow with payload, a DNS name with a long label). "+
+			"No planted token was recognised in it (it may be encrypted or compressed beyond detection). "+
+			"Confidence is high when the destination is a raw IP or a known drop service.",
+		"SBX-CRED-001", "SBX-CRED-002", "SBX-CRED-004")
+	derived("SBX-EXFIL-005", "Environment harvested, then data sent out", "T1041",
+		"The environment was dumped (SBX-ENV-001) and later the sandbox sent data out. Confidence is "+
+			"high when the destination is a raw IP or a known drop service.",
+		"SBX-ENV-001")
+}

@@ -1,0 +1,152 @@
+package rules
+
+import (
+	"path"
+	"strings"
+)
+
+// A pathSet is a list of globs. A glob starting with "/" is absolute;
+// "~/" is under the home; "**/" matches at any depth (under any folder).
+type pathSet []string
+
+func (c *ctx) matchPath(ps pathSet, p string) (string, bool) {
+	if p == "" {
+		return "", false
+	}
+	p = path.Clean(p)
+	for _, g := range ps {
+		if globMatch(c.home, g, p) {
+			return g, true
+		}
+	}
+	return "", false
+}
+
+func globMatch(home, g, p string) bool {
+	switch {
+	case strings.HasPrefix(g, "**/"):
+		sub := g[3:]
+		n := strings.Count(sub, "/") + 1
+		parts := strings.Split(strings.TrimPrefix(p, "/"), "/")
+		if len(parts) < n {
+			return false
+		}
+		// match the last n path elements, and also deeper prefixes for
+		// globs that end in "/*" style subtrees
+		for i := 0; i+n <= len(parts); i++ {
+			cand := strings.Join(parts[i:i+n], "/")
+			if ok, _ := path.Match(sub, cand); ok {
+				if i+n == len(parts) || strings.HasSuffix(sub, "/**") {
+					return true
+				}
+			}
+		}
+		return false
+	case strings.HasPrefix(g, "~/"):
+		return under(home+g[1:], p)
+	default:
+		return under(g, p)
+	}
+}
+
+// under matches p against glob g, where a trailing "/**" means anything
+// below.
+func under(g, p string) bool {
+	if base, ok := strings.CutSuffix(g, "/**"); ok {
+		if ok, _ := path.Match(base, p); ok {
+			return true
+		}
+		parts := strings.Split(p, "/")
+		n := strings.Count(base, "/") + 1
+		if len(parts) > n {
+			ok, _ := path.Match(base, strings.Join(parts[:n], "/"))
+			return ok
+		}
+		return false
+	}
+	ok, _ := path.Match(g, p)
+	return ok
+}
+
+// The path taxonomy the rules use. It mirrors TAXONOMY.md; canary token
+// locations are added to the credential set at evaluation time.
+var (
+	credentialPaths = pathSet{
+		"~/.ssh/id_rsa", "~/.ssh/id_dsa", "~/.ssh/id_ecdsa", "~/.ssh/id_ed25519", "~/.ssh/*.pem",
+		"~/.ssh/*_rsa", "~/.ssh/*_ed25519",
+		"~/.aws/credentials", "~/.aws/sso/cache/**", "~/.aws/cli/cache/**",
+		"~/.config/gcloud/application_default_credentials.json", "~/.config/gcloud/credentials.db",
+		"~/.config/gcloud/access_tokens.db", "~/.config/gcloud/legacy_credentials/**",
+		"~/.azure/**", "~/.kube/config", "~/.docker/config.json", "~/.npmrc", "~/.pypirc", "~/.netrc",
+		"~/.git-credentials", "~/.config/gh/hosts.yml", "~/.gnupg/private-keys-v1.d/**",
+		"~/.gnupg/secring.gpg", "~/.env", "**/.env", "**/.env.local", "**/.env.production",
+		"**/.env.development", "~/.clawdbot/.env", "~/.openclaw/**", "~/.claude.json",
+		"~/.claude/.credentials.json", "~/.config/openai/**", "~/.vault-token",
+		"~/.bash_history", "~/.zsh_history", "**/*.pem", "**/*.key", "**/*.p12", "**/*.pfx",
+	}
+	walletPaths = pathSet{
+		"**/wallet.dat", "~/.bitcoin/**", "~/.ethereum/keystore/**", "**/keystore/UTC--*",
+		"~/.config/solana/id.json", "~/.electrum/wallets/**", "~/.config/Exodus/**", "~/.exodus/**",
+		"~/.config/atomic/**", "**/Local Extension Settings/nkbihfbeogaeaoehlefnkodbefgpgknn/**",
+		"**/seed.txt", "**/mnemonic*", "**/seed_phrase*", "~/.monero/**", "~/.litecoin/**",
+	}
+	browserPaths = pathSet{
+		"**/Login Data", "**/Login Data For Account", "**/Cookies", "**/Web Data",
+		"**/logins.json", "**/key4.db", "**/key3.db", "**/cookies.sqlite", "**/Local State",
+	}
+	systemSecretPaths = pathSet{"/etc/shadow", "/etc/gshadow", "/etc/shadow-", "/etc/sudoers", "/etc/security/opasswd"}
+
+	rcPaths = pathSet{
+		"~/.bashrc", "~/.bash_profile", "~/.bash_login", "~/.bash_logout", "~/.profile", "~/.zshrc",
+		"~/.zprofile", "~/.zshenv", "~/.zlogin", "~/.config/fish/**", "~/.kshrc", "~/.cshrc",
+		"~/.tcshrc", "/etc/profile", "/etc/profile.d/**", "/etc/bash.bashrc", "/etc/zsh/**",
+		"/etc/environment", "~/.pam_environment", "/etc/ld.so.preload",
+	}
+	cronPaths    = pathSet{"/etc/cron*", "/etc/cron*/**", "/var/spool/cron/**", "/etc/anacrontab"}
+	servicePaths = pathSet{
+		"~/.config/systemd/user/**", "/etc/systemd/**", "/lib/systemd/system/**",
+		"/usr/lib/systemd/**", "~/.config/autostart/**", "/etc/xdg/autostart/**",
+		"~/Library/LaunchAgents/**", "/Library/LaunchAgents/**", "/Library/LaunchDaemons/**",
+		"/etc/init.d/**", "/etc/rc.local",
+	}
+	authorizedKeysPaths = pathSet{"~/.ssh/authorized_keys", "~/.ssh/authorized_keys2", "/root/.ssh/authorized_keys"}
+	gitPaths            = pathSet{"**/.git/hooks/**", "~/.gitconfig", "~/.config/git/config", "**/.git/config"}
+	agentConfigPaths    = pathSet{
+		"**/.claude/settings.json", "**/.claude/settings.local.json", "**/.claude/commands/**",
+		"**/.claude/agents/**", "**/.claude/hooks/**", "**/CLAUDE.md", "**/AGENTS.md", "**/SOUL.md",
+		"**/MEMORY.md", "**/.mcp.json", "~/.claude.json", "~/.clawdbot/**", "~/.openclaw/**",
+		"~/.cursor/**", "**/.cursorrules", "~/.codex/**", "~/.gemini/**", "~/.agents/skills/**",
+		"~/.claude/skills/**",
+	}
+	editorPaths = pathSet{"**/.vscode/**", "**/.idea/**"}
+
+	privEscPaths        = pathSet{"/etc/sudoers", "/etc/sudoers.d/**", "/etc/passwd", "/etc/shadow", "/etc/group", "/etc/ld.so.preload"}
+	containerProbePaths = pathSet{"/.dockerenv", "/run/.containerenv", "/proc/1/cgroup", "/proc/1/sched",
+		"/proc/1/mountinfo", "/sys/class/dmi/id/**", "/proc/scsi/scsi"}
+)
+
+// owners maps files that a tool reads on every start to the programs that
+// do so: such a read is the tool working, not a skill hunting secrets.
+var owners = map[string][]string{
+	".gitconfig":       {"git"},
+	".git-credentials": {"git", "git-credential-store"},
+	".npmrc":           {"npm", "node", "npx"},
+	".pypirc":          {"twine"},
+	".netrc":           {"curl", "wget", "ftp", "git-remote-https"},
+	"config.json":      {"docker"},
+	"config":           {"kubectl", "ssh", "aws"},
+	"credentials":      {"aws"},
+	".bashrc":          {"bash"},
+	".zshrc":           {"zsh"},
+	".bash_history":    {"bash"},
+	".zsh_history":     {"zsh"},
+}
+
+func ownedRead(p, proc string) bool {
+	for _, o := range owners[path.Base(p)] {
+		if proc == o {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,142 @@
+package rules
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/sandboxctl/sandboxctl/canary"
+	"github.com/sandboxctl/sandboxctl/skill"
+	"github.com/sandboxctl/sandboxctl/trace"
+)
+
+// Severity ranks how bad a finding is.
+type Severity string
+
+// Severities, worst first.
+const (
+	Critical Severity = "critical"
+	High     Severity = "high"
+	Medium   Severity = "medium"
+	Low      Severity = "low"
+	Info     Severity = "info"
+)
+
+// Severities lists every severity, worst first.
+var Severities = []Severity{Critical, High, Medium, Low, Info}
+
+// Rank orders severities: critical 5 ... info 1, anything else 0.
+func (s Severity) Rank() int {
+	switch s {
+	case Critical:
+		return 5
+	case High:
+		return 4
+	case Medium:
+		return 3
+	case Low:
+		return 2
+	case Info:
+		return 1
+	}
+	return 0
+}
+
+// ParseSeverity reads a severity name, case-insensitively.
+func ParseSeverity(s string) (Severity, error) {
+	v := Severity(strings.ToLower(strings.TrimSpace(s)))
+	if v.Rank() == 0 {
+		return "", fmt.Errorf("unknown severity %q (want critical, high, medium, low or info)", s)
+	}
+	return v, nil
+}
+
+// Confidence says how sure a rule is that what it saw means what it says.
+type Confidence string
+
+// Confidences.
+const (
+	ConfHigh   Confidence = "high"
+	ConfMedium Confidence = "medium"
+	ConfLow    Confidence = "low"
+)
+
+// Verdict is the one-word outcome of a trace.
+type Verdict string
+
+// Verdicts. See Verdict thresholds in docs/report.md and VerdictFor.
+const (
+	Malicious    Verdict = "malicious"
+	Suspicious   Verdict = "suspicious"
+	Clean        Verdict = "clean"
+	Inconclusive Verdict = "inconclusive"
+)
+
+// A Rule is the fixed description of one kind of finding. IDs are stable:
+// "SBX-<FAMILY>-<NNN>"; a retired id is never reused.
+type Rule struct {
+	ID         string     `json:"id"`
+	Title      string     `json:"title"`
+	Family     string     `json:"family"`
+	Severity   Severity   `json:"severity"`
+	Confidence Confidence `json:"confidence"`
+	// Technique is a MITRE ATT&CK technique id such as "T1552.001".
+	Technique string `json:"technique"`
+	Help      string `json:"help"`
+}
+
+// Evidence is one event that supports a finding.
+type Evidence struct {
+	Seq        int64        `json:"seq"`
+	Source     trace.Source `json:"source"`
+	Type       trace.Type   `json:"type"`
+	ToolCallID string       `json:"tool_call_id,omitempty"`
+	Summary    string       `json:"summary"`
+}
+
+// A Finding is one rule firing, with the events that prove it.
+type Finding struct {
+	RuleID     string     `json:"rule_id"`
+	Title      string     `json:"title"`
+	Severity   Severity   `json:"severity"`
+	Confidence Confidence `json:"confidence"`
+	Technique  string     `json:"technique"`
+	ToolCallID string     `json:"tool_call_id,omitempty"`
+	// SkillFile and SkillLine locate the part of the skill that caused the
+	// finding: the tool call's origin, or the line of hidden content.
+	SkillFile string     `json:"skill_file,omitempty"`
+	SkillLine int        `json:"skill_line,omitempty"`
+	Evidence  []Evidence `json:"evidence"`
+	Message   string     `json:"message"`
+	// More counts evidence events left out of Evidence (capped).
+	More int `json:"more_evidence,omitempty"`
+}
+
+// Input is everything Evaluate looks at. Only Events is required.
+type Input struct {
+	Events   []trace.Event
+	Skill    *skill.Skill
+	Canaries *canary.Set
+	// SkillDir is where the skill sits inside the sandbox (read-only there).
+	SkillDir string
+	// Home is the sandbox user's home directory ("/home/<user>").
+	Home string
+	// MarkerPath and MarkerToken identify the harmless second stage the
+	// jail serves: the file it writes, and the token it prints and writes.
+	MarkerPath  string
+	MarkerToken string
+	// AllowedTools overrides the skill's allowed-tools when not nil.
+	AllowedTools []string
+	// Status is the trace's status ("completed", "timeout", "error",
+	// "cancelled"); it only matters for the inconclusive verdict.
+	Status string
+}
+
+// Result is what Evaluate found.
+type Result struct {
+	// Events is the input timeline plus the canary-hit events ScanCanaries
+	// found that the input did not already hold, numbered after it.
+	Events    []trace.Event `json:"-"`
+	Findings  []Finding     `json:"findings"`
+	Verdict   Verdict       `json:"verdict"`
+	Exercised bool          `json:"exercised"`
+}
