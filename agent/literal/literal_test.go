@@ -1,0 +1,148 @@
+package literal_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/sandboxctl/sandboxctl/agent"
+	"github.com/sandboxctl/sandboxctl/agent/agenttest"
+	"github.com/sandboxctl/sandboxctl/agent/literal"
+	"github.com/sandboxctl/sandboxctl/skill"
+)
+
+var update = flag.Bool("update", false, "rewrite testdata/skills/*.golden.json")
+
+type planned struct {
+	Name      string          `json:"name"`
+	Arguments json.RawMessage `json:"arguments"`
+	File      string          `json:"skill_file"`
+	Line      int             `json:"skill_line"`
+}
+
+type golden struct {
+	Calls []planned `json:"calls"`
+	Notes []string  `json:"notes,omitempty"`
+}
+
+func TestPlanGolden(t *testing.T) {
+	entries, err := os.ReadDir("testdata/skills")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		if strings.HasSuffix(e.Name(), ".golden.json") {
+			continue
+		}
+		name := strings.TrimSuffix(e.Name(), ".md")
+		t.Run(name, func(t *testing.T) {
+			s, err := skill.Load(filepath.Join("testdata/skills", e.Name()), skill.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			calls, notes := literal.Plan(s, literal.Config{SkillDir: "/home/u/.agents/skills/" + s.Name})
+			g := golden{Notes: notes, Calls: []planned{}}
+			for _, c := range calls {
+				g.Calls = append(g.Calls, planned{Name: c.Name, Arguments: c.Arguments, File: c.SkillFile, Line: c.SkillLine})
+				if c.SkillFile == "" || c.SkillLine < 1 || s.Lines(c.SkillFile) == nil || c.SkillLine > len(s.Lines(c.SkillFile)) {
+					t.Errorf("call %s %s points at %s:%d", c.Name, c.Arguments, c.SkillFile, c.SkillLine)
+				}
+			}
+			var buf bytes.Buffer
+			enc := json.NewEncoder(&buf)
+			enc.SetEscapeHTML(false)
+			enc.SetIndent("", "  ")
+			if err := enc.Encode(g); err != nil {
+				t.Fatal(err)
+			}
+			got := buf.Bytes()
+			path := filepath.Join("testdata/skills", name+".golden.json")
+			if *update {
+				if err := os.WriteFile(path, got, 0o644); err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			want, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(string(want), string(got)); diff != "" {
+				t.Errorf("Plan(%s) mismatch (-want +got):\n%s", name, diff)
+			}
+		})
+	}
+}
+
+func TestDriverRunsPlanInOrder(t *testing.T) {
+	s, err := skill.Load("testdata/skills/multi", skill.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sess := &agenttest.Session{}
+	res, err := (&agent.Loop{Session: sess}).Run(t.Context(), literal.New(s, literal.Config{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, c := range sess.Calls() {
+		got = append(got, c.ID+" "+c.SkillFile+" "+string(c.Arguments))
+	}
+	want := []string{
+		`t001 01-one.md {"command":"echo one"}`,
+		`t002 02-two.md {"url":"https://two.example.com"}`,
+		`t003 02-two.md {"command":"echo two"}`,
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("calls (-want +got):\n%s", diff)
+	}
+	if res.Stop != agent.StopDone || res.Turns != 3 {
+		t.Errorf("stop %q turns %d", res.Stop, res.Turns)
+	}
+}
+
+func TestNoRunnableContent(t *testing.T) {
+	s, err := skill.Load("testdata/skills/nothing.md", skill.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sess := &agenttest.Session{}
+	res, err := (&agent.Loop{Session: sess}).Run(t.Context(), literal.New(s, literal.Config{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(sess.Calls()) != 0 || res.Stop != agent.StopDone || len(res.Notes) != 1 || res.Notes[0] != literal.NoRunnableContent {
+		t.Errorf("result = %+v", res)
+	}
+}
+
+func FuzzPlan(f *testing.F) {
+	for _, p := range []string{"testdata/skills/basic/SKILL.md", "testdata/skills/scripts/SKILL.md"} {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b)
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		d := t.TempDir()
+		if err := os.WriteFile(filepath.Join(d, "SKILL.md"), data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		s, err := skill.Load(d, skill.Options{})
+		if err != nil {
+			return
+		}
+		calls, _ := literal.Plan(s, literal.Config{})
+		for _, c := range calls {
+			if !json.Valid(c.Arguments) || c.SkillLine < 1 {
+				t.Fatalf("bad call %+v", c)
+			}
+		}
+	})
+}
