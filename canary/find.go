@@ -10,6 +10,7 @@ import (
 	"encoding/hex"
 	"io"
 	"slices"
+	"strings"
 )
 
 // Limits of Find's recursion into compressed and encoded regions. Data given
@@ -129,7 +130,7 @@ func (f *finder) scan(data []byte, hit func(p *pattern, i int), joinedOnly bool)
 			if joinedOnly && !p.joined {
 				continue
 			}
-			if bytes.HasPrefix(data[i:], p.s) {
+			if bytes.HasPrefix(data[i:], p.s) && p.edge.ok(data, i, i+len(p.s)) {
 				hit(p, i)
 			}
 		}
@@ -188,19 +189,30 @@ type run struct {
 	nonHex bool
 }
 
-var (
-	b64Class [256]byte // 1: base64 alphabet (both), 2: '=', 0: other
-	hexClass [256]bool
+// Character classes for base64Runs.
+const (
+	clsAlpha  = 1 << iota // base64 alphabet (either)
+	clsURL                // '-' or '_'
+	clsStd                // '+' or '/'
+	clsNonHex             // a letter beyond f
+	clsPad                // '='
 )
+
+var cls [256]uint8
 
 func init() {
 	for _, c := range []byte("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/-_") {
-		b64Class[c] = 1
+		cls[c] = clsAlpha
+		switch {
+		case c == '-' || c == '_':
+			cls[c] |= clsURL
+		case c == '+' || c == '/':
+			cls[c] |= clsStd
+		case !strings.ContainsRune("0123456789abcdefABCDEF", rune(c)):
+			cls[c] |= clsNonHex
+		}
 	}
-	b64Class['='] = 2
-	for _, c := range []byte("0123456789abcdefABCDEF") {
-		hexClass[c] = true
-	}
+	cls['='] = clsPad
 }
 
 // base64Runs returns the runs of base64 text in data of at least 16
@@ -209,51 +221,50 @@ func init() {
 // least 16 characters long, as encoders that wrap lines produce.
 func base64Runs(data []byte) []run {
 	var runs []run
+	var parts [][2]int // backing store shared by all runs
 	var cur run
+	from := 0 // where cur's parts start in parts
 	flush := func() {
 		if cur.n >= 16 {
+			cur.parts = parts[from:len(parts):len(parts)]
 			runs = append(runs, cur)
+		} else {
+			parts = parts[:from]
 		}
+		from = len(parts)
 		cur = run{}
 	}
+	n := len(data)
 	i := 0
-	for i < len(data) {
-		if b64Class[data[i]] == 0 {
+	for i < n {
+		if cls[data[i]]&clsAlpha == 0 {
+			if cls[data[i]] == clsPad && len(parts) > from {
+				flush() // padding ends a run
+			}
 			i++
 			continue
 		}
 		start := i
-		for i < len(data) && b64Class[data[i]] == 1 {
+		var flags uint8
+		for i < n && cls[data[i]]&clsAlpha != 0 {
+			flags |= cls[data[i]]
 			i++
 		}
 		end := i
-		for i < len(data) && data[i] == '=' {
-			i++
-		}
-		if len(cur.parts) > 0 {
-			// Is this part a continuation of cur? Only separators between.
-			prev := cur.parts[len(cur.parts)-1]
-			if !onlyBreaks(data[prev[1]:start]) || prev[1]-prev[0] < 16 {
+		if len(parts) > from {
+			prev := parts[len(parts)-1]
+			if prev[1]-prev[0] < 16 || !onlyBreaks(data[prev[1]:start]) {
 				flush()
 			}
 		}
-		if end > start {
-			cur.parts = append(cur.parts, [2]int{start, end})
-			cur.n += end - start
-			for _, c := range data[start:end] {
-				switch {
-				case c == '-' || c == '_':
-					cur.url = true
-				case c == '+' || c == '/':
-					cur.std = true
-				case !hexClass[c]:
-					cur.nonHex = true
-				}
-			}
+		if len(parts) == from && end-start < 16 {
+			continue
 		}
-		if i > end { // padding ends a run
-			flush()
-		}
+		parts = append(parts, [2]int{start, end})
+		cur.n += end - start
+		cur.url = cur.url || flags&clsURL != 0
+		cur.std = cur.std || flags&clsStd != 0
+		cur.nonHex = cur.nonHex || flags&clsNonHex != 0
 	}
 	flush()
 	return runs

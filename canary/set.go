@@ -40,6 +40,19 @@ type pattern struct {
 	// joined marks encodings whose text may be broken by line breaks
 	// (base64, hex, base32): these are also searched in joined runs.
 	joined bool
+	// For base64 and base32 at an alignment the needle's first and last
+	// bits share a character with its neighbours: the character before the
+	// match must carry preBits needle bits (its low bits) equal to preVal,
+	// and the one after it postBits (its high bits) equal to postVal.
+	edge *edge
+}
+
+type edge struct {
+	dec               *[256]int8 // character values of the alphabet, -1 outside it
+	width             uint       // bits per character: 6 or 5
+	escaped           bool       // the text is percent-encoded
+	preBits, postBits uint
+	preVal, postVal   int8
 }
 
 // NewSet indexes tokens. Tokens with the same ID are kept once (the first).
@@ -60,7 +73,8 @@ func NewSet(tokens ...Token) *Set {
 				continue
 			}
 			for _, v := range variants([]byte(n)) {
-				s.add(pattern{s: v.s, tok: i, enc: v.enc, joined: v.enc != Plain && v.enc != URL && !strings.HasPrefix(string(v.enc), "url+")})
+				s.add(pattern{s: v.s, tok: i, enc: v.enc, edge: v.edge,
+					joined: v.enc != Plain && v.enc != URL && !strings.HasPrefix(string(v.enc), "url+")})
 			}
 		}
 	}
@@ -119,44 +133,45 @@ func (s *Set) Lookup(id string) (Token, bool) {
 }
 
 type variant struct {
-	s   []byte
-	enc Encoding
+	s    []byte
+	enc  Encoding
+	edge *edge
 }
-
-var (
-	b32Upper = base32.StdEncoding.WithPadding(base32.NoPadding)
-	b32Lower = base32.NewEncoding("abcdefghijklmnopqrstuvwxyz234567").WithPadding(base32.NoPadding)
-)
 
 // variants returns the encoded forms of needle n that are fixed by n alone:
 // for base64 and base32 at each alignment, the characters that depend on the
 // neighbouring bytes are cut off both ends.
 func variants(n []byte) []variant {
-	out := []variant{{n, Plain}}
-	out = append(out, variant{[]byte(hex.EncodeToString(n)), Hex})
-	out = append(out, variant{bytes.ToUpper([]byte(hex.EncodeToString(n))), Hex})
+	out := []variant{{s: n, enc: Plain}}
+	out = append(out, variant{s: []byte(hex.EncodeToString(n)), enc: Hex})
+	out = append(out, variant{s: bytes.ToUpper([]byte(hex.EncodeToString(n))), enc: Hex})
 	for _, u := range []string{url.QueryEscape(string(n)), url.PathEscape(string(n))} {
 		if u != string(n) {
-			out = append(out, variant{[]byte(u), URL}, variant{lowerPercent(u), URL})
+			out = append(out, variant{s: []byte(u), enc: URL}, variant{s: lowerPercent(u), enc: URL})
 		}
 	}
 	for _, e := range []struct {
-		enc *base64.Encoding
-		typ Encoding
-	}{{base64.RawStdEncoding, Base64}, {base64.RawURLEncoding, Base64URL}} {
+		alpha string
+		typ   Encoding
+	}{{b64StdAlpha, Base64}, {b64URLAlpha, Base64URL}} {
+		enc := base64.NewEncoding(e.alpha).WithPadding(base64.NoPadding)
 		for k := range 3 {
-			v := alignedBase64(e.enc, n, k)
-			out = append(out, variant{v, e.typ})
+			v, ed := aligned(enc.EncodeToString, e.alpha, 6, n, k)
+			out = append(out, variant{v, e.typ, ed})
 			if e.typ == Base64 {
 				if q := url.QueryEscape(string(v)); q != string(v) {
-					out = append(out, variant{[]byte(q), URL + "+" + Base64}, variant{lowerPercent(q), URL + "+" + Base64})
+					esc := *ed
+					esc.escaped = true
+					out = append(out, variant{[]byte(q), URL + "+" + Base64, &esc}, variant{lowerPercent(q), URL + "+" + Base64, &esc})
 				}
 			}
 		}
 	}
-	for _, e := range []*base32.Encoding{b32Upper, b32Lower} {
+	for _, alpha := range []string{b32UpperAlpha, b32LowerAlpha} {
+		enc := base32.NewEncoding(alpha).WithPadding(base32.NoPadding)
 		for k := range 5 {
-			out = append(out, variant{alignedBase32(e, n, k), Base32})
+			v, ed := aligned(enc.EncodeToString, alpha, 5, n, k)
+			out = append(out, variant{v, Base32, ed})
 		}
 	}
 	return out
@@ -181,29 +196,101 @@ func lowerHex(c byte) byte {
 	return c
 }
 
-// alignedBase64 encodes n as if preceded by k bytes, and keeps only the
-// characters that n alone determines.
-func alignedBase64(enc *base64.Encoding, n []byte, k int) []byte {
-	buf := make([]byte, k+len(n))
-	copy(buf[k:], n)
-	s := []byte(enc.EncodeToString(buf))
-	s = s[[]int{0, 2, 3}[k]:]
-	if (k+len(n))%3 != 0 {
-		s = s[:len(s)-1]
+const (
+	b64StdAlpha   = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
+	b64URLAlpha   = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
+	b32UpperAlpha = "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567"
+	b32LowerAlpha = "abcdefghijklmnopqrstuvwxyz234567"
+)
+
+var decTables = map[string]*[256]int8{}
+
+func init() {
+	for _, a := range []string{b64StdAlpha, b64URLAlpha, b32UpperAlpha, b32LowerAlpha} {
+		var t [256]int8
+		for i := range t {
+			t[i] = -1
+		}
+		for i, c := range []byte(a) {
+			t[c] = int8(i)
+		}
+		decTables[a] = &t
 	}
-	return s
 }
 
-// alignedBase32 is alignedBase64 for base32 (5-byte groups of 8 chars).
-func alignedBase32(enc *base32.Encoding, n []byte, k int) []byte {
+// aligned encodes n as if preceded by k zero bytes, with an unpadded
+// encoder of width-bit characters, and keeps only the characters that n
+// alone determines; the edge records the needle bits in the characters cut
+// off either end.
+func aligned(encode func([]byte) string, alpha string, width uint, n []byte, k int) ([]byte, *edge) {
 	buf := make([]byte, k+len(n))
 	copy(buf[k:], n)
-	s := []byte(enc.EncodeToString(buf))
-	// Chars wholly after the k prefix bytes: char i covers bits 5i..5i+4.
-	skip := (8*k + 4) / 5
-	s = s[skip:]
-	if (8*(k+len(n)))%5 != 0 {
+	s := []byte(encode(buf))
+	dec := decTables[alpha]
+	ed := &edge{dec: dec, width: width}
+	skip := (8*k + int(width) - 1) / int(width) // first character holding no prefix bit
+	if skip > 0 {
+		ed.preBits = uint(skip)*width - uint(8*k)
+		if ed.preBits > 0 {
+			ed.preVal = dec[s[skip-1]] & (1<<ed.preBits - 1)
+		}
+	}
+	bits := 8 * len(buf)
+	if rem := bits % int(width); rem != 0 {
+		ed.postBits = uint(rem)
+		ed.postVal = dec[s[len(s)-1]] >> (width - ed.postBits)
 		s = s[:len(s)-1]
 	}
-	return s
+	return s[skip:], ed
+}
+
+// ok checks the characters around a match of pattern p at data[i:j].
+func (e *edge) ok(data []byte, i, j int) bool {
+	if e == nil {
+		return true
+	}
+	if e.preBits > 0 {
+		c, ok := e.charBefore(data, i)
+		if !ok || c&(1<<e.preBits-1) != e.preVal {
+			return false
+		}
+	}
+	if e.postBits > 0 {
+		c, ok := e.charAt(data, j)
+		if !ok || c>>(e.width-e.postBits) != e.postVal {
+			return false
+		}
+	}
+	return true
+}
+
+func (e *edge) charBefore(data []byte, i int) (int8, bool) {
+	if e.escaped && i >= 3 && data[i-3] == '%' {
+		return e.unescaped(data[i-2 : i])
+	}
+	if i < 1 {
+		return 0, false
+	}
+	v := e.dec[data[i-1]]
+	return v, v >= 0
+}
+
+func (e *edge) charAt(data []byte, j int) (int8, bool) {
+	if e.escaped && j+3 <= len(data) && data[j] == '%' {
+		return e.unescaped(data[j+1 : j+3])
+	}
+	if j >= len(data) {
+		return 0, false
+	}
+	v := e.dec[data[j]]
+	return v, v >= 0
+}
+
+func (e *edge) unescaped(h []byte) (int8, bool) {
+	var b [1]byte
+	if _, err := hex.Decode(b[:], h); err != nil {
+		return 0, false
+	}
+	v := e.dec[b[0]]
+	return v, v >= 0
 }
