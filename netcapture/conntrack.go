@@ -1,0 +1,55 @@
+package netcapture
+
+import (
+	"net/netip"
+	"strconv"
+	"strings"
+)
+
+// matchConntrack parses one /proc/net/nf_conntrack line and, when it is the
+// UDP flow from client whose reply comes from port, returns its original
+// destination. The line holds the original tuple then the reply tuple:
+//
+//	ipv4 2 udp 17 30 src=A dst=B sport=P dport=Q [UNREPLIED] src=C dst=A' sport=R dport=P ...
+func matchConntrack(line string, client netip.AddrPort, port uint16) (netip.AddrPort, bool) {
+	f := strings.Fields(line)
+	if len(f) < 3 || f[2] != "udp" {
+		return netip.AddrPort{}, false
+	}
+	var tuples [2]map[string]string
+	i := -1
+	for _, kv := range f {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok {
+			continue
+		}
+		if k == "src" {
+			i++
+			if i > 1 {
+				break
+			}
+			tuples[i] = map[string]string{}
+		}
+		if i >= 0 && i <= 1 {
+			tuples[i][k] = v
+		}
+	}
+	if i < 1 {
+		return netip.AddrPort{}, false
+	}
+	orig, reply := tuples[0], tuples[1]
+	sport, err1 := strconv.ParseUint(orig["sport"], 10, 16)
+	rsport, err2 := strconv.ParseUint(reply["sport"], 10, 16)
+	dport, err3 := strconv.ParseUint(orig["dport"], 10, 16)
+	dst, err4 := netip.ParseAddr(orig["dst"])
+	if err1 != nil || err2 != nil || err3 != nil || err4 != nil {
+		return netip.AddrPort{}, false
+	}
+	if uint16(sport) != client.Port() || uint16(rsport) != port {
+		return netip.AddrPort{}, false
+	}
+	if src, err := netip.ParseAddr(orig["src"]); err != nil || (src != client.Addr().Unmap() && !src.IsUnspecified()) {
+		return netip.AddrPort{}, false
+	}
+	return netip.AddrPortFrom(dst, uint16(dport)), true
+}

@@ -1,0 +1,261 @@
+package netcapture
+
+import (
+	"context"
+	"net"
+	"net/netip"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/miekg/dns"
+	"github.com/sandboxctl/sandboxctl/trace"
+)
+
+// startDNS serves a DNS sink on UDP and TCP loopback ports.
+func startDNS(t *testing.T, cfg Config) (udpAddr, tcpAddr string, names *Names, col *collector) {
+	t.Helper()
+	col = &collector{}
+	names = NewNames()
+	sink, err := NewDNSSink(col.emit, names, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln := listenTCP(t)
+	serveInBackground(t, func(ctx context.Context) error { return sink.Serve(ctx, pc) })
+	serveInBackground(t, func(ctx context.Context) error { return sink.ServeTCP(ctx, ln) })
+	return pc.LocalAddr().String(), ln.Addr().String(), names, col
+}
+
+func exchange(t *testing.T, net, addr string, m *dns.Msg) *dns.Msg {
+	t.Helper()
+	c := &dns.Client{Net: net, Timeout: 3 * time.Second}
+	r, _, err := c.Exchange(m, addr)
+	if err != nil {
+		t.Fatalf("Exchange(%v) over %s: %v", m.Question, net, err)
+	}
+	return r
+}
+
+func TestDNSSinkAnswers(t *testing.T) {
+	cfg := testConfig(t)
+	cfg.NXDomain = []string{"blocked.example", "*.sinkhole.test"}
+	cfg.DNSRecords = []string{"pool.example. 60 IN A 198.51.100.7", "pool.example. 60 IN TXT \"hello\""}
+	udp, tcp, names, col := startDNS(t, cfg)
+
+	v4, v6 := names.Addrs("leak.x.example")
+	tests := []struct {
+		name      string
+		net       string
+		qname     string
+		qtype     uint16
+		wantRcode int
+		want      []string // answers as rrString prints them
+	}{
+		{name: "A", net: "udp", qname: "leak.x.example.", qtype: dns.TypeA, want: []string{"A " + v4.String()}},
+		{name: "A is stable and case-blind", net: "tcp", qname: "LEAK.x.Example.", qtype: dns.TypeA, want: []string{"A " + v4.String()}},
+		{name: "AAAA", net: "udp", qname: "leak.x.example.", qtype: dns.TypeAAAA, want: []string{"AAAA " + v6.String()}},
+		{name: "TXT", net: "udp", qname: "mail.corp.example.", qtype: dns.TypeTXT, want: []string{`TXT "v=spf1 include:_spf.corp.example ~all"`}},
+		{name: "MX", net: "udp", qname: "corp.example.", qtype: dns.TypeMX, want: []string{"MX 10 mail.corp.example."}},
+		{name: "PTR of a fake address", net: "udp", qname: reverse(t, v4), qtype: dns.TypePTR, want: []string{"PTR leak.x.example."}},
+		{name: "PTR of a fake v6 address", net: "udp", qname: reverse(t, v6), qtype: dns.TypePTR, want: []string{"PTR leak.x.example."}},
+		{name: "PTR of an unknown address", net: "udp", qname: "9.9.9.9.in-addr.arpa.", qtype: dns.TypePTR, wantRcode: dns.RcodeNameError},
+		{name: "NXDOMAIN exact", net: "udp", qname: "blocked.example.", qtype: dns.TypeA, wantRcode: dns.RcodeNameError},
+		{name: "NXDOMAIN suffix", net: "udp", qname: "a.b.sinkhole.test.", qtype: dns.TypeA, wantRcode: dns.RcodeNameError},
+		{name: "configured A", net: "udp", qname: "pool.example.", qtype: dns.TypeA, want: []string{"A 198.51.100.7"}},
+		{name: "configured name, other type", net: "udp", qname: "pool.example.", qtype: dns.TypeMX},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			addr := udp
+			if tt.net == "tcp" {
+				addr = tcp
+			}
+			m := new(dns.Msg)
+			m.SetQuestion(tt.qname, tt.qtype)
+			r := exchange(t, tt.net, addr, m)
+			if r.Rcode != tt.wantRcode {
+				t.Errorf("rcode = %s, want %s", dns.RcodeToString[r.Rcode], dns.RcodeToString[tt.wantRcode])
+			}
+			var got []string
+			for _, rr := range r.Answer {
+				got = append(got, rrString(rr))
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("answers mismatch (-want +got):\n%s", diff)
+			}
+			ev := col.waitFor(t, "dns query "+tt.qname, func(e trace.Event) bool {
+				q, ok := e.Data.(*trace.DNSQuery)
+				return ok && q.ID == m.Id && q.Name == tt.qname
+			})
+			q := ev.Data.(*trace.DNSQuery)
+			if q.Transport != tt.net || q.QType != dns.TypeToString[tt.qtype] || q.Rcode != dns.RcodeToString[tt.wantRcode] {
+				t.Errorf("event = %+v", q)
+			}
+		})
+	}
+	if ip, _ := netip.ParseAddr("198.51.100.7"); true {
+		if name, ok := names.Lookup(ip); !ok || name != "pool.example" {
+			t.Errorf("Lookup(configured address) = %q, %v; want pool.example", name, ok)
+		}
+	}
+}
+
+func reverse(t *testing.T, ip netip.Addr) string {
+	t.Helper()
+	r, err := dns.ReverseAddr(ip.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+func TestDNSSinkRecordsOddQueries(t *testing.T) {
+	udp, _, _, col := startDNS(t, testConfig(t))
+
+	t.Run("multi-question", func(t *testing.T) {
+		m := new(dns.Msg)
+		m.SetQuestion("one.example.", dns.TypeA)
+		m.Question = append(m.Question, dns.Question{Name: "two.example.", Qtype: dns.TypeTXT, Qclass: dns.ClassINET})
+		r := exchange(t, "udp", udp, m)
+		if len(r.Answer) != 2 {
+			t.Errorf("answers = %v, want one per question", r.Answer)
+		}
+		ev := col.waitFor(t, "multi-question", func(e trace.Event) bool {
+			q, ok := e.Data.(*trace.DNSQuery)
+			return ok && q.ID == m.Id
+		})
+		want := []string{"one.example. A", "two.example. TXT"}
+		if diff := cmp.Diff(want, ev.Data.(*trace.DNSQuery).Questions); diff != "" {
+			t.Errorf("questions (-want +got):\n%s", diff)
+		}
+	})
+
+	t.Run("odd opcode", func(t *testing.T) {
+		m := new(dns.Msg)
+		m.SetQuestion("upd.example.", dns.TypeA)
+		m.Opcode = dns.OpcodeUpdate
+		r := exchange(t, "udp", udp, m)
+		if r.Rcode != dns.RcodeNotImplemented {
+			t.Errorf("rcode = %s, want NOTIMP", dns.RcodeToString[r.Rcode])
+		}
+		ev := col.waitFor(t, "update", func(e trace.Event) bool {
+			q, ok := e.Data.(*trace.DNSQuery)
+			return ok && q.ID == m.Id
+		})
+		if got := ev.Data.(*trace.DNSQuery).Opcode; got != "UPDATE" {
+			t.Errorf("opcode = %q, want UPDATE", got)
+		}
+	})
+
+	t.Run("long high-entropy labels", func(t *testing.T) {
+		label := strings.Repeat("a9f3c2e7b1d4", 6)[:63]
+		name := label + "." + label + ".t.exfil.example."
+		m := new(dns.Msg)
+		m.SetQuestion(name, dns.TypeTXT)
+		exchange(t, "udp", udp, m)
+		col.waitFor(t, "tunnel name", func(e trace.Event) bool {
+			q, ok := e.Data.(*trace.DNSQuery)
+			return ok && q.Name == name
+		})
+	})
+
+	t.Run("malformed", func(t *testing.T) {
+		c, err := net.Dial("udp", udp)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		// A header claiming one question, then a label running off the end.
+		junk := []byte{0xbe, 0xef, 0x01, 0x00, 0x00, 0x01, 0, 0, 0, 0, 0, 0, 0x3f, 's', 'e', 'c'}
+		if _, err := c.Write(junk); err != nil {
+			t.Fatal(err)
+		}
+		_ = c.SetReadDeadline(time.Now().Add(3 * time.Second))
+		buf := make([]byte, 512)
+		n, err := c.Read(buf)
+		if err != nil {
+			t.Fatalf("no FORMERR reply: %v", err)
+		}
+		r := new(dns.Msg)
+		if err := r.Unpack(buf[:n]); err != nil || r.Rcode != dns.RcodeFormatError || r.Id != 0xbeef {
+			t.Errorf("reply = %v (err %v), want FORMERR for id 0xbeef", r, err)
+		}
+		ev := col.waitFor(t, "malformed", func(e trace.Event) bool {
+			q, ok := e.Data.(*trace.DNSQuery)
+			return ok && q.Malformed != ""
+		})
+		q := ev.Data.(*trace.DNSQuery)
+		if string(q.Raw) != string(junk) || q.ID != 0xbeef {
+			t.Errorf("malformed event = %+v, want raw bytes and id kept", q)
+		}
+	})
+}
+
+func TestNamesStableAndReversible(t *testing.T) {
+	n := NewNames()
+	a4, a6 := n.Addrs("A.Example.")
+	b4, _ := n.Addrs("b.example")
+	again4, again6 := n.Addrs("a.example")
+	if a4 != again4 || a6 != again6 || a4 == b4 {
+		t.Fatalf("addresses not stable or not distinct: %v %v %v %v", a4, again4, a6, b4)
+	}
+	if !fakeV4.Contains(a4) || !fakeV6.Contains(a6) {
+		t.Errorf("%v or %v outside the fake ranges", a4, a6)
+	}
+	for _, ip := range []netip.Addr{a4, a6} {
+		if got, _ := n.Lookup(ip); got != "a.example" {
+			t.Errorf("Lookup(%v) = %q, want a.example", ip, got)
+		}
+	}
+	for i := range 300 {
+		v4, _ := n.Addrs(strings.Repeat("x", i%50) + "n" + string(rune('a'+i%26)) + ".example" + string(rune('a'+i/26)))
+		if b := v4.As4()[3]; b == 0 || b == 255 {
+			t.Fatalf("allocated %v, ending in .0 or .255", v4)
+		}
+	}
+}
+
+func FuzzReverseAddr(f *testing.F) {
+	for _, s := range []string{"1.0.18.198.in-addr.arpa", "1.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.2.0.0.0.1.0.0.2.ip6.arpa", "x.in-addr.arpa", ""} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		ip, ok := reverseAddr(s)
+		if !ok {
+			return
+		}
+		back, err := dns.ReverseAddr(ip.String())
+		if err != nil {
+			t.Fatalf("ReverseAddr(%v): %v", ip, err)
+		}
+		if again, ok := reverseAddr(canonical(back)); !ok || again != ip {
+			t.Errorf("round trip of %q: %v → %q → %v", s, ip, back, again)
+		}
+	})
+}
+
+func FuzzDNSHandle(f *testing.F) {
+	m := new(dns.Msg)
+	m.SetQuestion("seed.example.", dns.TypeA)
+	b, _ := m.Pack()
+	f.Add(b)
+	f.Add([]byte{0xbe, 0xef, 0x01, 0x00, 0x00, 0x01, 0, 0, 0, 0, 0, 0, 0x3f, 's'})
+	sink, err := NewDNSSink(func(trace.Event) {}, nil, Config{})
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		out := sink.handle(raw, "udp", "127.0.0.1:1")
+		if out != nil {
+			if err := new(dns.Msg).Unpack(out); err != nil {
+				t.Errorf("reply does not parse: %v", err)
+			}
+		}
+	})
+}

@@ -1,0 +1,223 @@
+package netcapture
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/sandboxctl/sandboxctl/trace"
+	"golang.org/x/sync/errgroup"
+)
+
+// Jail policy: fail closed. The namespace's default route points at lo and
+// nat OUTPUT redirects every new flow into a sink before anything listens;
+// if a rule cannot be installed, Run returns an error and the orchestrator
+// must not start the sandbox. DNS (UDP and TCP port 53, to any address) goes
+// to the DNS sink first; loopback destinations are then left alone (a
+// skill's own local servers keep working and nothing on lo can leave); every
+// other TCP flow goes to the transparent listener and every other UDP flow
+// to the UDP catch-all. IPv6 must be disabled in the namespace (the
+// runtime sets net.ipv6.conf.all.disable_ipv6=1 at create, since /proc/sys
+// is read-only in a container); when it is not, Run routes and redirects
+// IPv6 the same way with ip6tables, or fails.
+
+// ReadyMessage is the Notice message of the event Run writes once every
+// sink listens; the orchestrator starts the sandbox only after it.
+const ReadyMessage = "ready"
+
+// Run is the jail's main: it routes the namespace into the sinks, serves
+// them until ctx ends, and writes every event as one JSON line to events
+// (see EventWriter). It returns nil when ctx ends, or the first error.
+func Run(ctx context.Context, cfg Config, events io.Writer) error {
+	cfg = cfg.withDefaults()
+	if err := cfg.Validate(); err != nil {
+		return fmt.Errorf("jail config: %w", err)
+	}
+	ew := NewEventWriter(events)
+	notice := func(msg string) {
+		ew.Emit(trace.Event{Source: trace.SourceTCP, Type: trace.TypeJailNotice, Data: &trace.Notice{Message: msg}})
+	}
+
+	// Listen before redirecting: a flow redirected to a port nobody holds
+	// would be refused, not recorded.
+	var lc net.ListenConfig
+	addr := func(p int) string { return net.JoinHostPort("127.0.0.1", strconv.Itoa(p)) }
+	tcpLn, err := lc.Listen(ctx, "tcp4", addr(cfg.TCPPort))
+	if err != nil {
+		return fmt.Errorf("listen transparent: %w", err)
+	}
+	dnsPC, err := lc.ListenPacket(ctx, "udp4", addr(cfg.DNSPort))
+	if err != nil {
+		tcpLn.Close()
+		return fmt.Errorf("listen dns: %w", err)
+	}
+	dnsLn, err := lc.Listen(ctx, "tcp4", addr(cfg.DNSPort))
+	if err != nil {
+		tcpLn.Close()
+		dnsPC.Close()
+		return fmt.Errorf("listen dns tcp: %w", err)
+	}
+	udpPC, err := lc.ListenPacket(ctx, "udp4", addr(cfg.UDPPort))
+	if err != nil {
+		tcpLn.Close()
+		dnsPC.Close()
+		dnsLn.Close()
+		return fmt.Errorf("listen udp: %w", err)
+	}
+	closers := []io.Closer{tcpLn, dnsPC, dnsLn, udpPC}
+	var proxyLn net.Listener
+	if !cfg.NoProxy {
+		if proxyLn, err = lc.Listen(ctx, "tcp4", addr(cfg.ProxyPort)); err != nil {
+			closeAll(closers)
+			return fmt.Errorf("listen proxy: %w", err)
+		}
+		closers = append(closers, proxyLn)
+	}
+
+	names := NewNames()
+	dnsSink, err := NewDNSSink(ew.Emit, names, cfg)
+	if err != nil {
+		closeAll(closers)
+		return err
+	}
+	sink, err := NewSink(ew.Emit, names, cfg, nil)
+	if err != nil {
+		closeAll(closers)
+		return err
+	}
+	udp := NewUDPCatchAll(ew.Emit, names, cfg.FirstBytesCap, nil)
+
+	if !cfg.SkipNetworkSetup {
+		steps, err := setupNetwork(ctx, cfg)
+		if err != nil {
+			closeAll(closers)
+			return fmt.Errorf("jail network: %w", err)
+		}
+		notice("network: " + strings.Join(steps, "; "))
+	}
+
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() error { return dnsSink.Serve(gctx, dnsPC) })
+	g.Go(func() error { return dnsSink.ServeTCP(gctx, dnsLn) })
+	g.Go(func() error { return sink.ServeTransparent(gctx, tcpLn) })
+	g.Go(func() error { return udp.Serve(gctx, udpPC) })
+	if proxyLn != nil {
+		g.Go(func() error { return sink.ServeProxy(gctx, proxyLn) })
+	}
+	notice(ReadyMessage)
+	err = g.Wait()
+	closeAll(closers)
+	if err == nil {
+		err = ew.Err()
+	}
+	return err
+}
+
+func closeAll(cs []io.Closer) {
+	for _, c := range cs {
+		c.Close()
+	}
+}
+
+// setupNetwork installs the route and the redirections, and returns what
+// it did, for the notice.
+func setupNetwork(ctx context.Context, cfg Config) ([]string, error) {
+	var steps []string
+	run := func(argv ...string) error {
+		cctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+		defer cancel()
+		out, err := exec.CommandContext(cctx, argv[0], argv[1:]...).CombinedOutput()
+		if err != nil {
+			return fmt.Errorf("%s: %w: %s", strings.Join(argv, " "), err, strings.TrimSpace(string(out)))
+		}
+		return nil
+	}
+	if err := run("ip", "link", "set", "lo", "up"); err != nil {
+		return nil, err
+	}
+	if err := run("ip", "route", "replace", "default", "dev", "lo", "src", "127.0.0.1"); err != nil {
+		return nil, err
+	}
+	steps = append(steps, "default route on lo")
+
+	ipt, err := pickIptables(ctx, run, "iptables")
+	if err != nil {
+		return nil, err
+	}
+	for _, rule := range natRules(cfg, "127.0.0.0/8") {
+		if err := run(append([]string{ipt, "-w", "5", "-t", "nat"}, rule...)...); err != nil {
+			return nil, err
+		}
+	}
+	steps = append(steps, ipt+" nat OUTPUT redirects")
+
+	if ipv6Disabled() {
+		steps = append(steps, "ipv6 disabled")
+		return steps, nil
+	}
+	// IPv6 is on: route and redirect it too, or fail closed.
+	if err := run("ip", "-6", "route", "replace", "default", "dev", "lo"); err != nil {
+		return nil, fmt.Errorf("ipv6 is enabled and cannot be routed (set net.ipv6.conf.all.disable_ipv6=1): %w", err)
+	}
+	ip6t, err := pickIptables(ctx, run, "ip6tables")
+	if err != nil {
+		return nil, fmt.Errorf("ipv6 is enabled and cannot be redirected (set net.ipv6.conf.all.disable_ipv6=1): %w", err)
+	}
+	for _, rule := range natRules(cfg, "::1/128") {
+		if err := run(append([]string{ip6t, "-w", "5", "-t", "nat"}, rule...)...); err != nil {
+			return nil, fmt.Errorf("ipv6 is enabled and cannot be redirected: %w", err)
+		}
+	}
+	steps = append(steps, ip6t+" nat OUTPUT redirects")
+	return steps, nil
+}
+
+// pickIptables returns the first variant of family ("iptables" or
+// "ip6tables") that can read the nat table here. In a container the nft
+// variant is the one that works with NET_ADMIN alone: the legacy one needs
+// a raw socket (NET_RAW) and the host's ip_tables module.
+func pickIptables(ctx context.Context, run func(...string) error, family string) (string, error) {
+	var errs []error
+	for _, v := range []string{family + "-nft", family, family + "-legacy"} {
+		if _, err := exec.LookPath(v); err != nil {
+			continue
+		}
+		if err := run(v, "-w", "5", "-t", "nat", "-S", "OUTPUT"); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		return v, nil
+	}
+	if len(errs) == 0 {
+		return "", fmt.Errorf("no %s binary found", family)
+	}
+	return "", errors.Join(errs...)
+}
+
+// natRules are the nat OUTPUT rules, in order, for one family.
+func natRules(cfg Config, loopback string) [][]string {
+	p := strconv.Itoa
+	return [][]string{
+		{"-F", "OUTPUT"},
+		{"-A", "OUTPUT", "-p", "udp", "--dport", "53", "-j", "REDIRECT", "--to-ports", p(cfg.DNSPort)},
+		{"-A", "OUTPUT", "-p", "tcp", "--dport", "53", "-j", "REDIRECT", "--to-ports", p(cfg.DNSPort)},
+		{"-A", "OUTPUT", "-d", loopback, "-j", "RETURN"},
+		{"-A", "OUTPUT", "-p", "tcp", "-j", "REDIRECT", "--to-ports", p(cfg.TCPPort)},
+		{"-A", "OUTPUT", "-p", "udp", "-j", "REDIRECT", "--to-ports", p(cfg.UDPPort)},
+	}
+}
+
+func ipv6Disabled() bool {
+	b, err := os.ReadFile("/proc/sys/net/ipv6/conf/all/disable_ipv6")
+	if err != nil {
+		return true // no IPv6 in this kernel
+	}
+	return strings.TrimSpace(string(b)) == "1"
+}
