@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -136,7 +137,7 @@ func (l *Loop) Run(ctx context.Context, d Driver) (res Result, err error) {
 	defer func() {
 		res.Duration = now().Sub(start)
 		end := map[string]any{"type": "end", "time": now(), "stop": res.Stop, "turns": res.Turns,
-			"usage": res.Usage, "output_bytes": res.OutputBytes, "calls": len(res.Calls)}
+			"usage": res.Usage, "output_bytes": res.OutputBytes, "call_count": len(res.Calls)}
 		if err != nil {
 			end["error"] = err.Error()
 		}
@@ -331,11 +332,13 @@ func (t *transcript) write(rec map[string]any) error {
 	if t.w == nil {
 		return nil
 	}
-	b, err := json.Marshal(rec)
-	if err != nil {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false) // keep commands readable and arguments byte-exact
+	if err := enc.Encode(rec); err != nil {
 		return fmt.Errorf("write transcript: %w", err)
 	}
-	b = []byte(RedactString(string(b), t.redact) + "\n")
+	b := []byte(RedactString(buf.String(), t.redact))
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if _, err := t.w.Write(b); err != nil {
