@@ -1,0 +1,106 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/sandboxctl/sandboxctl/orchestrator/docker"
+)
+
+func init() {
+	register(command{name: "image", short: "build the sandbox image (no registry needed)", run: runImage})
+	register(command{name: "gc", short: "remove what crashed traces left behind, by label only", run: runGC})
+}
+
+// openDocker connects to the engine, with hints for the usual reasons it
+// does not answer.
+func openDocker(ctx context.Context, e env, opts ...docker.Option) (*docker.Runtime, bool) {
+	rt, err := docker.New(ctx, opts...)
+	if err != nil {
+		e.errorf("%v", err)
+		if errors.Is(err, docker.ErrNoEngine) {
+			e.hintf("start the engine (systemctl start docker, or open Docker Desktop), or point DOCKER_HOST at it")
+		}
+		return nil, false
+	}
+	return rt, true
+}
+
+const imageSynopsis = `build [flags]
+
+Builds the sandbox image from the Dockerfile.sandbox embedded in this binary.
+No registry is needed: the base is made with debootstrap from the host's own
+apt mirror (needs root and the debootstrap package), unless --base names an
+image you have or can pull (e.g. debian:bookworm-slim). The tag is a hash of
+the build inputs, so an unchanged image is never rebuilt.`
+
+func runImage(ctx context.Context, e env, args []string) int {
+	fs := newFlags(e, "image", imageSynopsis)
+	base := fs.String("base", "", "base image (default: the debootstrap base "+docker.DefaultBase+")")
+	if code, ok := parseFlags(fs, interspersed(fs, args)); !ok {
+		return code
+	}
+	if fs.NArg() != 1 || fs.Arg(0) != "build" {
+		e.errorf("unknown image subcommand %q", strings.Join(fs.Args(), " "))
+		e.hintf("usage: sandboxctl image build [--base IMAGE]")
+		return exitUsage
+	}
+	var opts []docker.Option
+	if *base != "" {
+		opts = append(opts, docker.WithBase(*base))
+	}
+	rt, ok := openDocker(ctx, e, opts...)
+	if !ok {
+		return exitFailed
+	}
+	defer rt.Close()
+	start := time.Now()
+	ref, err := rt.EnsureImage(ctx, prefixWriter{w: e.stderr, prefix: "image: "})
+	if err != nil {
+		e.errorf("build image: %v", err)
+		if errors.Is(err, context.Canceled) {
+			e.hintf("interrupted: nothing half-built is kept; run the command again to build")
+		}
+		return exitFailed
+	}
+	fmt.Fprintf(e.stdout, "%s\n", ref)
+	fmt.Fprintf(e.stderr, "sandboxctl: image %s ready in %.1fs\n", ref, time.Since(start).Seconds())
+	return exitClean
+}
+
+const gcSynopsis = `[flags]
+
+Removes the containers, networks and volumes labelled sandboxctl.trace that
+crashed or killed traces left behind. It never touches anything else.`
+
+func runGC(ctx context.Context, e env, args []string) int {
+	fs := newFlags(e, "gc", gcSynopsis)
+	id := fs.String("trace", "", "remove only what this trace id left")
+	if code, ok := parseFlags(fs, interspersed(fs, args)); !ok {
+		return code
+	}
+	if fs.NArg() != 0 {
+		e.errorf("gc takes no arguments")
+		return exitUsage
+	}
+	rt, ok := openDocker(ctx, e)
+	if !ok {
+		return exitFailed
+	}
+	defer rt.Close()
+	removed, err := rt.GC(ctx, *id)
+	for _, r := range removed {
+		fmt.Fprintf(e.stdout, "removed %s\n", r)
+	}
+	if err != nil {
+		e.errorf("gc: %v", err)
+		return exitFailed
+	}
+	if len(removed) == 0 {
+		fmt.Fprintln(e.stderr, "sandboxctl: nothing to remove")
+	}
+	return exitClean
+}
