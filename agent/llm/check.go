@@ -34,8 +34,12 @@ type CheckResult struct {
 // whether cfg.Model is among them) and makes one tiny tool-calling request.
 // The error is non-nil when the endpoint could not be used at all (bad key,
 // unknown model, unreachable); a model that answers without calling the tool
-// is a result with ToolsSupported false. cfg.Skill is not needed.
+// is a result with ToolsSupported false. cfg.Skill is not needed; with
+// MaxRetries zero, Check retries once.
 func Check(ctx context.Context, cfg Config) (CheckResult, error) {
+	if cfg.MaxRetries == 0 {
+		cfg.MaxRetries = 1 // a check should answer quickly
+	}
 	c, err := cfg.resolve()
 	if err != nil {
 		return CheckResult{}, agent.RedactError(fmt.Errorf("check model: %w", err), cfg.APIKey)
