@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"path"
 	"slices"
 	"strings"
 	"time"
@@ -216,6 +217,9 @@ func (r *Runtime) Create(ctx context.Context, spec orchestrator.Spec) (orchestra
 		return nil, fmt.Errorf("create container %s: %w", spec.Name, err)
 	}
 	s := &Sandbox{r: r, id: res.ID, name: spec.Name}
+	for m := range spec.Tmpfs {
+		s.tmpfs = append(s.tmpfs, m)
+	}
 	layer, later := splitFiles(spec.Files, spec.Tmpfs)
 	if len(layer) > 0 {
 		if err := s.copyFiles(ctx, layer); err != nil {
@@ -229,16 +233,12 @@ func (r *Runtime) Create(ctx context.Context, spec orchestrator.Spec) (orchestra
 // splitFiles separates files the engine can copy into the stopped
 // container's layer from those under a tmpfs mount point.
 func splitFiles(files []orchestrator.File, tmpfs map[string]string) (layer, later []orchestrator.File) {
+	mounts := make([]string, 0, len(tmpfs))
+	for m := range tmpfs {
+		mounts = append(mounts, m)
+	}
 	for _, f := range files {
-		under := false
-		for m := range tmpfs {
-			m = strings.TrimRight(m, "/")
-			if f.Path == m || strings.HasPrefix(f.Path, m+"/") {
-				under = true
-				break
-			}
-		}
-		if under {
+		if underAny(path.Clean(f.Path), mounts) {
 			later = append(later, f)
 		} else {
 			layer = append(layer, f)

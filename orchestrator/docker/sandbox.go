@@ -11,6 +11,7 @@ import (
 	"path"
 	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -28,8 +29,28 @@ type Sandbox struct {
 	id   string
 	name string
 
+	tmpfs []string // mount points: the engine's copy API cannot see into them
+
 	mu         sync.Mutex
 	startFiles []orchestrator.File // placed by Start: they live on a tmpfs
+}
+
+// onTmpfs reports whether p is on one of the container's tmpfs mounts.
+func (s *Sandbox) onTmpfs(p string) bool {
+	return underAny(path.Clean(p), s.tmpfs)
+}
+
+func underAny(p string, mounts []string) bool {
+	for _, m := range mounts {
+		m = strings.TrimRight(path.Clean(m), "/")
+		if m == "" {
+			continue
+		}
+		if p == m || strings.HasPrefix(p, m+"/") {
+			return true
+		}
+	}
+	return false
 }
 
 var _ orchestrator.Sandbox = (*Sandbox)(nil)
@@ -146,8 +167,27 @@ func (s *Sandbox) Exec(ctx context.Context, e orchestrator.ExecSpec) (int, error
 	}
 }
 
-// CopyIn extracts the tar stream into dir inside the container.
+// CopyIn extracts the tar stream into dir inside the container. The
+// engine's copy API writes to the image layer, under any tmpfs mount
+// (moby/moby#22020), so a dir on a tmpfs is filled by running tar as root
+// inside the (running) container instead.
 func (s *Sandbox) CopyIn(ctx context.Context, dir string, r io.Reader) error {
+	if s.onTmpfs(dir) {
+		var stderr limitedBuffer
+		code, err := s.Exec(ctx, orchestrator.ExecSpec{
+			Argv:   []string{"tar", "-x", "-p", "--same-owner", "--numeric-owner", "-f", "-", "-C", dir},
+			User:   "0:0",
+			Stdin:  r,
+			Stderr: &stderr,
+		})
+		if err != nil {
+			return fmt.Errorf("copy into %s:%s: %w", s.short(), dir, err)
+		}
+		if code != 0 {
+			return fmt.Errorf("copy into %s:%s: tar exited %d: %s", s.short(), dir, code, stderr.String())
+		}
+		return nil
+	}
 	_, err := s.r.cli.CopyToContainer(ctx, s.id, client.CopyToContainerOptions{
 		DestinationPath: dir,
 		Content:         r,
@@ -158,14 +198,50 @@ func (s *Sandbox) CopyIn(ctx context.Context, dir string, r io.Reader) error {
 	return nil
 }
 
-// CopyOut streams p as a tar archive. Its contents are untrusted: the
-// caller caps and sanitises what it reads.
+// CopyOut streams p as a tar archive whose entries are named from p's base
+// name. Its contents are untrusted: the caller caps and sanitises what it
+// reads. A path on a tmpfs mount is archived by tar running as root inside
+// the (running) container (see CopyIn); closing the reader early stops it.
 func (s *Sandbox) CopyOut(ctx context.Context, p string) (io.ReadCloser, error) {
+	if s.onTmpfs(p) {
+		return s.copyOutExec(ctx, p)
+	}
 	res, err := s.r.cli.CopyFromContainer(ctx, s.id, client.CopyFromContainerOptions{SourcePath: p})
 	if err != nil {
 		return nil, fmt.Errorf("copy out of %s:%s: %w", s.short(), p, err)
 	}
 	return res.Content, nil
+}
+
+func (s *Sandbox) copyOutExec(ctx context.Context, p string) (io.ReadCloser, error) {
+	p = path.Clean(p)
+	// Fail early, with the engine's wording, when p does not exist.
+	var stderr limitedBuffer
+	code, err := s.Exec(ctx, orchestrator.ExecSpec{Argv: []string{"test", "-e", p}, User: "0:0", Stderr: &stderr})
+	if err != nil {
+		return nil, fmt.Errorf("copy out of %s:%s: %w", s.short(), p, err)
+	}
+	if code != 0 {
+		return nil, fmt.Errorf("copy out of %s:%s: no such file or directory", s.short(), p)
+	}
+	pr, pw := io.Pipe()
+	go func() { // ends when tar ends, or when the reader is closed (tar's output then fails)
+		var stderr limitedBuffer
+		code, err := s.Exec(ctx, orchestrator.ExecSpec{
+			Argv:   []string{"tar", "-c", "-f", "-", "--numeric-owner", "-C", path.Dir(p), path.Base(p)},
+			User:   "0:0",
+			Stdout: pw,
+			Stderr: &stderr,
+		})
+		if err == nil && code != 0 {
+			err = fmt.Errorf("tar exited %d: %s", code, stderr.String())
+		}
+		if err != nil {
+			err = fmt.Errorf("copy out of %s:%s: %w", s.short(), p, err)
+		}
+		pw.CloseWithError(err)
+	}()
+	return pr, nil
 }
 
 // Logs follows the main process's stdout and stderr, demultiplexed, until
