@@ -500,7 +500,7 @@ func (p *parser) call(pid int, at time.Time, s string) {
 			return
 		}
 		child := int(res.val)
-		thread := strings.Contains(arg(0), "CLONE_THREAD")
+		thread := strings.Contains(rest[:end], "CLONE_THREAD")
 		cp := p.procs[child]
 		if cp == nil {
 			cp = &proc{tgid: child, cwd: pr.cwd}

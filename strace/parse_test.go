@@ -155,6 +155,8 @@ func TestParseLines(t *testing.T) {
 				"10 1.000003 <... vfork resumed>) = 12\n" +
 				"12 1.000004 +++ exited with 0 +++\n" +
 				"10 1.000005 clone3({flags=CLONE_VM|CLONE_THREAD, exit_signal=0} => {parent_tid=[13]}, 88) = 13\n" +
+				"10 1.000005 clone(child_stack=0x7f, flags=CLONE_VM|CLONE_FS|CLONE_FILES|CLONE_SIGHAND|CLONE_THREAD, parent_tid=[14], tls=0x7f) = 14\n" +
+				"14 1.000005 +++ exited with 0 +++\n" +
 				"13 1.000006 openat(AT_FDCWD</>, \"/etc/hostname\", O_RDONLY) = 3</etc/hostname>\n" +
 				"13 1.000007 +++ exited with 0 +++\n" +
 				"11 1.000008 +++ killed by SIGKILL (core dumped) +++\n" +

@@ -11,7 +11,7 @@ trap 'rm -rf "$work"' EXIT
 user=${CAPTURE_USER:-nobody}
 calls=execve,execveat,open,openat,openat2,creat,unlink,unlinkat,rmdir,rename,renameat,renameat2,chmod,fchmod,fchmodat,mkdir,mkdirat,chdir,fchdir,connect,bind,sendto,sendmsg,clone,clone3,fork,vfork
 run() { # name trace-list script
-	(cd "$work" && strace -f -ttt -v -yy -s 4096 -u "$user" -e trace="$2" -o "$work/$1.log" \
+	(cd "$work" && strace -f --seccomp-bpf -I 2 -ttt -v -yy -s 4096 -u "$user" -e trace="$2" -o "$work/$1.log" \
 		env -i HOME="$work" PATH=/usr/bin:/bin sh -c "$3" >/dev/null 2>&1) || true
 	sed "s|$work|/work/t|g" "$work/$1.log" >"$here/$1.log"
 }

@@ -1,0 +1,167 @@
+package mcptools
+
+import (
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Defaults of Config, matching the layout of the sandbox image (see
+// CONTRACTS: /usr/local/lib/agent holds agentd and strace, logs go to
+// /var/lib/agentd/calls).
+const (
+	DefaultSelf       = "/usr/local/lib/agent/agentd"
+	DefaultStrace     = "/usr/local/lib/agent/strace"
+	DefaultLogDir     = "/var/lib/agentd/calls"
+	DefaultUser       = "user"
+	DefaultUID        = 1000
+	DefaultGID        = 1000
+	DefaultMaxOutput  = 64 << 10
+	DefaultTimeout    = 120 * time.Second
+	DefaultMaxTimeout = 600 * time.Second
+	DefaultStrSize    = 4096
+	// DefaultDrain is how long a call waits, once its command has ended,
+	// for output still in the pipes; processes left in the background may
+	// hold the pipes open for much longer.
+	DefaultDrain = 200 * time.Millisecond
+)
+
+// TracedSyscalls is the -e trace= set: the families package strace turns
+// into events (read and write are left out: opens with write flags say
+// what was written, and tracing every write would make an output flood
+// cost a syscall stop per write).
+var TracedSyscalls = []string{
+	"execve", "execveat",
+	"open", "openat", "openat2", "creat",
+	"unlink", "unlinkat", "rmdir", "rename", "renameat", "renameat2",
+	"chmod", "fchmod", "fchmodat", "mkdir", "mkdirat",
+	"chdir", "fchdir",
+	"connect", "bind", "sendto", "sendmsg",
+	"clone", "clone3", "fork", "vfork",
+}
+
+// Config says how the tool server runs commands. The zero value, with
+// defaults filled in, is right for the sandbox image. The container must be
+// set up so that:
+//
+//   - Self (agentd, the sandboxctl binary) and Strace exist and are
+//     executable by root; Self is also executable by the user, since the
+//     shim and the file tools run as the user;
+//   - User exists in /etc/passwd with UID, GID and Home (strace -u looks
+//     the name up and calls initgroups);
+//   - the container has CAP_SYS_PTRACE (strace -u needs PTRACE_SEIZE) and
+//     the user's processes have no capabilities (no-new-privileges);
+//   - the server runs as root (docker exec -u 0 -i), and LogDir is on a
+//     file system the user cannot write (it is created 0700 root).
+type Config struct {
+	Self   string // the agentd binary (re-executed as __shim and __tool)
+	Strace string // the strace binary
+	// NoStrace runs tools without strace: for tests on hosts without it.
+	// Without strace and as root, tools still run as UID/GID.
+	NoStrace bool
+	LogDir   string // where <call_id>.log files go
+
+	User string // the user tools run as
+	UID  int
+	GID  int
+	Home string   // the user's home; also the working directory of every call
+	Env  []string // extra environment for the user's processes (KEY=VALUE)
+
+	MaxOutput  int           // bytes kept per stream (stdout, stderr)
+	Timeout    time.Duration // default per-call timeout
+	MaxTimeout time.Duration // cap on timeout_s
+	StrSize    int           // strace -s
+	Drain      time.Duration
+}
+
+func (c Config) withDefaults() Config {
+	if c.Self == "" {
+		c.Self = DefaultSelf
+	}
+	if c.Strace == "" {
+		c.Strace = DefaultStrace
+	}
+	if c.LogDir == "" {
+		c.LogDir = DefaultLogDir
+	}
+	if c.User == "" {
+		c.User = DefaultUser
+	}
+	if c.UID == 0 && c.User != "root" {
+		c.UID = DefaultUID
+	}
+	if c.GID == 0 && c.User != "root" {
+		c.GID = DefaultGID
+	}
+	if c.Home == "" {
+		c.Home = "/home/" + c.User
+	}
+	if c.MaxOutput <= 0 {
+		c.MaxOutput = DefaultMaxOutput
+	}
+	if c.Timeout <= 0 {
+		c.Timeout = DefaultTimeout
+	}
+	if c.MaxTimeout <= 0 {
+		c.MaxTimeout = DefaultMaxTimeout
+	}
+	if c.Timeout > c.MaxTimeout {
+		c.Timeout = c.MaxTimeout
+	}
+	if c.StrSize <= 0 {
+		c.StrSize = DefaultStrSize
+	}
+	if c.Drain <= 0 {
+		c.Drain = DefaultDrain
+	}
+	return c
+}
+
+// StraceArgs returns strace's arguments (without argv[0] and the traced
+// command) for one call whose log goes to logPath. strace runs as root and
+// follows forks (-f); the command runs as c.User (-u). --seccomp-bpf stops
+// the tracee only on the traced syscalls, so an output flood costs no stops
+// (a side effect: once strace detaches, at Flush, traced syscalls of
+// processes still running fail with ENOSYS). -I 2 lets SIGTERM end strace
+// (with -o and a command its default, -I 3, blocks it), which Flush relies
+// on. testdata/capture.sh of package strace uses the same flags.
+func (c Config) StraceArgs(logPath string) []string {
+	c = c.withDefaults()
+	return []string{
+		"-f", "--seccomp-bpf", "-I", "2", "-ttt", "-v", "-yy",
+		"-s", strconv.Itoa(c.StrSize),
+		"-u", c.User,
+		"-e", "trace=" + strings.Join(TracedSyscalls, ","),
+		"-o", logPath,
+	}
+}
+
+// userEnv is the environment of the user's processes.
+func (c Config) userEnv() []string {
+	env := []string{
+		"HOME=" + c.Home,
+		"USER=" + c.User,
+		"LOGNAME=" + c.User,
+		"SHELL=/bin/bash",
+		"PATH=/usr/local/bin:/usr/bin:/bin",
+		"LANG=C.UTF-8",
+	}
+	seen := map[string]int{}
+	for i, kv := range env {
+		k, _, _ := strings.Cut(kv, "=")
+		seen[k] = i
+	}
+	for _, kv := range c.Env {
+		k, _, ok := strings.Cut(kv, "=")
+		if !ok {
+			continue
+		}
+		if i, dup := seen[k]; dup {
+			env[i] = kv
+			continue
+		}
+		seen[k] = len(env)
+		env = append(env, kv)
+	}
+	return env
+}
