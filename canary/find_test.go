@@ -158,3 +158,26 @@ func TestSetJSON(t *testing.T) {
 		t.Errorf("Set marshals to %s, want a token list", b)
 	}
 }
+
+func TestRawNeedles(t *testing.T) {
+	raw := []byte{0x76, 0x31, 0x30, 0xde, 0xad, 0xbe, 0xef, 0x00, 0xff, 0x10, 0x20, 0x30, 0x40}
+	tok := canary.Token{ID: "browser_password-1", Kind: canary.BrowserPassword, Value: "Zq8!pL2mW#x4Vn7r", RawNeedles: [][]byte{raw}}
+	set := canary.NewSet(tok)
+	got := set.Find(append([]byte("SQLite format 3\x00"), raw...))
+	want := []canary.Hit{{Token: tok, Encoding: canary.Plain, Offset: 16}}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("raw needle (-want +got):\n%s", diff)
+	}
+	got = set.Find([]byte(b64(string(raw))))
+	if len(got) != 1 || got[0].Encoding != canary.Base64 {
+		t.Errorf("base64 of raw needle: %v", got)
+	}
+	b, _ := json.Marshal(set)
+	var back canary.Set
+	if err := json.Unmarshal(b, &back); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(set.Tokens(), back.Tokens()); diff != "" {
+		t.Errorf("raw needles JSON round trip (-want +got):\n%s", diff)
+	}
+}

@@ -43,10 +43,14 @@ func FuzzFind(f *testing.F) {
 }
 
 func needlesOf(tok canary.Token) []string {
+	out := []string{tok.Value}
 	if len(tok.Needles) > 0 {
-		return tok.Needles
+		out = tok.Needles
 	}
-	return []string{tok.Value}
+	for _, r := range tok.RawNeedles {
+		out = append(out, string(r))
+	}
+	return out
 }
 
 // present is a slow, independent oracle: is a needle of tok in data under

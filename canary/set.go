@@ -65,6 +65,7 @@ func NewSet(tokens ...Token) *Set {
 		}
 		seen[t.ID] = true
 		t.Needles = slices.Clone(t.Needles)
+		t.RawNeedles = slices.Clone(t.RawNeedles)
 		s.tokens = append(s.tokens, t)
 	}
 	for i, t := range s.tokens {
@@ -72,7 +73,7 @@ func NewSet(tokens ...Token) *Set {
 			if len(n) < MinNeedle {
 				continue
 			}
-			for _, v := range variants([]byte(n)) {
+			for _, v := range variants(n) {
 				s.add(pattern{s: v.s, tok: i, enc: v.enc, edge: v.edge,
 					joined: v.enc != Plain && v.enc != URL && !strings.HasPrefix(string(v.enc), "url+")})
 			}

@@ -51,21 +51,30 @@ const (
 // keystores) the needles are the distinctive parts (the random body lines,
 // the address, the ciphertext), so a token is seen even when only part of it
 // leaks. Location is where it was planted: a home-relative path such as
-// "~/.aws/credentials" or "env:OPENAI_API_KEY".
+// "~/.aws/credentials" or "env:OPENAI_API_KEY". RawNeedles are binary
+// needles (base64 in JSON) for secrets planted in binary form, such as a
+// password encrypted in a browser's SQLite file: they are searched like the
+// others (plain bytes, base64, hex, compressed...).
 type Token struct {
-	ID       string   `json:"id"`
-	Kind     Kind     `json:"kind"`
-	Value    string   `json:"value"`
-	Location string   `json:"location"`
-	Needles  []string `json:"needles,omitempty"`
+	ID         string   `json:"id"`
+	Kind       Kind     `json:"kind"`
+	Value      string   `json:"value"`
+	Location   string   `json:"location"`
+	Needles    []string `json:"needles,omitempty"`
+	RawNeedles [][]byte `json:"raw_needles,omitempty"`
 }
 
 // needles returns what detection looks for.
-func (t Token) needles() []string {
+func (t Token) needles() [][]byte {
+	var out [][]byte
 	if len(t.Needles) > 0 {
-		return t.Needles
+		for _, n := range t.Needles {
+			out = append(out, []byte(n))
+		}
+	} else {
+		out = append(out, []byte(t.Value))
 	}
-	return []string{t.Value}
+	return append(out, t.RawNeedles...)
 }
 
 // Encoding says how a token was encoded where it was seen. Nested encodings
