@@ -11,6 +11,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/sandboxctl/sandboxctl/trace"
 )
 
 // A Driver decides which tool calls to make. Next is called first with nil,
@@ -73,6 +75,21 @@ type Exchange struct {
 	Reject string     `json:"reject,omitempty"`
 	Result ToolResult `json:"result"`
 	Turn   int        `json:"turn"`
+	// Started is when the loop handed the call to the session (Loop.Now).
+	Started time.Time `json:"started_at"`
+}
+
+// Event returns the exchange as a trace event of type tool_call (Seq left
+// zero for the timeline to assign).
+func (ex Exchange) Event() trace.Event {
+	tc := &trace.ToolCall{
+		ID: ex.Call.ID, Tool: ex.Call.Name, Arguments: ex.Call.Arguments,
+		ExitCode: ex.Result.ExitCode, Stdout: ex.Result.Stdout, Stderr: ex.Result.Stderr,
+		Truncated: ex.Result.Truncated, IsError: ex.Result.IsError || ex.Reject != "", Error: ex.Reject,
+		Started: ex.Started, Duration: ex.Result.Duration,
+		SkillFile: ex.Call.SkillFile, SkillLine: ex.Call.SkillLine,
+	}
+	return trace.Event{Time: ex.Started, Source: trace.SourceTool, Type: trace.TypeToolCall, ToolCallID: ex.Call.ID, Data: tc}
 }
 
 // Budget bounds a run. Zero fields are unlimited.
@@ -227,7 +244,7 @@ func (l *Loop) Run(ctx context.Context, d Driver) (res Result, err error) {
 				res.Stop = stopReason()
 				return res, nil
 			}
-			ex := Exchange{Call: p.ToolCall, Reject: p.Reject, Turn: turn}
+			ex := Exchange{Call: p.ToolCall, Reject: p.Reject, Turn: turn, Started: now()}
 			if p.Reject != "" {
 				ex.Result = ToolResult{ExitCode: -1, IsError: true, Text: p.Reject}
 			} else {
@@ -245,6 +262,9 @@ func (l *Loop) Run(ctx context.Context, d Driver) (res Result, err error) {
 					res.Calls = append(res.Calls, ex)
 					tw.write(resultRecord(now(), ex))
 					return res, fmt.Errorf("tool call %s (%s): %w", p.ID, p.Name, cerr)
+				}
+				if r.Duration == 0 {
+					r.Duration = now().Sub(ex.Started)
 				}
 				ex.Result = r
 				res.OutputBytes += int64(len(r.Stdout) + len(r.Stderr))

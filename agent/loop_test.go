@@ -13,6 +13,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/sandboxctl/sandboxctl/agent"
 	"github.com/sandboxctl/sandboxctl/agent/agenttest"
+	"github.com/sandboxctl/sandboxctl/trace"
 )
 
 func bash(cmd string) agent.Proposal {
@@ -193,4 +194,27 @@ func TestLoopRedacts(t *testing.T) {
 		t.Errorf("transcript not redacted:\n%s", tr.String())
 	}
 	_ = res
+}
+
+func TestExchangeEvent(t *testing.T) {
+	t0 := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	clock := t0
+	now := func() time.Time { clock = clock.Add(time.Second); return clock }
+	d := &agenttest.Script{Steps: []agent.Step{{Calls: []agent.Proposal{
+		{ToolCall: agent.ToolCall{Name: "bash", Arguments: []byte(`{"command":"ls"}`), SkillFile: "SKILL.md", SkillLine: 7}},
+		{ToolCall: agent.ToolCall{Name: "nope", Arguments: []byte(`{}`)}, Reject: "no such tool"},
+	}}}}
+	res, err := (&agent.Loop{Session: &agenttest.Session{}, Now: now}).Run(t.Context(), d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ev := res.Calls[0].Event()
+	tc := ev.Data.(*trace.ToolCall)
+	if ev.Source != trace.SourceTool || ev.Type != trace.TypeToolCall || ev.ToolCallID != "t001" || tc.Tool != "bash" ||
+		tc.SkillLine != 7 || tc.Stdout != "ok bash\n" || tc.Duration != time.Second || ev.Time.IsZero() {
+		t.Errorf("Event() = %+v %+v", ev, tc)
+	}
+	if tc := res.Calls[1].Event().Data.(*trace.ToolCall); !tc.IsError || tc.Error != "no such tool" {
+		t.Errorf("rejected Event() = %+v", tc)
+	}
 }
