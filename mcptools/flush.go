@@ -67,6 +67,13 @@ func tracersOf(logDir string) ([]int, error) {
 		if err != nil || pid == self {
 			continue
 		}
+		// Tracers run as root; a user's process with a look-alike argv is
+		// left alone.
+		if fi, err := os.Stat(filepath.Join("/proc", e.Name())); err != nil {
+			continue
+		} else if st, ok := fi.Sys().(*syscall.Stat_t); !ok || st.Uid != 0 {
+			continue
+		}
 		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
 		if err != nil {
 			continue
@@ -99,4 +106,4 @@ func running(pid int) bool {
 	return b[i+2] != 'Z' && b[i+2] != 'X'
 }
 
-var errNoResult = errors.New("no result")
+var errNoResult = errors.New("no structured content")

@@ -517,3 +517,20 @@ func TestFlushEndsTracers(t *testing.T) {
 		t.Errorf("tracers left after Flush: %s", out)
 	}
 }
+
+// TestStraceFailureIsReported: a tracer that cannot start the command (here
+// an unknown user) gives an error result, not a hang.
+func TestStraceFailureIsReported(t *testing.T) {
+	e := newEnv(t)
+	e.requireTraced(t)
+	e.cfg.User = "no-such-user-sandboxctl"
+	c := e.start(t)
+	start := time.Now()
+	r := call(t, c, "x1", "bash", map[string]any{"command": "echo unreachable"})
+	if !r.IsError || r.ExitCode == 0 || r.Stdout != "" || !strings.Contains(r.Stderr, "no-such-user") {
+		t.Errorf("IsError %v exit %d stdout %q stderr %q", r.IsError, r.ExitCode, r.Stdout, r.Stderr)
+	}
+	if took := time.Since(start); took > 5*time.Second {
+		t.Errorf("took %s", took)
+	}
+}

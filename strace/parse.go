@@ -38,6 +38,12 @@ type Options struct {
 	// dynamic loader's libraries, locale files, Python's stdlib), which are
 	// dropped by default and counted in Stats.Noise.
 	KeepNoise bool
+	// Agentd is the path of the tool server's own binary in the sandbox
+	// (mcptools.DefaultSelf). Unless KeepNoise is set, its execs (the shim,
+	// the file tools) and the files the Go runtime opens at its start-up
+	// (/proc/self/cgroup, ...: a skill doing that would be probing the
+	// sandbox) are dropped as noise; what a file tool does is kept.
+	Agentd string
 }
 
 // Stats describes what Parse saw besides the events.
@@ -66,6 +72,7 @@ type proc struct {
 	ppid    int
 	cwd     string
 	pending *pending
+	agentd  bool // its image is Options.Agentd
 }
 
 type parser struct {
@@ -403,6 +410,13 @@ func (p *parser) call(pid int, at time.Time, s string) {
 		} else {
 			d.Path, d.Argv = dirPath(0, 1), argvArg(arg(2))
 		}
+		if res.known && res.val == 0 {
+			p.lead(pr).agentd = p.opts.Agentd != "" && d.Path == p.opts.Agentd
+		}
+		if !p.opts.KeepNoise && p.lead(pr).agentd {
+			p.stats.Noise++
+			return
+		}
 		p.emit(pid, at, trace.TypeExec, d)
 	case "open", "creat", "openat", "openat2":
 		d := &trace.File{Errno: res.errno}
@@ -421,7 +435,8 @@ func (p *parser) call(pid int, at time.Time, s string) {
 			}
 		}
 		d.Write = writeFlags(d.Flags)
-		if !p.opts.KeepNoise && (d.Path == "/dev/null" || !d.Write && (res.errno == "" || res.errno == "ENOENT") && noise(d.Path)) {
+		if !p.opts.KeepNoise && (d.Path == "/dev/null" || !d.Write && (res.errno == "" || res.errno == "ENOENT") &&
+			(noise(d.Path) || p.lead(pr).agentd && goRuntimeOpen(d.Path))) {
 			p.stats.Noise++
 			return
 		}
@@ -520,6 +535,25 @@ func (p *parser) call(pid int, at time.Time, s string) {
 		// exit_group, kill and other traced calls carry no event of their
 		// own: process ends come from the "+++" lines.
 	}
+}
+
+// lead returns the state of pr's thread-group leader (pr itself when it is
+// the leader or unknown).
+func (p *parser) lead(pr *proc) *proc {
+	if l := p.procs[pr.tgid]; l != nil {
+		return l
+	}
+	return pr
+}
+
+// goRuntimeOpen reports whether p is a file the Go runtime reads at
+// start-up.
+func goRuntimeOpen(p string) bool {
+	switch p {
+	case "/proc/self/maps", "/proc/self/cgroup", "/proc/self/mountinfo", "/sys/kernel/mm/transparent_hugepage/hpage_pmd_size":
+		return true
+	}
+	return strings.HasPrefix(p, "/sys/fs/cgroup/")
 }
 
 func (p *parser) setCwd(pr *proc, dir string) {

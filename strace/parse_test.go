@@ -35,7 +35,7 @@ func TestGolden(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer f.Close()
-			evs, st, err := strace.Parse(f, "call-"+name, strace.Options{Cwd: fixtureCwd})
+			evs, st, err := strace.Parse(f, "call-"+name, strace.Options{Cwd: fixtureCwd, Agentd: fixtureCwd + "/agentd"})
 			if err != nil {
 				t.Fatalf("Parse: %v", err)
 			}
@@ -234,6 +234,20 @@ func TestParseLines(t *testing.T) {
 				"10 1.000002 openat(AT_FDCWD</t>, \"/usr/lib/evil\", O_WRONLY|O_CREAT, 0644) = 3</usr/lib/evil>\n",
 			want: []trace.Event{
 				{Time: at(1, 2), Type: trace.TypeOpen, PID: 10, Data: &trace.File{Path: "/usr/lib/evil", Flags: "O_WRONLY|O_CREAT", Mode: "0644", Write: true}},
+			},
+		},
+		{
+			name: "agentd's own execs and Go runtime start-up are noise, its tool's work is not",
+			log: "10 1.000000 execve(\"/a/agentd\", [\"agentd\", \"__tool\", \"read_file\"], []) = 0\n" +
+				"10 1.000001 openat(AT_FDCWD</h>, \"/proc/self/cgroup\", O_RDONLY|O_CLOEXEC) = 3</proc/10/cgroup>\n" +
+				"10 1.000002 openat(AT_FDCWD</h>, \"/h/.ssh/id_rsa\", O_RDONLY|O_CLOEXEC) = 3</h/.ssh/id_rsa>\n" +
+				"11 1.000003 execve(\"/bin/cat\", [\"cat\"], []) = 0\n" +
+				"11 1.000004 openat(AT_FDCWD</h>, \"/proc/self/cgroup\", O_RDONLY) = 3</proc/11/cgroup>\n",
+			opts: strace.Options{Agentd: "/a/agentd"},
+			want: []trace.Event{
+				{Time: at(1, 2), Type: trace.TypeOpen, PID: 10, Data: &trace.File{Path: "/h/.ssh/id_rsa", Flags: "O_RDONLY|O_CLOEXEC"}},
+				{Time: at(1, 3), Type: trace.TypeExec, PID: 11, Data: &trace.Exec{Path: "/bin/cat", Argv: []string{"cat"}}},
+				{Time: at(1, 4), Type: trace.TypeOpen, PID: 11, Data: &trace.File{Path: "/proc/self/cgroup", Flags: "O_RDONLY"}},
 			},
 		},
 		{

@@ -46,3 +46,11 @@ subprocess.run([\"true\"])
 t=threading.Thread(target=lambda: open(\"/etc/hostname\").close()); t.start(); t.join()
 "; ./nope 2>/dev/null; /bin/echo $(seq 1 40) "$(head -c 5000 /dev/zero | tr "\0" a)" >/dev/null; wait; exit 3'
 run writes "$calls,write" 'for i in 1 2 3; do echo line$i; done > out.txt; echo a >> out.txt; echo b > other.txt'
+# The tool server's own path: the shim, a Go file tool, bash with a
+# background process (agentd played by the mcptools test binary).
+if command -v go >/dev/null; then
+	(cd "$here/../.." && go test -c -o "$work/agentd" ./mcptools)
+	chmod 0755 "$work/agentd"
+	printf '{"path":"/etc/hostname"}' >"$work/args.json"
+	run tool "$calls" "./agentd __shim -- ./agentd __tool read_file <args.json; ./agentd __shim -- /bin/bash -c 'echo x > w.txt; (sleep 0.2; cat /etc/hostname) &'; sleep 0.5"
+fi
