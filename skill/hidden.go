@@ -111,8 +111,13 @@ func scanRunes(file string, n int, line string) []Hidden {
 			tags.Reset()
 		}
 	}
-	for _, r := range line {
+	runes := []rune(line)
+	for i, r := range runes {
 		switch {
+		case r == 0x200D && i > 0 && i+1 < len(runes) && isEmojiPart(runes[i-1]) && isEmojiPart(runes[i+1]):
+			flushTags() // a zero-width joiner inside an emoji sequence is visible as one glyph
+		case isTag(r) && inFlag(runes, i):
+			// a subdivision flag (🏴 + tag letters + cancel tag, England): visible
 		case isTag(r):
 			a := r - 0xE0000
 			if a >= 0x20 && a < 0x7F {
@@ -137,6 +142,34 @@ func scanRunes(file string, n int, line string) []Hidden {
 		out = append(out, Hidden{File: file, Line: n, Kind: HiddenBidi, Excerpt: capText(fmt.Sprintf("%d bidi control(s): %s", bidi, escapeInvisible(line)))})
 	}
 	return out
+}
+
+// isEmojiPart: a pictographic symbol, a variation selector or a skin tone.
+func isEmojiPart(r rune) bool {
+	return unicode.Is(unicode.So, r) || r == 0xFE0F || r >= 0x1F3FB && r <= 0x1F3FF || r >= 0x1F000 && r <= 0x1FAFF || r >= 0x2600 && r <= 0x27BF
+}
+
+// inFlag reports whether the tag character at i belongs to a well-formed
+// subdivision flag: U+1F3F4, 2 to 7 tag letters or digits (lowercase), and
+// the cancel tag U+E007F. Any other tag run is hidden text.
+func inFlag(runes []rune, i int) bool {
+	j := i
+	for j > 0 && isTag(runes[j-1]) {
+		j--
+	}
+	if j == 0 || runes[j-1] != 0x1F3F4 {
+		return false
+	}
+	k := j
+	for k < len(runes) && isTag(runes[k]) && runes[k] != 0xE007F {
+		a := runes[k] - 0xE0000
+		if !(a >= 'a' && a <= 'z' || a >= '0' && a <= '9') {
+			return false
+		}
+		k++
+	}
+	n := k - j
+	return n >= 2 && n <= 7 && k < len(runes) && runes[k] == 0xE007F
 }
 
 // scanBlobs flags data: URIs and long base64 runs (not inside a data: URI).

@@ -19,6 +19,7 @@ type Driver struct {
 	client   *openai.Client
 	messages []openai.ChatCompletionMessage
 	pending  []string // the model's tool call ids of the last step, in order
+	callSeq  int      // for tool calls the server sent without an id
 	started  bool
 }
 
@@ -105,18 +106,26 @@ func (d *Driver) Next(ctx context.Context, prev []agent.Exchange) (agent.Step, e
 	}
 	msg := resp.Choices[0].Message
 	msg.Role = openai.ChatMessageRoleAssistant
-	d.messages = append(d.messages, msg)
 	if strings.TrimSpace(msg.Content) != "" {
 		step.Messages = append(step.Messages, agent.Message{Role: "assistant", Content: msg.Content})
 	}
 	if len(msg.ToolCalls) == 0 {
+		d.messages = append(d.messages, msg)
 		step.Done = true
 		return step, nil
 	}
-	for _, tc := range msg.ToolCalls {
+	for i, tc := range msg.ToolCalls {
+		if tc.ID == "" {
+			// Some servers (older Ollama, llama.cpp) leave ids out; the
+			// conversation needs them to pair results with calls.
+			d.callSeq++
+			tc.ID = fmt.Sprintf("call_%d", d.callSeq)
+			msg.ToolCalls[i].ID = tc.ID
+		}
 		d.pending = append(d.pending, tc.ID)
 		step.Calls = append(step.Calls, proposal(tc))
 	}
+	d.messages = append(d.messages, msg)
 	return step, nil
 }
 

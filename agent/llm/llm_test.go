@@ -412,3 +412,16 @@ func TestCancelDuringBackoff(t *testing.T) {
 		t.Errorf("backoff ignored the context: %v", time.Since(start))
 	}
 }
+
+func TestToolCallsWithoutIDs(t *testing.T) {
+	r, srv := runCase(t, "no-ids", agent.Budget{})
+	if r.err != nil || len(r.res.Calls) != 1 {
+		t.Fatalf("run: %v, %+v", r.err, r.res)
+	}
+	msgs := srv.Requests()[1]["messages"].([]any)
+	asst := msgs[2].(map[string]any)["tool_calls"].([]any)[0].(map[string]any)["id"]
+	tool := msgs[3].(map[string]any)["tool_call_id"]
+	if asst != "call_1" || tool != "call_1" {
+		t.Errorf("assistant call id %v, tool message id %v; want call_1 both", asst, tool)
+	}
+}
