@@ -1,0 +1,71 @@
+package main
+
+import (
+	"context"
+	"os"
+	"time"
+
+	"github.com/sandboxctl/sandboxctl/mcptools"
+)
+
+// The hidden commands the sandbox runs: the MCP tool server (root, on a
+// docker exec -i stream), the shim and the file tools it runs as the user
+// under strace, and the end-of-trace flush of the tracers.
+func init() {
+	register(command{name: "__mcp", hidden: true, run: runMCP})
+	register(command{name: "__flush", hidden: true, run: runFlush})
+	register(command{name: "__shim", hidden: true, run: runShim})
+	register(command{name: "__tool", hidden: true, run: runTool})
+}
+
+func runMCP(ctx context.Context, e env, args []string) int {
+	fs := newFlags(e, "__mcp", "[flags]")
+	var cfg mcptools.Config
+	fs.StringVar(&cfg.User, "user", mcptools.DefaultUser, "user the tools run as")
+	fs.IntVar(&cfg.UID, "uid", mcptools.DefaultUID, "its uid")
+	fs.IntVar(&cfg.GID, "gid", mcptools.DefaultGID, "its gid")
+	fs.StringVar(&cfg.Home, "home", "", "its home (default /home/USER)")
+	fs.StringVar(&cfg.LogDir, "log-dir", mcptools.DefaultLogDir, "where per-call strace logs go")
+	fs.StringVar(&cfg.Strace, "strace", mcptools.DefaultStrace, "the strace binary")
+	fs.BoolVar(&cfg.NoStrace, "no-strace", false, "run tools without strace (tests only)")
+	fs.IntVar(&cfg.MaxOutput, "max-output", mcptools.DefaultMaxOutput, "bytes kept per stream of a call")
+	fs.DurationVar(&cfg.Timeout, "timeout", mcptools.DefaultTimeout, "default timeout of a call")
+	fs.DurationVar(&cfg.MaxTimeout, "max-timeout", mcptools.DefaultMaxTimeout, "longest timeout a call may ask for")
+	if code, ok := parseFlags(fs, args); !ok {
+		return code
+	}
+	if self, err := os.Executable(); err == nil {
+		cfg.Self = self
+	}
+	// The server's own environment (set by the orchestrator on the exec)
+	// is the environment of the user's processes.
+	cfg.Env = os.Environ()
+	if err := mcptools.Serve(ctx, e.stdin, e.stdout, cfg); err != nil {
+		e.errorf("tool server: %v", err)
+		return exitFailed
+	}
+	return exitClean
+}
+
+func runFlush(ctx context.Context, e env, args []string) int {
+	fs := newFlags(e, "__flush", "[--log-dir DIR]")
+	dir := fs.String("log-dir", mcptools.DefaultLogDir, "where per-call strace logs go")
+	if code, ok := parseFlags(fs, args); !ok {
+		return code
+	}
+	ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	if err := mcptools.Flush(ctx, *dir); err != nil {
+		e.errorf("%v", err)
+		return exitFailed
+	}
+	return exitClean
+}
+
+func runShim(ctx context.Context, e env, args []string) int {
+	return mcptools.Shim(args, os.Stdin, os.Stdout, os.Stderr)
+}
+
+func runTool(ctx context.Context, e env, args []string) int {
+	return mcptools.Tool(ctx, args, e.stdin, e.stdout, e.stderr)
+}
