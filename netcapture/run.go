@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/sandboxctl/sandboxctl/trace"
@@ -46,68 +47,101 @@ func Run(ctx context.Context, cfg Config, events io.Writer) error {
 	}
 
 	// Listen before redirecting: a flow redirected to a port nobody holds
-	// would be refused, not recorded.
+	// would be refused, not recorded. With IPv6 on, the sinks listen on ::1
+	// too, where ip6tables REDIRECT sends IPv6 flows.
+	hosts := []string{"127.0.0.1"}
+	if !cfg.SkipNetworkSetup {
+		if err := runCmd(ctx, "ip", "link", "set", "lo", "up"); err != nil {
+			return fmt.Errorf("jail network: %w", err)
+		}
+		if !ipv6Disabled() {
+			hosts = append(hosts, "::1")
+		}
+	}
 	var lc net.ListenConfig
-	addr := func(p int) string { return net.JoinHostPort("127.0.0.1", strconv.Itoa(p)) }
-	tcpLn, err := lc.Listen(ctx, "tcp4", addr(cfg.TCPPort))
-	if err != nil {
-		return fmt.Errorf("listen transparent: %w", err)
+	var closers []io.Closer
+	fail := func(err error) error {
+		closeAll(closers)
+		return err
 	}
-	dnsPC, err := lc.ListenPacket(ctx, "udp4", addr(cfg.DNSPort))
-	if err != nil {
-		tcpLn.Close()
-		return fmt.Errorf("listen dns: %w", err)
+	listen := func(network string, port int) (net.Listener, []net.PacketConn, error) {
+		var ln net.Listener
+		var pcs []net.PacketConn
+		for _, h := range hosts {
+			a := net.JoinHostPort(h, strconv.Itoa(port))
+			if network == "udp" {
+				pc, err := lc.ListenPacket(ctx, "udp", a)
+				if err != nil {
+					return nil, nil, fmt.Errorf("listen udp %s: %w", a, err)
+				}
+				closers = append(closers, pc)
+				pcs = append(pcs, pc)
+				continue
+			}
+			l, err := lc.Listen(ctx, "tcp", a)
+			if err != nil {
+				return nil, nil, fmt.Errorf("listen tcp %s: %w", a, err)
+			}
+			closers = append(closers, l)
+			if ln == nil {
+				ln = l
+			} else {
+				ln = &multiListener{ls: []net.Listener{ln, l}}
+			}
+		}
+		return ln, pcs, nil
 	}
-	dnsLn, err := lc.Listen(ctx, "tcp4", addr(cfg.DNSPort))
+	tcpLn, _, err := listen("tcp", cfg.TCPPort)
 	if err != nil {
-		tcpLn.Close()
-		dnsPC.Close()
-		return fmt.Errorf("listen dns tcp: %w", err)
+		return fail(err)
 	}
-	udpPC, err := lc.ListenPacket(ctx, "udp4", addr(cfg.UDPPort))
+	dnsLn, _, err := listen("tcp", cfg.DNSPort)
 	if err != nil {
-		tcpLn.Close()
-		dnsPC.Close()
-		dnsLn.Close()
-		return fmt.Errorf("listen udp: %w", err)
+		return fail(err)
 	}
-	closers := []io.Closer{tcpLn, dnsPC, dnsLn, udpPC}
+	_, dnsPCs, err := listen("udp", cfg.DNSPort)
+	if err != nil {
+		return fail(err)
+	}
+	_, udpPCs, err := listen("udp", cfg.UDPPort)
+	if err != nil {
+		return fail(err)
+	}
 	var proxyLn net.Listener
 	if !cfg.NoProxy {
-		if proxyLn, err = lc.Listen(ctx, "tcp4", addr(cfg.ProxyPort)); err != nil {
-			closeAll(closers)
-			return fmt.Errorf("listen proxy: %w", err)
+		if proxyLn, _, err = listen("tcp", cfg.ProxyPort); err != nil {
+			return fail(err)
 		}
-		closers = append(closers, proxyLn)
 	}
 
 	names := NewNames()
 	dnsSink, err := NewDNSSink(ew.Emit, names, cfg)
 	if err != nil {
-		closeAll(closers)
-		return err
+		return fail(err)
 	}
 	sink, err := NewSink(ew.Emit, names, cfg, nil)
 	if err != nil {
-		closeAll(closers)
-		return err
+		return fail(err)
 	}
 	udp := NewUDPCatchAll(ew.Emit, names, cfg.FirstBytesCap, nil)
 
 	if !cfg.SkipNetworkSetup {
 		steps, err := setupNetwork(ctx, cfg)
 		if err != nil {
-			closeAll(closers)
-			return fmt.Errorf("jail network: %w", err)
+			return fail(fmt.Errorf("jail network: %w", err))
 		}
 		notice("network: " + strings.Join(steps, "; "))
 	}
 
 	g, gctx := errgroup.WithContext(ctx)
-	g.Go(func() error { return dnsSink.Serve(gctx, dnsPC) })
+	for _, pc := range dnsPCs {
+		g.Go(func() error { return dnsSink.Serve(gctx, pc) })
+	}
+	for _, pc := range udpPCs {
+		g.Go(func() error { return udp.Serve(gctx, pc) })
+	}
 	g.Go(func() error { return dnsSink.ServeTCP(gctx, dnsLn) })
 	g.Go(func() error { return sink.ServeTransparent(gctx, tcpLn) })
-	g.Go(func() error { return udp.Serve(gctx, udpPC) })
 	if proxyLn != nil {
 		g.Go(func() error { return sink.ServeProxy(gctx, proxyLn) })
 	}
@@ -120,6 +154,64 @@ func Run(ctx context.Context, cfg Config, events io.Writer) error {
 	return err
 }
 
+// multiListener accepts from several listeners (127.0.0.1 and ::1).
+type multiListener struct {
+	ls        []net.Listener
+	once      sync.Once
+	closeOnce sync.Once
+	ch        chan acceptResult
+	done      chan struct{}
+}
+
+type acceptResult struct {
+	c   net.Conn
+	err error
+}
+
+func (m *multiListener) start() {
+	m.ch, m.done = make(chan acceptResult), make(chan struct{})
+	for _, l := range m.ls {
+		go func() {
+			for {
+				c, err := l.Accept()
+				select {
+				case m.ch <- acceptResult{c, err}:
+				case <-m.done:
+					if c != nil {
+						c.Close()
+					}
+					return
+				}
+				if err != nil && !isTimeout(err) {
+					return
+				}
+			}
+		}()
+	}
+}
+
+func (m *multiListener) Accept() (net.Conn, error) {
+	m.once.Do(m.start)
+	select {
+	case r := <-m.ch:
+		return r.c, r.err
+	case <-m.done:
+		return nil, net.ErrClosed
+	}
+}
+
+func (m *multiListener) Close() error {
+	m.once.Do(m.start)
+	m.closeOnce.Do(func() { close(m.done) })
+	var errs []error
+	for _, l := range m.ls {
+		errs = append(errs, l.Close())
+	}
+	return errors.Join(errs...)
+}
+
+func (m *multiListener) Addr() net.Addr { return m.ls[0].Addr() }
+
 func closeAll(cs []io.Closer) {
 	for _, c := range cs {
 		c.Close()
@@ -130,18 +222,7 @@ func closeAll(cs []io.Closer) {
 // it did, for the notice.
 func setupNetwork(ctx context.Context, cfg Config) ([]string, error) {
 	var steps []string
-	run := func(argv ...string) error {
-		cctx, cancel := context.WithTimeout(ctx, 20*time.Second)
-		defer cancel()
-		out, err := exec.CommandContext(cctx, argv[0], argv[1:]...).CombinedOutput()
-		if err != nil {
-			return fmt.Errorf("%s: %w: %s", strings.Join(argv, " "), err, strings.TrimSpace(string(out)))
-		}
-		return nil
-	}
-	if err := run("ip", "link", "set", "lo", "up"); err != nil {
-		return nil, err
-	}
+	run := func(argv ...string) error { return runCmd(ctx, argv...) }
 	if err := run("ip", "route", "replace", "default", "dev", "lo", "src", "127.0.0.1"); err != nil {
 		return nil, err
 	}
@@ -177,6 +258,16 @@ func setupNetwork(ctx context.Context, cfg Config) ([]string, error) {
 	}
 	steps = append(steps, ip6t+" nat OUTPUT redirects")
 	return steps, nil
+}
+
+func runCmd(ctx context.Context, argv ...string) error {
+	cctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	out, err := exec.CommandContext(cctx, argv[0], argv[1:]...).CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("%s: %w: %s", strings.Join(argv, " "), err, strings.TrimSpace(string(out)))
+	}
+	return nil
 }
 
 // pickIptables returns the first variant of family ("iptables" or
