@@ -352,17 +352,38 @@ func (t *transcript) write(rec map[string]any) error {
 	if t.w == nil {
 		return nil
 	}
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false) // keep commands readable and arguments byte-exact
-	if err := enc.Encode(rec); err != nil {
+	// "type" and "time" lead each line, so a person can scan the file.
+	typ, err1 := encode(rec["type"])
+	tm, err2 := encode(rec["time"])
+	delete(rec, "type")
+	delete(rec, "time")
+	rest, err3 := encode(rec)
+	if err := errors.Join(err1, err2, err3); err != nil {
 		return fmt.Errorf("write transcript: %w", err)
 	}
-	b := []byte(RedactString(buf.String(), t.redact))
+	line := []byte(`{"type":` + string(typ) + `,"time":` + string(tm))
+	if len(rec) > 0 {
+		line = append(append(line, ','), rest[1:]...)
+	} else {
+		line = append(line, '}')
+	}
+	b := []byte(RedactString(string(line), t.redact) + "\n")
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if _, err := t.w.Write(b); err != nil {
 		return fmt.Errorf("write transcript: %w", err)
 	}
 	return nil
+}
+
+// encode marshals v as JSON without HTML escaping (commands read as
+// written; arguments stay byte-exact) and without the trailing newline.
+func encode(v any) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
 }
