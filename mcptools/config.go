@@ -53,25 +53,28 @@ var TracedSyscalls = []string{
 //     the user's processes have no capabilities (no-new-privileges);
 //   - the server runs as root (docker exec -u 0 -i), and LogDir is on a
 //     file system the user cannot write (it is created 0700 root).
+//
+// Config is plain data: the orchestrator can hand it to `agentd __mcp` as
+// JSON (durations in nanoseconds).
 type Config struct {
-	Self   string // the agentd binary (re-executed as __shim and __tool)
-	Strace string // the strace binary
+	Self   string `json:"self,omitempty"`   // the agentd binary (re-executed as __shim and __tool)
+	Strace string `json:"strace,omitempty"` // the strace binary
 	// NoStrace runs tools without strace: for tests on hosts without it.
 	// Without strace and as root, tools still run as UID/GID.
-	NoStrace bool
-	LogDir   string // where <call_id>.log files go
+	NoStrace bool   `json:"no_strace,omitempty"`
+	LogDir   string `json:"log_dir,omitempty"` // where <call_id>.log files go
 
-	User string // the user tools run as
-	UID  int
-	GID  int
-	Home string   // the user's home; also the working directory of every call
-	Env  []string // extra environment for the user's processes (KEY=VALUE)
+	User string   `json:"user,omitempty"` // the user tools run as
+	UID  int      `json:"uid,omitempty"`
+	GID  int      `json:"gid,omitempty"`
+	Home string   `json:"home,omitempty"` // the user's home; also the working directory of every call
+	Env  []string `json:"env,omitempty"`  // extra environment for the user's processes (KEY=VALUE)
 
-	MaxOutput  int           // bytes kept per stream (stdout, stderr)
-	Timeout    time.Duration // default per-call timeout
-	MaxTimeout time.Duration // cap on timeout_s
-	StrSize    int           // strace -s
-	Drain      time.Duration
+	MaxOutput  int           `json:"max_output,omitempty"`  // bytes kept per stream (stdout, stderr)
+	Timeout    time.Duration `json:"timeout,omitempty"`     // default per-call timeout
+	MaxTimeout time.Duration `json:"max_timeout,omitempty"` // cap on timeout_s
+	StrSize    int           `json:"str_size,omitempty"`    // strace -s
+	Drain      time.Duration `json:"drain,omitempty"`
 }
 
 func (c Config) withDefaults() Config {

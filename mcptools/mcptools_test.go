@@ -50,7 +50,7 @@ type env struct {
 // strace as "nobody", like in the sandbox; otherwise they run untraced as
 // the current user. In CI (SANDBOXCTL_REQUIRE_DOCKER=1) a missing strace
 // or a non-root run is a failure, never a silent skip.
-func newEnv(t *testing.T) *env {
+func newEnv(t testing.TB) *env {
 	t.Helper()
 	root, err := os.MkdirTemp("", "mcptools-")
 	if err != nil {
@@ -108,7 +108,7 @@ func newEnv(t *testing.T) *env {
 	return e
 }
 
-func copyFile(t *testing.T, from, to string, mode os.FileMode) {
+func copyFile(t testing.TB, from, to string, mode os.FileMode) {
 	t.Helper()
 	b, err := os.ReadFile(from)
 	if err != nil {
@@ -128,7 +128,7 @@ func (e *env) requireTraced(t *testing.T) {
 }
 
 // start serves e.cfg on in-process pipes and returns a client.
-func (e *env) start(t *testing.T) *mcptools.Client {
+func (e *env) start(t testing.TB) *mcptools.Client {
 	t.Helper()
 	ctx, cancel := context.WithCancel(t.Context())
 	cr, sw := io.Pipe()
@@ -350,7 +350,12 @@ func TestOutputFlood(t *testing.T) {
 	r := call(t, c, "flood", "bash", map[string]any{
 		"command": "head -c 1073741824 /dev/zero | tr '\\0' x; head -c 100000 /dev/zero >&2"})
 	took := time.Since(start)
-	t.Logf("1 GiB flood took %s", took)
+	status, _ := os.ReadFile("/proc/self/status")
+	for _, l := range strings.Split(string(status), "\n") {
+		if strings.HasPrefix(l, "VmHWM") {
+			t.Logf("1 GiB flood took %s; peak RSS of the test process (server and client): %s", took, strings.Join(strings.Fields(l)[1:], " "))
+		}
+	}
 	if !r.Truncated || len(r.Stdout) != 64<<10 || len(r.Stderr) != 64<<10 || r.ExitCode != 0 {
 		t.Errorf("Truncated %v, kept %d stdout / %d stderr bytes, exit %d", r.Truncated, len(r.Stdout), len(r.Stderr), r.ExitCode)
 	}
@@ -532,5 +537,29 @@ func TestStraceFailureIsReported(t *testing.T) {
 	}
 	if took := time.Since(start); took > 5*time.Second {
 		t.Errorf("took %s", took)
+	}
+}
+
+func TestNewClientOnDeadStream(t *testing.T) {
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Second)
+	defer cancel()
+	r, w := io.Pipe()
+	w.Close() // the server side is gone: EOF at once
+	if _, err := mcptools.NewClient(ctx, io.Discard, r); err == nil {
+		t.Error("NewClient on a closed stream succeeded")
+	}
+}
+
+// BenchmarkTrivialCall measures one `true` through the whole path: MCP
+// round trip, strace, shim, bash.
+func BenchmarkTrivialCall(b *testing.B) {
+	e := newEnv(b)
+	c := e.start(b)
+	b.ResetTimer()
+	for b.Loop() {
+		r, err := c.Call(b.Context(), "", "bash", json.RawMessage(`{"command":"true"}`))
+		if err != nil || r.ExitCode != 0 {
+			b.Fatalf("call: %v %+v", err, r)
+		}
 	}
 }
