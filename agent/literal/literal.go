@@ -86,6 +86,7 @@ type planner struct {
 	scripts map[string]bool // runnable bundled files, by skill-relative path
 	ran     map[string]bool // scripts run by a block or a call
 	fetched map[string]bool
+	cwd     string // the directory later commands run in ("": the tool's default)
 	notes   []string
 }
 
@@ -138,16 +139,44 @@ func (p *planner) bash(cmd, file string, line int) {
 	if cmd == "" {
 		return
 	}
+	for _, u := range urlRE.FindAllString(cmd, -1) {
+		p.fetched[trimURL(u)] = true
+	}
+	run := cmd
 	if refs := p.scriptRefs(cmd); len(refs) > 0 {
 		for _, r := range refs {
 			p.ran[r] = true
 		}
-		cmd = "cd " + shellQuote(p.dir) + " && " + cmd
+		run = "cd " + shellQuote(p.dir) + " && " + cmd
+	} else if p.cwd != "" {
+		run = "cd " + p.cwd + " && " + cmd
 	}
-	for _, u := range urlRE.FindAllString(cmd, -1) {
-		p.fetched[trimURL(u)] = true
+	p.add(agent.ToolBash, map[string]any{"command": run}, file, line)
+	p.trackCd(cmd)
+}
+
+var cdRE = regexp.MustCompile(`^cd(?:\s+([^\s;&|'"]+))?\s*(?:$|&&|;)`)
+
+// trackCd follows the working directory the way an agent's shell keeps it
+// between calls: a line of cmd that starts with a plain "cd DIR" moves the
+// directory later commands run in.
+func (p *planner) trackCd(cmd string) {
+	for _, l := range strings.Split(cmd, "\n") {
+		m := cdRE.FindStringSubmatch(strings.TrimSpace(l))
+		if m == nil {
+			continue
+		}
+		dir := m[1]
+		switch {
+		case dir == "" || dir == "~":
+			p.cwd = "~"
+		case dir == "-":
+		case strings.HasPrefix(dir, "/") || strings.HasPrefix(dir, "~") || strings.HasPrefix(dir, "$") || p.cwd == "":
+			p.cwd = dir
+		default:
+			p.cwd = path.Join(p.cwd, dir)
+		}
 	}
-	p.add(agent.ToolBash, map[string]any{"command": cmd}, file, line)
 }
 
 // scriptRefs lists the bundled scripts text names by relative path.
