@@ -33,7 +33,7 @@ type Config struct {
 	Provider    string // "openai", "openrouter", "ollama", "custom" ("" with BaseURL: custom)
 	BaseURL     string // "" : the provider's default
 	Model       string
-	APIKey      string // never logged, never written, scrubbed from errors
+	APIKey      string `json:"-"` // never logged, never written, scrubbed from errors
 	Prompt      string // the user prompt; "": derived from the skill's description
 	Temperature float32
 	MaxTokens   int // per completion; 0: the server's default
@@ -49,6 +49,25 @@ type Config struct {
 	// MaxToolText caps the tool output fed back to the model per call; 0: 16 KiB.
 	MaxToolText int
 }
+
+// String describes c without the key, so printing or logging a Config
+// (fmt's %v and %+v, %#v, slog) cannot leak it.
+func (c Config) String() string {
+	key := "none"
+	if c.APIKey != "" {
+		key = Redacted
+	}
+	return fmt.Sprintf("llm.Config{Provider:%s BaseURL:%s Model:%s APIKey:%s}", c.Provider, redactURL(c.BaseURL), c.Model, key)
+}
+
+// GoString implements fmt.GoStringer like String.
+func (c Config) GoString() string { return c.String() }
+
+// LogValue implements slog.LogValuer like String.
+func (c Config) LogValue() slog.Value { return slog.StringValue(c.String()) }
+
+// Redacted stands for the key wherever a Config is printed.
+const Redacted = "[REDACTED]"
 
 // Validate reports the first problem with c, with the defaults applied.
 func (c Config) Validate() error {

@@ -425,3 +425,15 @@ func TestToolCallsWithoutIDs(t *testing.T) {
 		t.Errorf("assistant call id %v, tool message id %v; want call_1 both", asst, tool)
 	}
 }
+
+func TestConfigNeverPrintsKey(t *testing.T) {
+	cfg := llm.Config{Provider: "openai", Model: "m", APIKey: fakeKey}
+	var logs bytes.Buffer
+	slog.New(slog.NewJSONHandler(&logs, nil)).Info("cfg", "config", cfg)
+	b, _ := json.Marshal(cfg)
+	for _, s := range []string{fmt.Sprint(cfg), fmt.Sprintf("%+v", cfg), fmt.Sprintf("%#v", cfg), fmt.Sprintf("%v", &cfg), logs.String(), string(b)} {
+		if strings.Contains(s, fakeKey) {
+			t.Errorf("key printed: %s", s)
+		}
+	}
+}
