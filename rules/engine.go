@@ -7,6 +7,7 @@ import (
 	"path"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/sandboxctl/sandboxctl/canary"
 	"github.com/sandboxctl/sandboxctl/trace"
@@ -384,12 +385,44 @@ func (c *ctx) hit(r *Rule, key string, msg string, evs ...*trace.Event) *Finding
 			}
 		}
 	}
+	if f.ToolCallID == "" {
+		// Jail events carry no call id: attribute them by time to the
+		// call that was running.
+		for _, e := range evs {
+			if e != nil {
+				if id := c.callAt(e.Time); id != "" {
+					f.ToolCallID = id
+					break
+				}
+			}
+		}
+	}
 	if f.SkillFile == "" && f.ToolCallID != "" {
 		if tc := c.calls[f.ToolCallID]; tc != nil && tc.SkillFile != "" {
 			f.SkillFile, f.SkillLine = tc.SkillFile, tc.SkillLine
 		}
 	}
 	return f
+}
+
+// callAt returns the id of the tool call running at t (the latest to
+// start, when calls overlap), or "".
+func (c *ctx) callAt(t time.Time) string {
+	id := ""
+	for i := range c.events {
+		d, ok := c.events[i].Data.(*trace.ToolCall)
+		if !ok {
+			continue
+		}
+		start := d.Started
+		if start.IsZero() {
+			start = c.events[i].Time
+		}
+		if !t.Before(start) && !t.After(start.Add(d.Duration)) {
+			id = d.ID
+		}
+	}
+	return id
 }
 
 func (c *ctx) result() []Finding {

@@ -1,0 +1,270 @@
+package reports
+
+import (
+	"bufio"
+	"cmp"
+	_ "embed"
+	"fmt"
+	"html/template"
+	"io"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/sandboxctl/sandboxctl/rules"
+	"github.com/sandboxctl/sandboxctl/trace"
+)
+
+// HTML output policy: one self-contained file, no script, no external
+// stylesheet, font, image or link that a browser would fetch; everything
+// escaped by html/template. Tool calls are <details> blocks (open when they
+// hold evidence) so a page of 10,000 events stays light; each call shows at
+// most MaxHTMLEventsPerCall events besides the evidence, and the rest is in
+// events.jsonl.
+
+//go:embed report.html.tmpl
+var htmlTemplate string
+
+// MaxHTMLEventsPerCall caps the rows shown under one tool call (evidence
+// rows are always shown).
+const MaxHTMLEventsPerCall = 1000
+
+// maxHTMLOutput caps the tool output shown per call.
+const maxHTMLOutput = 8 << 10
+
+// maxHTMLLines caps the skill lines shown per file.
+const maxHTMLLines = 5000
+
+var tmpl = template.Must(template.New("report").Funcs(template.FuncMap{
+	"lower": func(s any) string { return strings.ToLower(fmt.Sprint(s)) },
+	"upper": func(s any) string { return strings.ToUpper(fmt.Sprint(s)) },
+}).Parse(htmlTemplate))
+
+type htmlView struct {
+	R          *Report
+	Counts     string
+	Started    string
+	Duration   string
+	Findings   []htmlFinding
+	Calls      []htmlCall
+	Other      htmlCall
+	Files      []htmlFile
+	Leaked     []Hit
+	KindCounts []string
+	Inconcl    bool
+}
+
+type htmlFinding struct {
+	rules.Finding
+	Anchor   string
+	Loc      string
+	LocAnch  string
+	Help     string
+	CallAnch string
+}
+
+type htmlCall struct {
+	ID, Anchor, Tool, Summary string
+	ExitCode                  int
+	Duration                  string
+	Offset                    string
+	SkillLoc, SkillAnch       string
+	Open                      bool
+	Stdout, Stderr            string
+	Events                    []htmlEvent
+	Hidden                    int
+	Findings                  []string
+}
+
+type htmlEvent struct {
+	Seq      int64
+	Offset   string
+	Source   string
+	Type     string
+	PID      int
+	Summary  string
+	Evidence bool
+	Refs     []string
+}
+
+type htmlFile struct {
+	Path  string
+	Index int
+	Lines []htmlLine
+	More  int
+}
+
+type htmlLine struct {
+	N      int
+	Text   string
+	Marked bool
+	Rules  string
+	Anchor string
+}
+
+func lineAnchor(fileIdx, line int) string { return fmt.Sprintf("L%d-%d", fileIdx, line) }
+
+// WriteHTML writes the report as one self-contained HTML page.
+func WriteHTML(w io.Writer, r *Report) error {
+	v := htmlView{R: r, Counts: severityCounts(r.Findings), Inconcl: r.Verdict == rules.Inconclusive,
+		Started: r.StartedAt.UTC().Format("2006-01-02 15:04:05Z"), Duration: msDuration(r.DurationMS).String()}
+	fileIdx := map[string]int{}
+	for i, f := range r.Skill.Files {
+		fileIdx[f.Path] = i
+	}
+	// Findings, and which events and lines they point at.
+	evRefs := map[int64][]string{}
+	lineRules := map[string][]string{}
+	callFindings := map[string][]string{}
+	for i, f := range r.Findings {
+		hf := htmlFinding{Finding: f, Anchor: fmt.Sprintf("f%d", i+1)}
+		if ru, ok := rules.Lookup(f.RuleID); ok {
+			hf.Help = ru.Help
+		}
+		if f.SkillFile != "" {
+			hf.Loc = f.SkillFile
+			if f.SkillLine > 0 {
+				hf.Loc += fmt.Sprintf(":%d", f.SkillLine)
+				if idx, ok := fileIdx[f.SkillFile]; ok {
+					hf.LocAnch = lineAnchor(idx, f.SkillLine)
+					k := hf.LocAnch
+					if !slices.Contains(lineRules[k], f.RuleID) {
+						lineRules[k] = append(lineRules[k], f.RuleID)
+					}
+				}
+			}
+		}
+		if f.ToolCallID != "" {
+			hf.CallAnch = "call-" + f.ToolCallID
+			callFindings[f.ToolCallID] = append(callFindings[f.ToolCallID], hf.Anchor)
+		}
+		for _, e := range f.Evidence {
+			evRefs[e.Seq] = append(evRefs[e.Seq], hf.Anchor)
+		}
+		v.Findings = append(v.Findings, hf)
+	}
+	// Tool calls and the events beneath them.
+	origin := r.StartedAt
+	if origin.IsZero() && len(r.Events) > 0 {
+		origin = r.Events[0].Time
+	}
+	off := func(t time.Time) string {
+		if t.IsZero() {
+			return ""
+		}
+		return fmt.Sprintf("+%.3fs", t.Sub(origin).Seconds())
+	}
+	calls := map[string]*htmlCall{}
+	type window struct {
+		id         string
+		start, end time.Time
+	}
+	var windows []window
+	for _, e := range r.Events {
+		d, ok := e.Data.(*trace.ToolCall)
+		if !ok {
+			continue
+		}
+		a := rules.Summarize(e)
+		c := &htmlCall{ID: d.ID, Anchor: "call-" + d.ID, Tool: d.Tool, Summary: strings.TrimPrefix(a, "tool "+d.Tool+" "),
+			ExitCode: d.ExitCode, Duration: d.Duration.Round(time.Millisecond).String(), Offset: off(e.Time),
+			Stdout: capString(d.Stdout, maxHTMLOutput), Stderr: capString(d.Stderr, maxHTMLOutput),
+			Findings: callFindings[d.ID], Open: len(callFindings[d.ID]) > 0}
+		if d.SkillFile != "" {
+			c.SkillLoc = d.SkillFile
+			if d.SkillLine > 0 {
+				c.SkillLoc += fmt.Sprintf(":%d", d.SkillLine)
+				if idx, ok := fileIdx[d.SkillFile]; ok {
+					c.SkillAnch = lineAnchor(idx, d.SkillLine)
+				}
+			}
+		}
+		calls[d.ID] = c
+		v.Calls = append(v.Calls, *c)
+		start := d.Started
+		if start.IsZero() {
+			start = e.Time
+		}
+		windows = append(windows, window{d.ID, start, start.Add(d.Duration)})
+	}
+	for i := range v.Calls {
+		calls[v.Calls[i].ID] = &v.Calls[i]
+	}
+	v.Other = htmlCall{ID: "other", Anchor: "call-other"}
+	for _, e := range r.Events {
+		if e.Type == trace.TypeToolCall {
+			continue
+		}
+		c := calls[e.ToolCallID]
+		if c == nil {
+			for _, w := range windows {
+				if !e.Time.Before(w.start) && !e.Time.After(w.end) {
+					c = calls[w.id]
+				}
+			}
+		}
+		if c == nil {
+			c = &v.Other
+		}
+		refs := evRefs[e.Seq]
+		if len(c.Events) >= MaxHTMLEventsPerCall && len(refs) == 0 {
+			c.Hidden++
+			continue
+		}
+		c.Events = append(c.Events, htmlEvent{Seq: e.Seq, Offset: off(e.Time), Source: string(e.Source), Type: string(e.Type),
+			PID: e.PID, Summary: rules.Summarize(e), Evidence: len(refs) > 0, Refs: refs})
+		if len(refs) > 0 {
+			c.Open = true
+		}
+	}
+	// Skill text with the lines findings point at marked.
+	for i, f := range r.Skill.Files {
+		if f.Text == "" || f.Binary {
+			continue
+		}
+		hf := htmlFile{Path: f.Path, Index: i}
+		ls := lines(f.Text)
+		for n, l := range ls {
+			if n == maxHTMLLines {
+				hf.More = len(ls) - n
+				break
+			}
+			a := lineAnchor(i, n+1)
+			rs := lineRules[a]
+			hf.Lines = append(hf.Lines, htmlLine{N: n + 1, Text: l, Marked: len(rs) > 0, Rules: strings.Join(rs, " "), Anchor: a})
+		}
+		v.Files = append(v.Files, hf)
+	}
+	for _, h := range r.Canaries.Hits {
+		if h.Leaked {
+			v.Leaked = append(v.Leaked, h)
+		}
+	}
+	kinds := map[string]int{}
+	for _, p := range r.Canaries.Planted {
+		kinds[p.Kind]++
+	}
+	for k, n := range kinds {
+		v.KindCounts = append(v.KindCounts, fmt.Sprintf("%s ×%d", k, n))
+	}
+	slices.SortFunc(v.KindCounts, cmp.Compare)
+	bw := bufio.NewWriter(w)
+	if err := tmpl.Execute(bw, v); err != nil {
+		return fmt.Errorf("write html report: %w", err)
+	}
+	if err := bw.Flush(); err != nil {
+		return fmt.Errorf("write html report: %w", err)
+	}
+	return nil
+}
+
+func capString(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	cut := n
+	for cut > 0 && s[cut]&0xC0 == 0x80 {
+		cut--
+	}
+	return s[:cut] + fmt.Sprintf("\n… %d more bytes", len(s)-cut)
+}

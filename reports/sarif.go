@@ -1,0 +1,301 @@
+package reports
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/url"
+	"slices"
+	"strings"
+
+	"github.com/sandboxctl/sandboxctl/rules"
+)
+
+// SARIF output policy: one run, one reportingDescriptor per rule id that has
+// results (sorted by id, with the rule's help text), one result per finding
+// in the report's order, located in the skill's file and line (the skill's
+// first instruction file when the finding has no line), and a
+// partialFingerprint that depends only on the rule, the skill and the
+// location, so dashboards match the same finding across runs. Messages are
+// the findings' messages, which never hold a token value.
+
+type sarifLog struct {
+	Schema  string     `json:"$schema"`
+	Version string     `json:"version"`
+	Runs    []sarifRun `json:"runs"`
+}
+
+type sarifRun struct {
+	Tool              sarifTool                 `json:"tool"`
+	AutomationDetails *sarifAutomation          `json:"automationDetails,omitempty"`
+	OriginalURIBase   map[string]sarifArtifactL `json:"originalUriBaseIds,omitempty"`
+	Results           []sarifResult             `json:"results"`
+	Invocations       []sarifInvocation         `json:"invocations"`
+	Properties        map[string]any            `json:"properties,omitempty"`
+}
+
+type sarifAutomation struct {
+	ID string `json:"id"`
+}
+
+type sarifTool struct {
+	Driver sarifDriver `json:"driver"`
+}
+
+type sarifDriver struct {
+	Name           string      `json:"name"`
+	Version        string      `json:"version,omitempty"`
+	InformationURI string      `json:"informationUri"`
+	Rules          []sarifRule `json:"rules"`
+}
+
+type sarifText struct {
+	Text     string `json:"text"`
+	Markdown string `json:"markdown,omitempty"`
+}
+
+type sarifRule struct {
+	ID                   string         `json:"id"`
+	Name                 string         `json:"name"`
+	ShortDescription     sarifText      `json:"shortDescription"`
+	FullDescription      sarifText      `json:"fullDescription"`
+	Help                 sarifText      `json:"help"`
+	DefaultConfiguration sarifConfig    `json:"defaultConfiguration"`
+	Properties           map[string]any `json:"properties"`
+}
+
+type sarifConfig struct {
+	Level string `json:"level"`
+}
+
+type sarifResult struct {
+	RuleID              string            `json:"ruleId"`
+	RuleIndex           int               `json:"ruleIndex"`
+	Level               string            `json:"level"`
+	Message             sarifText         `json:"message"`
+	Locations           []sarifLocation   `json:"locations"`
+	PartialFingerprints map[string]string `json:"partialFingerprints"`
+	Properties          map[string]any    `json:"properties"`
+}
+
+type sarifLocation struct {
+	PhysicalLocation sarifPhysical `json:"physicalLocation"`
+}
+
+type sarifPhysical struct {
+	ArtifactLocation sarifArtifactL `json:"artifactLocation"`
+	Region           *sarifRegion   `json:"region,omitempty"`
+}
+
+type sarifArtifactL struct {
+	URI       string `json:"uri"`
+	URIBaseID string `json:"uriBaseId,omitempty"`
+}
+
+type sarifRegion struct {
+	StartLine int `json:"startLine"`
+}
+
+type sarifInvocation struct {
+	ExecutionSuccessful bool   `json:"executionSuccessful"`
+	StartTimeUTC        string `json:"startTimeUtc,omitempty"`
+	EndTimeUTC          string `json:"endTimeUtc,omitempty"`
+}
+
+// sarifLevel maps a severity to a SARIF level.
+func sarifLevel(s rules.Severity) string {
+	switch s {
+	case rules.Critical, rules.High:
+		return "error"
+	case rules.Medium:
+		return "warning"
+	}
+	return "note"
+}
+
+// securitySeverity is GitHub code scanning's numeric severity.
+func securitySeverity(s rules.Severity) string {
+	switch s {
+	case rules.Critical:
+		return "9.5"
+	case rules.High:
+		return "8.0"
+	case rules.Medium:
+		return "5.5"
+	case rules.Low:
+		return "3.0"
+	}
+	return "1.0"
+}
+
+// SkillRootBase is the uriBaseId SARIF locations are relative to: the
+// skill's folder.
+const SkillRootBase = "SKILLROOT"
+
+// WriteSARIF writes the report's findings as a SARIF 2.1.0 log.
+func WriteSARIF(w io.Writer, r *Report) error {
+	var ids []string
+	for _, f := range r.Findings {
+		if !slices.Contains(ids, f.RuleID) {
+			ids = append(ids, f.RuleID)
+		}
+	}
+	slices.Sort(ids)
+	index := map[string]int{}
+	drv := sarifDriver{Name: "sandboxctl", Version: r.Generator.Version,
+		InformationURI: "https://github.com/sandboxctl/sandboxctl", Rules: []sarifRule{}}
+	for i, id := range ids {
+		index[id] = i
+		ru, ok := rules.Lookup(id)
+		if !ok {
+			// a report from another version: describe the rule from its finding
+			for _, f := range r.Findings {
+				if f.RuleID == id {
+					ru = rules.Rule{ID: id, Title: f.Title, Severity: f.Severity, Confidence: f.Confidence,
+						Technique: f.Technique, Help: f.Title}
+					break
+				}
+			}
+		}
+		drv.Rules = append(drv.Rules, sarifRule{
+			ID: id, Name: ruleName(ru.Title),
+			ShortDescription:     sarifText{Text: ru.Title},
+			FullDescription:      sarifText{Text: ru.Help},
+			Help:                 sarifText{Text: ru.Help, Markdown: fmt.Sprintf("**%s** (%s, ATT&CK %s)\n\n%s", ru.Title, ru.Severity, ru.Technique, ru.Help)},
+			DefaultConfiguration: sarifConfig{Level: sarifLevel(ru.Severity)},
+			Properties: map[string]any{
+				"tags":              []string{"security", ru.Family, "external/mitre-attack/" + ru.Technique},
+				"security-severity": securitySeverity(ru.Severity),
+				"precision":         precision(ru.Confidence),
+				"problem.severity":  problemSeverity(ru.Severity),
+			},
+		})
+	}
+	defFile := primaryFile(r)
+	run := sarifRun{Tool: sarifTool{Driver: drv}, Results: []sarifResult{},
+		AutomationDetails: &sarifAutomation{ID: "sandboxctl/" + safeID(r.Skill.Name) + "/"},
+		OriginalURIBase:   map[string]sarifArtifactL{SkillRootBase: {URI: skillRootURI(r)}},
+		Invocations: []sarifInvocation{{ExecutionSuccessful: r.Status == StatusCompleted || r.Status == StatusTimeout,
+			StartTimeUTC: r.StartedAt.UTC().Format("2006-01-02T15:04:05.000Z"),
+			EndTimeUTC:   r.StartedAt.UTC().Add(msDuration(r.DurationMS)).Format("2006-01-02T15:04:05.000Z")}},
+		Properties: map[string]any{"trace_id": r.TraceID, "verdict": string(r.Verdict), "status": string(r.Status)},
+	}
+	if run.OriginalURIBase[SkillRootBase].URI == "" {
+		run.OriginalURIBase = nil
+	}
+	seen := map[string]int{}
+	for _, f := range r.Findings {
+		file, line := f.SkillFile, f.SkillLine
+		if file == "" {
+			file = defFile
+		}
+		loc := sarifLocation{PhysicalLocation: sarifPhysical{ArtifactLocation: sarifArtifactL{URI: file, URIBaseID: SkillRootBase}}}
+		if line > 0 {
+			loc.PhysicalLocation.Region = &sarifRegion{StartLine: line}
+		}
+		key := fmt.Sprintf("%s|%s|%s|%d", f.RuleID, r.Skill.Name, file, line)
+		seen[key]++
+		sum := sha256.Sum256([]byte(fmt.Sprintf("%s|%d", key, seen[key])))
+		var seqs []int64
+		for _, e := range f.Evidence {
+			seqs = append(seqs, e.Seq)
+		}
+		props := map[string]any{"severity": string(f.Severity), "confidence": string(f.Confidence),
+			"technique": f.Technique, "evidence_seqs": seqs}
+		if f.ToolCallID != "" {
+			props["tool_call_id"] = f.ToolCallID
+		}
+		run.Results = append(run.Results, sarifResult{RuleID: f.RuleID, RuleIndex: index[f.RuleID],
+			Level: sarifLevel(f.Severity), Message: sarifText{Text: f.Title + ": " + f.Message},
+			Locations: []sarifLocation{loc}, PartialFingerprints: map[string]string{"sandboxctlFinding/v1": hex.EncodeToString(sum[:16])},
+			Properties: props})
+	}
+	log := sarifLog{Schema: "https://json.schemastore.org/sarif-2.1.0.json", Version: "2.1.0", Runs: []sarifRun{run}}
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(log); err != nil {
+		return fmt.Errorf("write sarif: %w", err)
+	}
+	return nil
+}
+
+func precision(c rules.Confidence) string {
+	switch c {
+	case rules.ConfHigh:
+		return "high"
+	case rules.ConfMedium:
+		return "medium"
+	}
+	return "low"
+}
+
+func problemSeverity(s rules.Severity) string {
+	switch s {
+	case rules.Critical, rules.High:
+		return "error"
+	case rules.Medium:
+		return "warning"
+	}
+	return "recommendation"
+}
+
+// ruleName turns a title into a PascalCase name.
+func ruleName(title string) string {
+	var b strings.Builder
+	for _, w := range strings.FieldsFunc(title, func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9')
+	}) {
+		b.WriteString(strings.ToUpper(w[:1]) + w[1:])
+	}
+	return b.String()
+}
+
+func safeID(s string) string {
+	if s == "" {
+		return "skill"
+	}
+	return strings.Map(func(r rune) rune {
+		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_' || r == '.' {
+			return r
+		}
+		return '-'
+	}, s)
+}
+
+// primaryFile is where findings without a line are placed: SKILL.md, else
+// the first instruction file, else the first file.
+func primaryFile(r *Report) string {
+	for _, f := range r.Skill.Files {
+		if f.Path == "SKILL.md" {
+			return f.Path
+		}
+	}
+	for _, f := range r.Skill.Files {
+		if f.Doc {
+			return f.Path
+		}
+	}
+	if len(r.Skill.Files) > 0 {
+		return r.Skill.Files[0].Path
+	}
+	return "SKILL.md"
+}
+
+// skillRootURI is the skill folder as a file URI with a trailing slash, or
+// "" when the report has no absolute path.
+func skillRootURI(r *Report) string {
+	p := r.Skill.Path
+	if !strings.HasPrefix(p, "/") {
+		return ""
+	}
+	if strings.HasSuffix(strings.ToLower(p), ".md") {
+		p = p[:strings.LastIndex(p, "/")+1]
+	}
+	if !strings.HasSuffix(p, "/") {
+		p += "/"
+	}
+	return (&url.URL{Scheme: "file", Path: p}).String()
+}

@@ -1,0 +1,310 @@
+package reports
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+
+	"github.com/sandboxctl/sandboxctl/rules"
+)
+
+// Text output policy: fits 80 columns (long words are cut, never
+// overflowing), sections in a fixed order (banner, trace facts, findings by
+// severity, network, canaries), no token values, ANSI colour only when
+// TextOptions.Color is set (the CLI sets it for a terminal), and nothing
+// that depends on the clock or on map order.
+
+// TextOptions tune WriteText.
+type TextOptions struct {
+	Color bool
+	// Width is the line width; 0 means 80.
+	Width int
+	// MaxEvidence is how many evidence lines each finding shows; 0 means 2.
+	MaxEvidence int
+}
+
+const (
+	ansiReset  = "\x1b[0m"
+	ansiBold   = "\x1b[1m"
+	ansiRed    = "\x1b[31m"
+	ansiYellow = "\x1b[33m"
+	ansiGreen  = "\x1b[32m"
+	ansiBlue   = "\x1b[34m"
+	ansiDim    = "\x1b[2m"
+)
+
+type textWriter struct {
+	w     *bufio.Writer
+	width int
+	color bool
+}
+
+func (t *textWriter) paint(code, s string) string {
+	if !t.color || code == "" {
+		return s
+	}
+	return code + s + ansiReset
+}
+
+// line writes s cut to the width.
+func (t *textWriter) line(s string) {
+	t.w.WriteString(cut(s, t.width))
+	t.w.WriteByte('\n')
+}
+
+// para writes text wrapped to the width with a first-line prefix and an
+// indent for the following lines.
+func (t *textWriter) para(prefix, indent, text string) {
+	words := strings.Fields(text)
+	cur := prefix
+	empty := true
+	for _, w := range words {
+		w = cut(w, t.width-len(indent))
+		if !empty && runeLen(cur)+1+runeLen(w) > t.width {
+			t.line(cur)
+			cur, empty = indent, true
+		}
+		if empty {
+			cur += w
+			empty = false
+		} else {
+			cur += " " + w
+		}
+	}
+	if !empty || cur != indent {
+		t.line(cur)
+	}
+}
+
+func runeLen(s string) int { return len([]rune(s)) }
+
+func cut(s string, n int) string {
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	return string(r[:n-1]) + "…"
+}
+
+func verdictColor(v rules.Verdict) string {
+	switch v {
+	case rules.Malicious:
+		return ansiRed + ansiBold
+	case rules.Suspicious:
+		return ansiYellow + ansiBold
+	case rules.Clean:
+		return ansiGreen + ansiBold
+	}
+	return ansiBlue + ansiBold
+}
+
+func severityColor(s rules.Severity) string {
+	switch s {
+	case rules.Critical, rules.High:
+		return ansiRed
+	case rules.Medium:
+		return ansiYellow
+	}
+	return ansiDim
+}
+
+// WriteText writes the human summary of a report.
+func WriteText(w io.Writer, r *Report, opt TextOptions) error {
+	t := &textWriter{w: bufio.NewWriter(w), width: opt.Width, color: opt.Color}
+	if t.width <= 0 {
+		t.width = 80
+	}
+	maxEv := opt.MaxEvidence
+	if maxEv <= 0 {
+		maxEv = 2
+	}
+	rule := strings.Repeat("=", t.width)
+	t.line(rule)
+	banner := " VERDICT: " + strings.ToUpper(string(r.Verdict))
+	counts := severityCounts(r.Findings)
+	if len(r.Findings) == 0 {
+		banner += "   no findings"
+	} else {
+		banner += fmt.Sprintf("   %d finding%s (%s)", len(r.Findings), plural(len(r.Findings)), counts)
+	}
+	t.w.WriteString(t.paint(verdictColor(r.Verdict), cut(banner, t.width)) + "\n")
+	t.line(rule)
+	name := r.Skill.Name
+	if name == "" {
+		name = "(unnamed)"
+	}
+	sha := r.Skill.SHA256
+	if len(sha) > 12 {
+		sha = sha[:12]
+	}
+	t.para("Skill     ", "          ", fmt.Sprintf("%s (%s), sha256 %s, %d file%s", name, r.Skill.Path, orDash(sha), len(r.Skill.Files), plural(len(r.Skill.Files))))
+	drv := r.Driver.Kind
+	if r.Driver.Model != "" {
+		drv += " " + strings.TrimPrefix(r.Driver.Provider+"/", "/") + r.Driver.Model
+	}
+	t.para("Trace     ", "          ", fmt.Sprintf("%s, driver %s, status %s", orDash(r.TraceID), orDash(drv), r.Status))
+	t.para("Started   ", "          ", fmt.Sprintf("%s, duration %s, %d tool call(s), %d event(s)",
+		r.StartedAt.UTC().Format("2006-01-02 15:04:05Z"), msDuration(r.DurationMS), len(r.ToolCalls), len(r.Events)))
+	if r.Error != "" {
+		t.para("Error     ", "          ", r.Error)
+	}
+	if r.Verdict == rules.Inconclusive {
+		t.para("Note      ", "          ", "the skill was not exercised (no tool call ran): a clean verdict needs evidence")
+	}
+
+	t.line("")
+	t.line(t.paint(ansiBold, "Findings"))
+	if len(r.Findings) == 0 {
+		t.line("  none")
+	}
+	for _, f := range r.Findings {
+		tag := fmt.Sprintf("[%s]", strings.ToUpper(string(f.Severity)))
+		head := cut(tag+" "+f.RuleID+" "+f.Title, t.width)
+		t.w.WriteString(t.paint(severityColor(f.Severity), tag) + strings.TrimPrefix(head, tag) + "\n")
+		t.para("  ", "  ", f.Message)
+		var where []string
+		if f.SkillFile != "" {
+			loc := f.SkillFile
+			if f.SkillLine > 0 {
+				loc += fmt.Sprintf(":%d", f.SkillLine)
+			}
+			where = append(where, "at "+loc)
+		}
+		if f.ToolCallID != "" {
+			where = append(where, "tool call "+f.ToolCallID)
+		}
+		where = append(where, fmt.Sprintf("confidence %s, ATT&CK %s", f.Confidence, f.Technique))
+		t.para("  ", "  ", strings.Join(where, "; "))
+		for i, e := range f.Evidence {
+			if i == maxEv {
+				t.para("    ", "      ", fmt.Sprintf("… %d more event%s", len(f.Evidence)-maxEv+f.More, plural(len(f.Evidence)-maxEv+f.More)))
+				break
+			}
+			t.para(fmt.Sprintf("    #%d ", e.Seq), "      ", e.Summary)
+		}
+	}
+
+	t.line("")
+	t.line(t.paint(ansiBold, "Network"))
+	var names []string
+	for _, d := range r.Network.DNS {
+		if n := strings.TrimSuffix(d.Name, "."); !slices.Contains(names, n) {
+			names = append(names, n)
+		}
+	}
+	t.para("  DNS     ", "          ", fmt.Sprintf("%d quer%s", len(r.Network.DNS), pluralY(len(r.Network.DNS)))+listTail(names, 6))
+	var reqs []string
+	for _, h := range r.Network.HTTP {
+		reqs = append(reqs, fmt.Sprintf("%s %s (%d)", h.Method, h.URL, h.Status))
+	}
+	t.para("  HTTP    ", "          ", fmt.Sprintf("%d request%s", len(r.Network.HTTP), plural(len(r.Network.HTTP))))
+	for i, s := range reqs {
+		if i == 5 {
+			t.para("          ", "          ", fmt.Sprintf("… %d more", len(reqs)-5))
+			break
+		}
+		t.line("          " + s)
+	}
+	var conns []string
+	for _, c := range r.Network.Connections {
+		s := fmt.Sprintf("%s %s:%d", c.Proto, c.DstIP, c.DstPort)
+		if c.Name != "" {
+			s += " " + c.Name
+		}
+		if !slices.Contains(conns, s) {
+			conns = append(conns, s)
+		}
+	}
+	t.para("  Other   ", "          ", fmt.Sprintf("%d connection%s", len(r.Network.Connections), plural(len(r.Network.Connections)))+listTail(conns, 5))
+
+	t.line("")
+	t.line(t.paint(ansiBold, "Canaries"))
+	kinds := map[string]int{}
+	var korder []string
+	for _, p := range r.Canaries.Planted {
+		if kinds[p.Kind] == 0 {
+			korder = append(korder, p.Kind)
+		}
+		kinds[p.Kind]++
+	}
+	slices.Sort(korder)
+	var ks []string
+	for _, k := range korder {
+		if kinds[k] > 1 {
+			ks = append(ks, fmt.Sprintf("%s x%d", k, kinds[k]))
+		} else {
+			ks = append(ks, k)
+		}
+	}
+	t.para("  Planted ", "          ", fmt.Sprintf("%d token%s", len(r.Canaries.Planted), plural(len(r.Canaries.Planted)))+listTail(ks, 100))
+	type leak struct{ id, text string }
+	var leaks []leak
+	for _, h := range r.Canaries.Hits {
+		if !h.Leaked {
+			continue
+		}
+		s := fmt.Sprintf("%s from %s via %s (%s) to %s", h.Kind, h.Location, h.Channel, h.Encoding, h.Where)
+		if !slices.ContainsFunc(leaks, func(l leak) bool { return l.text == s }) {
+			leaks = append(leaks, leak{h.TokenID, s})
+		}
+	}
+	if len(leaks) == 0 {
+		t.para("  Leaked  ", "          ", "none seen leaving the sandbox")
+	} else {
+		t.para("  Leaked  ", "          ", t.paint(ansiRed, fmt.Sprintf("%d token%s", r.Summary.LeakedTokens, plural(r.Summary.LeakedTokens))))
+		for _, l := range leaks {
+			t.para("          ", "            ", l.text)
+		}
+	}
+	if err := t.w.Flush(); err != nil {
+		return fmt.Errorf("write text report: %w", err)
+	}
+	return nil
+}
+
+func severityCounts(fs []rules.Finding) string {
+	n := map[rules.Severity]int{}
+	for _, f := range fs {
+		n[f.Severity]++
+	}
+	var parts []string
+	for _, s := range rules.Severities {
+		if n[s] > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", n[s], s))
+		}
+	}
+	return strings.Join(parts, ", ")
+}
+
+func listTail(items []string, max int) string {
+	if len(items) == 0 {
+		return ""
+	}
+	if len(items) > max {
+		return ": " + strings.Join(items[:max], ", ") + fmt.Sprintf(", … %d more", len(items)-max)
+	}
+	return ": " + strings.Join(items, ", ")
+}
+
+func plural(n int) string {
+	if n == 1 {
+		return ""
+	}
+	return "s"
+}
+
+func pluralY(n int) string {
+	if n == 1 {
+		return "y"
+	}
+	return "ies"
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
