@@ -398,11 +398,12 @@ func TestCheck(t *testing.T) {
 func TestCancelDuringBackoff(t *testing.T) {
 	srv := newServer(t, "unauthorized")
 	srv.resps = []scripted{{Status: 429, Headers: map[string]string{"Retry-After": "30"}, Body: json.RawMessage(`{"error":{"message":"slow down"}}`)}}
-	d, err := llm.New(llm.Config{Provider: "custom", BaseURL: srv.URL, Model: "m", Skill: testSkill(t)})
+	// A 1ms backoff would retry many times in 300ms: Retry-After (30s) must win.
+	d, err := llm.New(llm.Config{Provider: "custom", BaseURL: srv.URL, Model: "m", Skill: testSkill(t), BackoffBase: time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(t.Context(), 100*time.Millisecond)
+	ctx, cancel := context.WithTimeout(t.Context(), 300*time.Millisecond)
 	defer cancel()
 	start := time.Now()
 	if _, err := d.Next(ctx, nil); err == nil {
@@ -410,6 +411,9 @@ func TestCancelDuringBackoff(t *testing.T) {
 	}
 	if time.Since(start) > 5*time.Second {
 		t.Errorf("backoff ignored the context: %v", time.Since(start))
+	}
+	if n := len(srv.Requests()); n != 1 {
+		t.Errorf("%d requests; Retry-After: 30 should have held the retry", n)
 	}
 }
 
