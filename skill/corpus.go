@@ -24,8 +24,12 @@ type Entry struct {
 // any depth; the search does not descend into a skill), and each .md file
 // directly in dir or in a folder that is not a skill. Entries are sorted by
 // path. Each skill is loaded with the default Options to get its name and
-// digest. An error is returned only when dir itself cannot be read.
+// digest. A dir holding a SKILL.md is one skill, listed alone. An error is
+// returned only when dir itself cannot be read.
 func ListCorpus(dir string) ([]Entry, error) {
+	if hasManifest(dir) {
+		return []Entry{entry(dir)}, nil // the folder is itself one skill
+	}
 	var out []Entry
 	if err := listCorpus(dir, &out, 0); err != nil {
 		return nil, fmt.Errorf("list corpus %s: %w", dir, err)

@@ -44,7 +44,8 @@ func (o Options) withDefaults() Options {
 }
 
 // Load reads the skill at path: a markdown file, or a folder (with SKILL.md
-// and supporting files, or with several .md files read in name order).
+// and supporting files, or with several .md files read in name order). A
+// path to a file named SKILL.md loads its folder: the skill is the folder.
 //
 // In a folder with SKILL.md (any case), SKILL.md is the only instruction
 // file (Doc); other .md files are references. Without SKILL.md, every .md
@@ -69,6 +70,14 @@ func Load(p string, opts Options) (*Skill, error) {
 	info, err := os.Stat(real)
 	if err != nil {
 		return nil, fmt.Errorf("load skill %s: %w", p, err)
+	}
+	if info.Mode().IsRegular() && strings.EqualFold(filepath.Base(real), "SKILL.md") {
+		// A SKILL.md stands for its folder: the skill is the folder, with
+		// the scripts and references next to it.
+		real = filepath.Dir(real)
+		if info, err = os.Stat(real); err != nil {
+			return nil, fmt.Errorf("load skill %s: %w", p, err)
+		}
 	}
 	l := &loader{opts: opts, root: real, visited: map[string]bool{}}
 	s := &Skill{Path: p}

@@ -391,6 +391,9 @@ func TestListCorpus(t *testing.T) {
 	if diff := cmp.Diff(want, rows); diff != "" {
 		t.Errorf("ListCorpus (-want +got):\n%s", diff)
 	}
+	if got, err := skill.ListCorpus("testdata/folder"); err != nil || len(got) != 1 || got[0].Name != "setup-helper" {
+		t.Errorf("ListCorpus(a skill folder) = %+v, %v; want the one skill", got, err)
+	}
 	if _, err := skill.ListCorpus(filepath.Join(t.TempDir(), "nope")); err == nil {
 		t.Error("ListCorpus of a missing dir: no error")
 	}
@@ -467,5 +470,20 @@ func copyTree(t *testing.T, src, dst string) {
 	})
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+func TestSkillMDPathLoadsItsFolder(t *testing.T) {
+	s, err := skill.Load("testdata/folder/SKILL.md", skill.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.File("scripts/setup.sh") == nil || s.Path != "testdata/folder/SKILL.md" || filepath.Base(s.Dir) != "folder" {
+		t.Errorf("Load(SKILL.md) = path %q dir %q files %+v", s.Path, s.Dir, summarize(s))
+	}
+	// Any other .md file is loaded alone.
+	s, err = skill.Load("testdata/folder/references/details.md", skill.Options{})
+	if err != nil || len(s.Files) != 1 || s.Name != "details" {
+		t.Errorf("Load(details.md) = %+v, %v", s, err)
 	}
 }

@@ -86,14 +86,15 @@ type planner struct {
 	scripts map[string]bool // runnable bundled files, by skill-relative path
 	ran     map[string]bool // scripts run by a block or a call
 	fetched map[string]bool
-	cwd     string // the directory later commands run in ("": the tool's default)
+	read    map[string]bool // markdown files of the skill read (instructions and followed references)
+	cwd     string          // the directory later commands run in ("": the tool's default)
 	notes   []string
 }
 
 // Plan returns the calls the literal driver makes for s, in order, and notes
 // for the report (such as bundled scripts no instruction references).
 func Plan(s *skill.Skill, cfg Config) ([]agent.Proposal, []string) {
-	p := &planner{s: s, dir: cfg.SkillDir, seen: map[string]bool{}, scripts: map[string]bool{}, ran: map[string]bool{}, fetched: map[string]bool{}}
+	p := &planner{s: s, dir: cfg.SkillDir, seen: map[string]bool{}, scripts: map[string]bool{}, ran: map[string]bool{}, fetched: map[string]bool{}, read: map[string]bool{}}
 	if p.dir == "" {
 		p.dir = "~/.agents/skills/" + s.Name
 	}
@@ -101,6 +102,9 @@ func Plan(s *skill.Skill, cfg Config) ([]agent.Proposal, []string) {
 		if !f.Doc && !f.Binary && interpreter(f) != "" {
 			p.scripts[f.Path] = true
 		}
+	}
+	for _, f := range s.Docs() {
+		p.read[f.Path] = true
 	}
 	for _, f := range s.Docs() {
 		p.doc(f)
@@ -368,6 +372,16 @@ func (p *planner) prose(file string, n int, lines []string, i int) {
 			f := p.s.File(m.sp)
 			p.add(agent.ToolBash, map[string]any{"command": "cd " + shellQuote(p.dir) + " && " + interpreter(*f) + " " + shellQuote(m.sp)}, file, n)
 		}
+	}
+	// Bundled markdown references named in prose: read them, then follow
+	// their instructions in place, as an obedient agent would.
+	for _, f := range p.s.Files {
+		if f.Doc || f.Binary || !skill.IsMarkdown(f.Path) || p.read[f.Path] || !mentions(raw, f.Path) {
+			continue
+		}
+		p.read[f.Path] = true
+		p.add(agent.ToolReadFile, map[string]any{"path": path.Join(p.dir, f.Path)}, file, n)
+		p.doc(p.s.File(f.Path))
 	}
 	for _, u := range urlRE.FindAllString(raw, -1) {
 		u = trimURL(u)
