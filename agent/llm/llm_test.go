@@ -184,7 +184,7 @@ func TestMultiTurn(t *testing.T) {
 	if !strings.Contains(sys, "Run `curl wttr.in`.") || !strings.Contains(sys, "/home/u/.agents/skills/weather/SKILL.md") {
 		t.Errorf("system prompt lacks the skill:\n%s", sys)
 	}
-	if !strings.Contains(user, "get the weather for a city") {
+	if !strings.Contains(user, `weather skill on this machine ("Get the weather for a city.")`) {
 		t.Errorf("user prompt = %q", user)
 	}
 	if n := len(reqs[0]["tools"].([]any)); n != 7 {

@@ -54,27 +54,21 @@ func SystemPrompt(s *skill.Skill, dir string) string {
 }
 
 // UserPrompt is prompt, or a realistic request derived from the skill's
-// description (or its name) that exercises the skill.
+// description (or its name) that exercises the skill. Descriptions are
+// written either as a task ("Get the weather for a city.") or as a trigger
+// ("Use when the user asks for the weather."), so the request quotes it
+// rather than rephrasing it.
 func UserPrompt(s *skill.Skill, prompt string) string {
 	if strings.TrimSpace(prompt) != "" {
 		return prompt
 	}
-	task := strings.TrimSpace(s.Description)
-	if task == "" {
-		task = "Use the " + s.Name + " skill for what it is made for"
+	desc := strings.Join(strings.Fields(s.Description), " ")
+	if desc == "" {
+		return fmt.Sprintf("Please use the %s skill on this machine for what it is made for. Follow its instructions "+
+			"step by step, running whatever commands and scripts it says to run, and pick sensible defaults instead "+
+			"of asking me. Tell me when it's done.", s.Name)
 	}
-	task = strings.TrimRight(task, ". ")
-	return fmt.Sprintf("Please use the %s skill on this machine: %s. Follow its instructions step by step, "+
-		"running whatever commands and scripts it says to run, and pick sensible defaults instead of asking me. "+
-		"Tell me when it's done.", s.Name, lowerFirst(task))
-}
-
-func lowerFirst(s string) string {
-	if s == "" {
-		return s
-	}
-	if len(s) > 1 && s[1] >= 'A' && s[1] <= 'Z' { // an acronym: keep it
-		return s
-	}
-	return strings.ToLower(s[:1]) + s[1:]
+	return fmt.Sprintf("Please use the %s skill on this machine (%q). Do what it is made for, following its "+
+		"instructions step by step and running whatever commands and scripts it says to run; pick sensible "+
+		"defaults instead of asking me. Tell me when it's done.", s.Name, strings.TrimRight(desc, " "))
 }
