@@ -200,6 +200,9 @@ func newCtx(in Input, events []trace.Event) *ctx {
 			}
 			c.toolFileOps(e, d)
 		case *trace.Exec:
+			if len(d.Argv) == 0 {
+				break
+			}
 			failed := d.Errno != ""
 			if p := c.tree.Procs[e.PID]; p != nil && p.Exited && p.ExitCode != 0 {
 				failed = true

@@ -45,6 +45,13 @@ func credRules() {
 				if !ok || ownedRead(f.path, f.proc) {
 					continue
 				}
+				// wallets and browser stores have rules of their own
+				if _, w := c.matchPath(walletPaths, f.path); w {
+					continue
+				}
+				if _, b := c.matchPath(browserPaths, f.path); b {
+					continue
+				}
 				if _, rc := c.matchPath(rcPaths, f.path); rc && isShell(f.proc) {
 					continue
 				}

@@ -2,7 +2,8 @@ package rules
 
 import (
 	"path"
-	"strings"
+
+	"github.com/sandboxctl/sandboxctl/canary"
 )
 
 // A pathSet is a list of globs. A glob starting with "/" is absolute;
@@ -13,65 +14,15 @@ func (c *ctx) matchPath(ps pathSet, p string) (string, bool) {
 	if p == "" {
 		return "", false
 	}
-	p = path.Clean(p)
-	for _, g := range ps {
-		if globMatch(c.home, g, p) {
-			return g, true
-		}
-	}
-	return "", false
+	return canary.MatchAny(ps, c.home, p)
 }
 
-func globMatch(home, g, p string) bool {
-	switch {
-	case strings.HasPrefix(g, "**/"):
-		sub := g[3:]
-		n := strings.Count(sub, "/") + 1
-		parts := strings.Split(strings.TrimPrefix(p, "/"), "/")
-		if len(parts) < n {
-			return false
-		}
-		// match the last n path elements, and also deeper prefixes for
-		// globs that end in "/*" style subtrees
-		for i := 0; i+n <= len(parts); i++ {
-			cand := strings.Join(parts[i:i+n], "/")
-			if ok, _ := path.Match(sub, cand); ok {
-				if i+n == len(parts) || strings.HasSuffix(sub, "/**") {
-					return true
-				}
-			}
-		}
-		return false
-	case strings.HasPrefix(g, "~/"):
-		return under(home+g[1:], p)
-	default:
-		return under(g, p)
-	}
-}
-
-// under matches p against glob g, where a trailing "/**" means anything
-// below.
-func under(g, p string) bool {
-	if base, ok := strings.CutSuffix(g, "/**"); ok {
-		if ok, _ := path.Match(base, p); ok {
-			return true
-		}
-		parts := strings.Split(p, "/")
-		n := strings.Count(base, "/") + 1
-		if len(parts) > n {
-			ok, _ := path.Match(base, strings.Join(parts[:n], "/"))
-			return ok
-		}
-		return false
-	}
-	ok, _ := path.Match(g, p)
-	return ok
-}
-
-// The path taxonomy the rules use. It mirrors TAXONOMY.md; canary token
-// locations are added to the credential set at evaluation time.
+// The path taxonomy the rules use: canary's exported taxonomy (shared with
+// the planter) plus patterns of our own. Canary token locations are added to
+// the credential set at evaluation time. Patterns use canary.MatchPath's
+// syntax: "~/" is the home, "**" any number of segments.
 var (
-	credentialPaths = pathSet{
+	credentialPaths = append(pathSet{
 		"~/.ssh/id_rsa", "~/.ssh/id_dsa", "~/.ssh/id_ecdsa", "~/.ssh/id_ed25519", "~/.ssh/*.pem",
 		"~/.ssh/*_rsa", "~/.ssh/*_ed25519",
 		"~/.aws/credentials", "~/.aws/sso/cache/**", "~/.aws/cli/cache/**",
@@ -83,13 +34,13 @@ var (
 		"**/.env.development", "~/.clawdbot/.env", "~/.openclaw/**", "~/.claude.json",
 		"~/.claude/.credentials.json", "~/.config/openai/**", "~/.vault-token",
 		"~/.bash_history", "~/.zsh_history", "**/*.pem", "**/*.key", "**/*.p12", "**/*.pfx",
-	}
-	walletPaths = pathSet{
+	}, canary.CredentialPaths...)
+	walletPaths = append(pathSet{
 		"**/wallet.dat", "~/.bitcoin/**", "~/.ethereum/keystore/**", "**/keystore/UTC--*",
 		"~/.config/solana/id.json", "~/.electrum/wallets/**", "~/.config/Exodus/**", "~/.exodus/**",
 		"~/.config/atomic/**", "**/Local Extension Settings/nkbihfbeogaeaoehlefnkodbefgpgknn/**",
 		"**/seed.txt", "**/mnemonic*", "**/seed_phrase*", "~/.monero/**", "~/.litecoin/**",
-	}
+	}, canary.WalletPaths...)
 	browserPaths = pathSet{
 		"**/Login Data", "**/Login Data For Account", "**/Cookies", "**/Web Data",
 		"**/logins.json", "**/key4.db", "**/key3.db", "**/cookies.sqlite", "**/Local State",
