@@ -1,0 +1,339 @@
+package canaryfs
+
+import (
+	"archive/tar"
+	"cmp"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/sandboxctl/sandboxctl/canary"
+)
+
+// Options configures Build. The zero value builds a random home for a random
+// plausible user.
+type Options struct {
+	User     string    // login name; "" picks a plausible one
+	Hostname string    // "" derives one from the user and a laptop model
+	Seed     []byte    // nil: crypto/rand; otherwise the same seed gives the same home
+	Now      time.Time // the trace's start; zero: time.Now(). Mtimes are set before it
+}
+
+// A File is one entry of the home, with its absolute path in the container.
+type File struct {
+	Path    string
+	Mode    fs.FileMode // permission bits only
+	Content []byte
+	ModTime time.Time
+	Dir     bool
+	Symlink string // target, for a symbolic link
+}
+
+// A Home is a built home directory and what was planted in it.
+type Home struct {
+	User     string
+	FullName string
+	Hostname string
+	HomeDir  string // /home/<user>
+	Set      *canary.Set
+	// Env is the environment of the sandbox's processes: HOME, USER,
+	// LOGNAME, SHELL, PATH, LANG and the planted variables.
+	Env   []string
+	Files []File // sorted by path; parents before children
+}
+
+// Names that must never be a user: sandbox tells, and what probes look for.
+var forbiddenUsers = map[string]bool{"user": true, "root": true, "sandbox": true, "test": true, "admin": true,
+	"ubuntu": true, "debian": true, "guest": true, "agent": true, "runner": true}
+
+var people = []struct{ login, name string }{
+	{"mwalker", "Megan Walker"}, {"jchen", "Jason Chen"}, {"apatel", "Anika Patel"}, {"dnguyen", "David Nguyen"},
+	{"lgarcia", "Lucia Garcia"}, {"rmiller", "Ryan Miller"}, {"ebrown", "Emily Brown"}, {"tkowalski", "Tomasz Kowalski"},
+	{"skim", "Soo-jin Kim"}, {"omartin", "Olivier Martin"}, {"hsato", "Haruto Sato"}, {"cjohnson", "Chris Johnson"},
+	{"nrossi", "Nicola Rossi"}, {"amueller", "Anna Mueller"}, {"bwright", "Ben Wright"}, {"pfernandez", "Pablo Fernandez"},
+}
+
+var laptops = []string{"thinkpad", "xps13", "xps15", "framework", "zenbook", "latitude", "precision", "x1carbon", "desktop", "workstation"}
+
+// Build makes a home. It fails only if the random source does, or on an
+// invalid user or host name.
+func Build(opts Options) (*Home, error) {
+	var r io.Reader
+	if opts.Seed != nil {
+		r = canary.SeededReader(opts.Seed)
+	}
+	m := canary.NewMinter(r)
+	b := &builder{m: m, now: opts.Now, files: map[string]*File{}}
+	if b.now.IsZero() {
+		b.now = time.Now()
+	}
+	b.now = b.now.UTC().Truncate(time.Second)
+	p := people[m.Intn(len(people))]
+	b.user, b.fullName = p.login, p.name
+	if opts.User != "" {
+		if err := validName(opts.User); err != nil {
+			return nil, fmt.Errorf("build home: user: %w", err)
+		}
+		b.user = opts.User
+		if b.user != p.login {
+			b.fullName = strings.ToUpper(b.user[:1]) + b.user[1:]
+		}
+	}
+	b.host = b.user + "-" + laptops[m.Intn(len(laptops))]
+	if opts.Hostname != "" {
+		if err := validName(opts.Hostname); err != nil {
+			return nil, fmt.Errorf("build home: hostname: %w", err)
+		}
+		b.host = opts.Hostname
+	}
+	b.home = "/home/" + b.user
+	first, last, _ := strings.Cut(strings.ToLower(b.fullName), " ")
+	if last == "" {
+		last = "dev"
+	}
+	b.company = companies[m.Intn(len(companies))]
+	b.email = first + "." + strings.ReplaceAll(last, " ", "") + "@" + b.company.domain
+	b.plant()
+	if err := m.Err(); err != nil {
+		return nil, fmt.Errorf("build home: %w", err)
+	}
+	if b.err != nil {
+		return nil, fmt.Errorf("build home: %w", b.err)
+	}
+	h := &Home{User: b.user, FullName: b.fullName, Hostname: b.host, HomeDir: b.home, Set: canary.NewSet(b.tokens...)}
+	h.Env = append([]string{
+		"HOME=" + b.home, "USER=" + b.user, "LOGNAME=" + b.user, "SHELL=/bin/bash",
+		"PATH=" + b.home + "/.local/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+		"LANG=en_US.UTF-8", "TERM=xterm-256color", "EDITOR=vim",
+	}, b.env...)
+	h.Files = b.finish()
+	return h, nil
+}
+
+func validName(s string) error {
+	if forbiddenUsers[strings.ToLower(s)] {
+		return fmt.Errorf("%q gives the sandbox away", s)
+	}
+	if len(s) > 32 {
+		return fmt.Errorf("%q is too long", s)
+	}
+	for i, c := range s {
+		ok := c >= 'a' && c <= 'z' || c >= '0' && c <= '9' && i > 0 || (c == '-' || c == '_') && i > 0
+		if !ok {
+			return fmt.Errorf("%q is not a lower-case login name", s)
+		}
+	}
+	if s == "" {
+		return errors.New("empty name")
+	}
+	return nil
+}
+
+type company struct{ name, domain, org string }
+
+// Fictional employers (reserved-looking but not existing brands).
+var companies = []company{
+	{"Northwind Labs", "northwindlabs.io", "northwind-labs"}, {"Brightpath", "brightpath.dev", "brightpath"},
+	{"Corvexa", "corvexa.com", "corvexa"}, {"Tallgrass Analytics", "tallgrass-analytics.com", "tallgrass"},
+	{"Quillfeather", "quillfeather.app", "quillfeather"}, {"Helio Freight", "heliofreight.com", "helio-freight"},
+}
+
+type builder struct {
+	m                                 *canary.Minter
+	now                               time.Time
+	user, fullName, host, home, email string
+	company                           company
+	files                             map[string]*File
+	tokens                            []canary.Token
+	env                               []string
+	err                               error
+}
+
+// abs turns "~/x" or "x" (home-relative) into an absolute path.
+func (b *builder) abs(rel string) string {
+	rel = strings.TrimPrefix(strings.TrimPrefix(rel, "~"), "/")
+	return path.Join(b.home, rel)
+}
+
+// ago returns a time between lo and hi before now, to the second.
+func (b *builder) ago(lo, hi time.Duration) time.Time {
+	span := int(max(1, (hi-lo)/time.Second))
+	return b.now.Add(-lo - time.Duration(b.m.Intn(span))*time.Second)
+}
+
+// recent is a typical mtime: mostly days to weeks old, a few hours old.
+func (b *builder) recent() time.Time {
+	if b.m.Intn(4) == 0 {
+		return b.ago(20*time.Minute, 10*time.Hour)
+	}
+	return b.ago(10*time.Hour, 24*time.Hour*24)
+}
+
+// put adds a file at a home-relative path.
+func (b *builder) put(rel string, mode fs.FileMode, content []byte, mtime time.Time) {
+	p := b.abs(rel)
+	b.files[p] = &File{Path: p, Mode: mode, Content: content, ModTime: mtime}
+}
+
+func (b *builder) putS(rel string, mode fs.FileMode, content string) {
+	b.put(rel, mode, []byte(content), b.recent())
+}
+
+// dir declares a directory with a mode other than 0755 (or an empty one).
+func (b *builder) dir(rel string, mode fs.FileMode) {
+	p := b.abs(rel)
+	b.files[p] = &File{Path: p, Mode: mode, Dir: true}
+}
+
+func (b *builder) symlink(rel, target string) {
+	p := b.abs(rel)
+	b.files[p] = &File{Path: p, Mode: 0o777, Symlink: target, ModTime: b.recent()}
+}
+
+// mint mints a token planted at rel (home-relative) and registers it.
+func (b *builder) mint(kind canary.Kind, rel string) string {
+	return b.register(b.m.Mint(kind, "~/"+strings.TrimPrefix(rel, "~/"))).Value
+}
+
+func (b *builder) register(t canary.Token) canary.Token {
+	b.tokens = append(b.tokens, t)
+	return t
+}
+
+func (b *builder) fail(err error) {
+	if b.err == nil && err != nil {
+		b.err = err
+	}
+}
+
+// finish adds the missing parent directories, gives directories the mtime
+// of their newest child, and sorts.
+func (b *builder) finish() []File {
+	for p := range b.files {
+		for d := path.Dir(p); d != "/" && d != "/home"; d = path.Dir(d) {
+			if _, ok := b.files[d]; !ok {
+				b.files[d] = &File{Path: d, Mode: 0o755, Dir: true}
+			}
+		}
+	}
+	if f := b.files[b.home]; f != nil {
+		f.Mode = 0o750
+	}
+	out := make([]File, 0, len(b.files))
+	for _, f := range b.files {
+		out = append(out, *f)
+	}
+	slices.SortFunc(out, func(x, y File) int { return cmp.Compare(x.Path, y.Path) })
+	// Children come after parents: walk backwards to lift directory mtimes.
+	idx := map[string]int{}
+	for i, f := range out {
+		idx[f.Path] = i
+	}
+	for i := len(out) - 1; i >= 0; i-- {
+		f := &out[i]
+		if f.Dir && f.ModTime.IsZero() {
+			f.ModTime = b.now.Add(-30 * 24 * time.Hour)
+		}
+		if j, ok := idx[path.Dir(f.Path)]; ok && out[j].ModTime.Before(f.ModTime) {
+			out[j].ModTime = f.ModTime
+		}
+	}
+	return out
+}
+
+// WriteTar writes the home as a tar archive of absolute paths without the
+// leading slash ("home/mwalker/.bashrc"), owned by uid:gid, for extraction
+// at "/" in the container.
+func (h *Home) WriteTar(w io.Writer, uid, gid int) error {
+	tw := tar.NewWriter(w)
+	for _, f := range h.Files {
+		hdr := &tar.Header{
+			Name: strings.TrimPrefix(f.Path, "/"), Mode: int64(f.Mode.Perm()), ModTime: f.ModTime,
+			Uid: uid, Gid: gid, Uname: h.User, Gname: h.User, Format: tar.FormatPAX,
+		}
+		switch {
+		case f.Dir:
+			hdr.Typeflag, hdr.Name = tar.TypeDir, hdr.Name+"/"
+		case f.Symlink != "":
+			hdr.Typeflag, hdr.Linkname = tar.TypeSymlink, f.Symlink
+		default:
+			hdr.Typeflag, hdr.Size = tar.TypeReg, int64(len(f.Content))
+		}
+		if err := tw.WriteHeader(hdr); err != nil {
+			return fmt.Errorf("write home tar: %s: %w", f.Path, err)
+		}
+		if hdr.Typeflag == tar.TypeReg {
+			if _, err := tw.Write(f.Content); err != nil {
+				return fmt.Errorf("write home tar: %s: %w", f.Path, err)
+			}
+		}
+	}
+	if err := tw.Close(); err != nil {
+		return fmt.Errorf("write home tar: %w", err)
+	}
+	return nil
+}
+
+// WriteDir writes the home under root (root/home/<user>/...), which must
+// exist. Ownership is left to the caller.
+func (h *Home) WriteDir(root string) error {
+	for _, f := range h.Files {
+		p := filepath.Join(root, filepath.FromSlash(f.Path))
+		var err error
+		switch {
+		case f.Dir:
+			err = os.MkdirAll(p, 0o700)
+		case f.Symlink != "":
+			err = os.Symlink(f.Symlink, p)
+		default:
+			err = os.WriteFile(p, f.Content, 0o600)
+		}
+		if err == nil && f.Symlink == "" {
+			err = os.Chmod(p, f.Mode.Perm())
+		}
+		if err != nil {
+			return fmt.Errorf("write home to %s: %w", root, err)
+		}
+	}
+	for i := len(h.Files) - 1; i >= 0; i-- { // children before parents
+		f := h.Files[i]
+		if f.Symlink != "" {
+			continue
+		}
+		if err := os.Chtimes(filepath.Join(root, filepath.FromSlash(f.Path)), f.ModTime, f.ModTime); err != nil {
+			return fmt.Errorf("write home to %s: %w", root, err)
+		}
+	}
+	return nil
+}
+
+// Token returns the first planted token of kind at location ("~/..." or
+// "env:NAME").
+func (h *Home) Token(location string, kind canary.Kind) (canary.Token, bool) {
+	for _, t := range h.Set.Tokens() {
+		if t.Location == location && t.Kind == kind {
+			return t, true
+		}
+	}
+	return canary.Token{}, false
+}
+
+// File returns the entry at a home-relative or absolute path.
+func (h *Home) File(p string) (File, bool) {
+	if strings.HasPrefix(p, "~/") {
+		p = path.Join(h.HomeDir, p[2:])
+	}
+	for _, f := range h.Files {
+		if f.Path == p {
+			return f, true
+		}
+	}
+	return File{}, false
+}
