@@ -75,7 +75,7 @@ var (
 	// pathRE finds home and absolute paths in prose; see docs/drivers.md.
 	pathRE    = regexp.MustCompile(`(?:^|[\s(\x60"'=:])((?:~|\$HOME|\$\{HOME\})/[\w.\-/@+]*|/(?:etc|home|root|var|usr|tmp|opt|proc|srv|mnt|Users|Library)/[\w.\-/@+]+)`)
 	inlineRE  = regexp.MustCompile("`([^`]+)`")
-	heredocRE = regexp.MustCompile(`<<-?\s*(['"]?)([A-Za-z_][A-Za-z0-9_]*)(['"]?)`)
+	heredocRE = regexp.MustCompile(`(?:^|[^<])<<-?\s*(['"]?)([A-Za-z_][A-Za-z0-9_]*)(['"]?)`)
 )
 
 type planner struct {
