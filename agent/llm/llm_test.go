@@ -441,3 +441,15 @@ func TestConfigNeverPrintsKey(t *testing.T) {
 		}
 	}
 }
+
+func TestCheckModelWithoutTools(t *testing.T) {
+	srv := newServer(t, "unauthorized")
+	srv.resps = []scripted{{Status: 400, Body: json.RawMessage(`{"error":{"message":"registry.ollama.ai/library/gemma does not support tools"}}`)}}
+	res, err := llm.Check(t.Context(), llm.Config{Provider: "custom", BaseURL: srv.URL, Model: "test-model"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.ToolsSupported || len(res.Notes) != 1 || !strings.Contains(res.Notes[0], "refused a request with tools") {
+		t.Errorf("Check = %+v", res)
+	}
+}
