@@ -274,6 +274,9 @@ type FSChange struct {
 	Size   int64  `json:"size,omitempty"`
 	SHA256 string `json:"sha256,omitempty"`
 	Copied string `json:"copied,omitempty"` // path in the run folder, when copied out
+	// Head is the start of the file's content (capped by the producer) when
+	// it was copied out, so the rules can look for planted tokens in it.
+	Head []byte `json:"head,omitempty"`
 }
 
 // Resource is the sandbox's resource use over the trace.
