@@ -34,11 +34,10 @@ var (
 	base64RE  = regexp.MustCompile(`[A-Za-z0-9+/_-]{200,}={0,2}`)
 )
 
-// scanHidden lists the hidden content of one text file. HTML comments are
-// looked for only in markdown, outside fenced code blocks; the byte-level
-// kinds everywhere. bodyLine skips nothing: frontmatter is scanned too.
-func scanHidden(file string, content []byte, markdown bool, bodyLine int) []Hidden {
-	_ = bodyLine
+// scanHidden lists the hidden content of one text file, frontmatter
+// included. HTML comments are looked for only in markdown, outside fenced
+// code blocks; the other kinds everywhere.
+func scanHidden(file string, content []byte, markdown bool) []Hidden {
 	var out []Hidden
 	lines := strings.Split(string(content), "\n")
 	var inFence fence
@@ -68,7 +67,7 @@ func scanHidden(file string, content []byte, markdown bool, bodyLine int) []Hidd
 			}
 		}
 		rest := line
-		for rest != "" {
+		for {
 			if !inComment {
 				j := strings.Index(rest, "<!--")
 				if j < 0 {
@@ -77,7 +76,6 @@ func scanHidden(file string, content []byte, markdown bool, bodyLine int) []Hidd
 				inComment, commentLine = true, n
 				comment.Reset()
 				rest = rest[j+4:]
-				continue
 			}
 			j := strings.Index(rest, "-->")
 			if j < 0 {
@@ -89,9 +87,6 @@ func scanHidden(file string, content []byte, markdown bool, bodyLine int) []Hidd
 			out = append(out, Hidden{File: file, Line: commentLine, Kind: HiddenHTMLComment, Excerpt: capText(strings.TrimSpace(comment.String()))})
 			inComment = false
 			rest = rest[j+3:]
-		}
-		if inComment && rest == "" && !strings.Contains(line, "<!--") {
-			comment.WriteByte('\n')
 		}
 	}
 	if inComment {

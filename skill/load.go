@@ -286,7 +286,7 @@ func finish(s *Skill, isDir bool) error {
 			f.Binary = true
 			continue
 		}
-		s.Hidden = append(s.Hidden, scanHidden(f.Path, f.Content, IsMarkdown(f.Path) || f.Doc, f.BodyLine)...)
+		s.Hidden = append(s.Hidden, scanHidden(f.Path, f.Content, IsMarkdown(f.Path) || f.Doc)...)
 	}
 	if docs == 0 {
 		return ErrNoManifest
