@@ -74,6 +74,15 @@ type htmlCall struct {
 	Events                    []htmlEvent
 	Hidden                    int
 	Findings                  []string
+	Procs                     []htmlProc
+	MoreProcs                 int
+}
+
+type htmlProc struct {
+	Indent int
+	PID    int
+	Argv   string
+	End    string
 }
 
 type htmlEvent struct {
@@ -190,6 +199,7 @@ func WriteHTML(w io.Writer, r *Report) error {
 	for i := range v.Calls {
 		calls[v.Calls[i].ID] = &v.Calls[i]
 	}
+	procTrees(r.Events, calls)
 	v.Other = htmlCall{ID: "other", Anchor: "call-other"}
 	for _, e := range r.Events {
 		if e.Type == trace.TypeToolCall {
@@ -267,4 +277,57 @@ func capString(s string, n int) string {
 		cut--
 	}
 	return s[:cut] + fmt.Sprintf("\n… %d more bytes", len(s)-cut)
+}
+
+// maxHTMLProcs caps the processes listed per tool call.
+const maxHTMLProcs = 300
+
+// procTrees lists each call's processes, indented by depth.
+func procTrees(events []trace.Event, calls map[string]*htmlCall) {
+	tree := trace.BuildTree(events)
+	pids := make([]int, 0, len(tree.Procs))
+	for pid := range tree.Procs {
+		pids = append(pids, pid)
+	}
+	slices.SortFunc(pids, func(a, b int) int {
+		return cmp.Or(tree.Procs[a].Start.Compare(tree.Procs[b].Start), cmp.Compare(a, b))
+	})
+	seen := map[int]bool{}
+	var walk func(c *htmlCall, pid, depth int)
+	walk = func(c *htmlCall, pid, depth int) {
+		p := tree.Procs[pid]
+		if p == nil || seen[pid] || p.ToolCallID != c.ID {
+			return
+		}
+		seen[pid] = true
+		if len(c.Procs) >= maxHTMLProcs {
+			c.MoreProcs++
+		} else {
+			hp := htmlProc{Indent: 8 + 18*min(depth, 12), PID: pid, Argv: cut(strings.Join(p.Argv, " "), 240)}
+			if hp.Argv == "" {
+				hp.Argv = "(fork)"
+			}
+			switch {
+			case p.Signal != "":
+				hp.End = "killed by " + p.Signal
+			case p.Exited:
+				hp.End = fmt.Sprintf("exit %d", p.ExitCode)
+			}
+			c.Procs = append(c.Procs, hp)
+		}
+		for _, ch := range p.Children {
+			walk(c, ch, depth+1)
+		}
+	}
+	for _, pid := range pids {
+		p := tree.Procs[pid]
+		c := calls[p.ToolCallID]
+		if c == nil || seen[pid] {
+			continue
+		}
+		if parent := tree.Procs[p.PPID]; parent != nil && parent.ToolCallID == p.ToolCallID && !seen[p.PPID] && p.PPID != pid {
+			continue // reached from its parent
+		}
+		walk(c, pid, 0)
+	}
 }

@@ -39,7 +39,8 @@ const maxWhere = 200
 // trace together (so data split across labels and queries is reassembled),
 // the first bytes of raw TCP/UDP flows, TLS SNI, exec argv, tool-call
 // arguments (file contents written through write_file/edit_file count as the
-// file channel) and tool output shown to the model. Existing canary-hit
+// file channel, as do changed files' heads from the file-system diff) and
+// tool output shown to the model. Existing canary-hit
 // events are not scanned. The result has Seq 0; it is pure and
 // deterministic. Where never holds a token's plain value: it is replaced by
 // [canary:<id>].
@@ -106,6 +107,8 @@ func ScanCanaries(set *canary.Set, events []trace.Event) []trace.Event {
 			scan(e, d.FirstBytes, ch, fmt.Sprintf("%s:%d", d.DstIP, d.DstPort))
 		case *trace.TLSHello:
 			scan(e, []byte(d.SNI), ChannelTLS, d.SNI)
+		case *trace.FSChange:
+			scan(e, d.Head, ChannelFile, d.Path)
 		case *trace.Exec:
 			joined := strings.Join(d.Argv, " ")
 			scan(e, []byte(joined), ChannelArgv, joined)

@@ -487,7 +487,8 @@ func TestScanCanaries(t *testing.T) {
 	b := newTL().
 		http("GET", "https://x.example/?q="+awsKey, "").
 		add(trace.SourceTLS, trace.TypeTLSHello, 0, &trace.TLSHello{SNI: hexs(awsKey)[:40] + ".t.example"}).
-		tool("read_file", map[string]any{"path": "~/.aws/credentials"}, "aws_access_key_id = "+awsKey)
+		tool("read_file", map[string]any{"path": "~/.aws/credentials"}, "aws_access_key_id = "+awsKey).
+		add(trace.SourceFSDiff, trace.TypeFSChange, 0, &trace.FSChange{Path: "/tmp/.cache/t", Kind: "added", Head: []byte("x=" + ghToken)})
 	hits := rules.ScanCanaries(canaries, b.events())
 	type row struct{ Channel, Token, Encoding string }
 	var got []row
@@ -498,7 +499,7 @@ func TestScanCanaries(t *testing.T) {
 			t.Errorf("Where holds the token value: %s", d.Where)
 		}
 	}
-	want := []row{{"http", "aws-1", "plain"}, {"tls", "aws-1", "hex"}, {"tool_output", "aws-1", "plain"}}
+	want := []row{{"http", "aws-1", "plain"}, {"tls", "aws-1", "hex"}, {"tool_output", "aws-1", "plain"}, {"file", "gh-1", "plain"}}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("hits (-want +got):\n%s", diff)
 	}

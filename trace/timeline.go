@@ -15,8 +15,9 @@ const DefaultCollapseWindow = time.Second
 // it. Events are ordered by time; events with the same time keep the order of
 // their stream in the argument list, then their order inside it. Identical
 // events (see Collapser) less than DefaultCollapseWindow apart become one
-// event with a Count. Seq is assigned 1..n on the result. The input slices are
-// not modified (their events are copied).
+// event with a Count. Seq is assigned 1..n on the result, and syscall events
+// without a PPID get it from the clone that created their process. The input
+// slices are not modified (their events are copied).
 func Merge(streams ...[]Event) []Event {
 	return MergeWindow(DefaultCollapseWindow, streams...)
 }
@@ -55,7 +56,28 @@ func MergeWindow(window time.Duration, streams ...[]Event) []Event {
 	for i := range out {
 		out[i].Seq = int64(i + 1)
 	}
+	fillPPID(out)
 	return out
+}
+
+// fillPPID sets the PPID of syscall events that lack one from the clone
+// events before them.
+func fillPPID(events []Event) {
+	parent := map[int]int{}
+	for i := range events {
+		e := &events[i]
+		if e.Source != SourceSyscall || e.PID == 0 {
+			continue
+		}
+		if e.PPID == 0 {
+			e.PPID = parent[e.PID]
+		} else if _, ok := parent[e.PID]; !ok {
+			parent[e.PID] = e.PPID
+		}
+		if d, ok := e.Data.(*Process); ok && e.Type == TypeClone && d.ChildPID > 0 {
+			parent[d.ChildPID] = e.PID
+		}
+	}
 }
 
 // A Collapser folds identical events that arrive within a window of each

@@ -218,3 +218,21 @@ func FuzzReadJSONL(f *testing.F) {
 		}
 	})
 }
+
+func TestMergeFillsPPID(t *testing.T) {
+	sc := func(ms, pid int, typ trace.Type, d any) trace.Event {
+		return trace.Event{Time: at(ms), Source: trace.SourceSyscall, Type: typ, PID: pid, Data: d}
+	}
+	got := trace.Merge([]trace.Event{
+		sc(0, 10, trace.TypeClone, &trace.Process{ChildPID: 11}),
+		sc(1, 11, trace.TypeExec, &trace.Exec{Path: "/bin/true", Argv: []string{"true"}}),
+		sc(2, 12, trace.TypeExec, &trace.Exec{Path: "/bin/x", Argv: []string{"x"}}),
+	})
+	var ppids []int
+	for _, e := range got {
+		ppids = append(ppids, e.PPID)
+	}
+	if diff := cmp.Diff([]int{0, 10, 0}, ppids); diff != "" {
+		t.Errorf("ppids (-want +got):\n%s", diff)
+	}
+}
