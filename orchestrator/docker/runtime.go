@@ -331,3 +331,5 @@ func removeContainer(ctx context.Context, cli *client.Client, id string) error {
 		}
 	}
 }
+
+func isNotFound(err error) bool { return cerrdefs.IsNotFound(err) }

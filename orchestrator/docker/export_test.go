@@ -1,0 +1,36 @@
+package docker
+
+import (
+	"context"
+
+	"github.com/moby/moby/api/types/container"
+	"github.com/moby/moby/client"
+)
+
+// CreateRawForTest creates a container that bypasses Create's checks, with
+// exactly the given labels and no network, to show what GC leaves alone.
+func CreateRawForTest(ctx context.Context, r *Runtime, name, image string, labels map[string]string) (string, error) {
+	res, err := r.cli.ContainerCreate(ctx, client.ContainerCreateOptions{
+		Name:       name,
+		Config:     &container.Config{Image: image, Cmd: []string{"sleep", "infinity"}, Labels: labels},
+		HostConfig: &container.HostConfig{NetworkMode: "none"},
+	})
+	return res.ID, err
+}
+
+// RemoveRawForTest force-removes a container by id.
+func RemoveRawForTest(ctx context.Context, r *Runtime, id string) error {
+	return removeContainer(ctx, r.cli, id)
+}
+
+// ExistsForTest reports whether a container exists.
+func ExistsForTest(ctx context.Context, r *Runtime, id string) (bool, error) {
+	_, err := r.cli.ContainerInspect(ctx, id, client.ContainerInspectOptions{})
+	if err != nil {
+		if isNotFound(err) {
+			return false, nil
+		}
+		return false, err
+	}
+	return true, nil
+}

@@ -1,0 +1,93 @@
+package docker_test
+
+import (
+	"context"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/sandboxctl/sandboxctl/internal/testenv"
+	"github.com/sandboxctl/sandboxctl/orchestrator"
+	"github.com/sandboxctl/sandboxctl/orchestrator/docker"
+)
+
+func TestGCRemovesOnlyItsLabel(t *testing.T) {
+	image := testenv.Image(t)
+	rt := testenv.RequireDocker(t)
+	trace := testenv.TraceID(t)
+	testenv.CleanupLabel(t, trace)
+	testenv.CleanupLabel(t, trace+"-other")
+	ctx := t.Context()
+
+	// A leftover of a crashed trace: created, started, never removed.
+	left, err := rt.Create(ctx, hardened(t, image, trace))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := left.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// Not ours: no trace label, and a trace label whose value only starts
+	// with ours.
+	var keep []string
+	for name, labels := range map[string]map[string]string{
+		trace + "-unlabelled": {"sandboxctl.test": trace},
+		trace + "-other":      {orchestrator.LabelTrace: trace + "-other"},
+	} {
+		id, err := docker.CreateRawForTest(ctx, rt, name, image, labels)
+		if err != nil {
+			t.Fatal(err)
+		}
+		keep = append(keep, id)
+		t.Cleanup(func() {
+			cctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			if err := docker.RemoveRawForTest(cctx, rt, id); err != nil {
+				t.Errorf("remove %s: %v", name, err)
+			}
+		})
+	}
+
+	removed, err := rt.GC(ctx, trace)
+	if err != nil {
+		t.Fatalf("GC: %v", err)
+	}
+	if !slices.Equal(removed, []string{"container " + trace}) {
+		t.Errorf("GC removed %q, want only the leftover %q", removed, trace)
+	}
+	if ok, err := docker.ExistsForTest(ctx, rt, left.ID()); err != nil || ok {
+		t.Errorf("leftover still exists (%v)", err)
+	}
+	for _, id := range keep {
+		if ok, err := docker.ExistsForTest(ctx, rt, id); err != nil || !ok {
+			t.Errorf("GC removed %s, which is not its trace's (%v)", id[:12], err)
+		}
+	}
+	// Remove is idempotent: the leftover is gone already.
+	if err := left.Remove(ctx); err != nil {
+		t.Errorf("Remove after GC: %v", err)
+	}
+	if err := left.Remove(ctx); err != nil {
+		t.Errorf("second Remove: %v", err)
+	}
+	if removed, err := rt.GC(ctx, trace); err != nil || len(removed) != 0 {
+		t.Errorf("second GC = %q, %v; want nothing", removed, err)
+	}
+}
+
+func TestCreateFailureLeavesNothing(t *testing.T) {
+	image := testenv.Image(t)
+	rt := testenv.RequireDocker(t)
+	trace := testenv.TraceID(t)
+	testenv.CleanupLabel(t, trace)
+	spec := hardened(t, image, trace)
+	spec.Files = []orchestrator.File{{Path: "/etc/x", HostPath: "/nonexistent/sandboxctl-test"}}
+	if sb, err := rt.Create(t.Context(), spec); err == nil {
+		sb.Remove(context.Background())
+		t.Fatal("Create with an unreadable host file succeeded")
+	}
+	removed, err := rt.GC(t.Context(), trace)
+	if err != nil || len(removed) != 0 {
+		t.Errorf("after a failed Create, GC found %q (%v); want nothing left", removed, err)
+	}
+}

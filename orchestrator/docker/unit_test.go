@@ -1,0 +1,344 @@
+package docker
+
+import (
+	"archive/tar"
+	"bytes"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/moby/moby/api/types/container"
+
+	"github.com/sandboxctl/sandboxctl/orchestrator"
+)
+
+func TestParseOneLineSources(t *testing.T) {
+	tests := []struct {
+		name string
+		in   string
+		want []AptSource
+	}{
+		{name: "empty"},
+		{
+			name: "plain",
+			in:   "deb http://deb.debian.org/debian bookworm main contrib\n",
+			want: []AptSource{{URI: "http://deb.debian.org/debian", Suites: []string{"bookworm"}, Components: []string{"main", "contrib"}}},
+		},
+		{
+			name: "options, comments, deb-src",
+			in: "# a comment\ndeb-src http://src.example/debian bookworm main\n" +
+				"deb [arch=amd64 signed-by=/usr/share/keyrings/k.gpg] https://mirror.example/debian/ bookworm main # trailing\n",
+			want: []AptSource{{URI: "https://mirror.example/debian/", Suites: []string{"bookworm"}, Components: []string{"main"}}},
+		},
+		{
+			name: "unterminated options and short lines are skipped",
+			in:   "deb [arch=amd64 http://x/debian bookworm main\ndeb http://y/debian\ndeb\n",
+		},
+		{
+			name: "flat repository",
+			in:   "deb file:/srv/repo ./\n",
+			want: []AptSource{{URI: "file:/srv/repo", Suites: []string{"./"}, Components: []string{}}},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := ParseOneLineSources([]byte(tt.in))
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("ParseOneLineSources mismatch (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestParseDeb822Sources(t *testing.T) {
+	tests := []struct {
+		name string
+		in   string
+		want []AptSource
+	}{
+		{
+			name: "debian.sources of this machine",
+			in: "Types: deb\n# http://snapshot.debian.org/archive/debian/20250520T000000Z\nURIs: http://deb.debian.org/debian\n" +
+				"Suites: bookworm bookworm-updates\nComponents: main\nSigned-By: /usr/share/keyrings/debian-archive-keyring.gpg\n\n" +
+				"Types: deb\nURIs: http://deb.debian.org/debian-security\nSuites: bookworm-security\nComponents: main\n",
+			want: []AptSource{
+				{URI: "http://deb.debian.org/debian", Suites: []string{"bookworm", "bookworm-updates"}, Components: []string{"main"}},
+				{URI: "http://deb.debian.org/debian-security", Suites: []string{"bookworm-security"}, Components: []string{"main"}},
+			},
+		},
+		{
+			name: "case, several URIs, continuation, CRLF",
+			in:   "types: deb deb-src\r\nuris: http://a.example/debian\r\n http://b.example/debian\r\nsuites: bookworm\r\ncomponents: main\r\n",
+			want: []AptSource{
+				{URI: "http://a.example/debian", Suites: []string{"bookworm"}, Components: []string{"main"}},
+				{URI: "http://b.example/debian", Suites: []string{"bookworm"}, Components: []string{"main"}},
+			},
+		},
+		{
+			name: "disabled, source-only and suite-less stanzas are skipped",
+			in: "Types: deb\nURIs: http://off.example/debian\nSuites: bookworm\nEnabled: no\n\n" +
+				"Types: deb-src\nURIs: http://src.example/debian\nSuites: bookworm\n\n" +
+				"Types: deb\nURIs: http://nosuite.example/debian\n\n\n\n",
+		},
+		{
+			name: "garbage",
+			in:   "no colon here\n:\n  continuation without field\n",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := ParseDeb822Sources([]byte(tt.in))
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("ParseDeb822Sources mismatch (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestPickMirror(t *testing.T) {
+	src := func(uri string, suites ...string) AptSource { return AptSource{URI: uri, Suites: suites} }
+	tests := []struct {
+		name    string
+		in      []AptSource
+		want    string
+		wantErr bool
+	}{
+		{name: "none", wantErr: true},
+		{name: "security only", in: []AptSource{src("http://deb.debian.org/debian-security", "bookworm-security")}, wantErr: true},
+		{name: "first serving bookworm", in: []AptSource{
+			src("https://packages.cloud.example/apt", "cloud-sdk-bookworm"),
+			src("http://deb.debian.org/debian/", "bookworm", "bookworm-updates"),
+			src("http://other.example/debian", "bookworm"),
+		}, want: "http://deb.debian.org/debian"},
+		{name: "odd schemes skipped", in: []AptSource{src("cdrom:[Debian]/", "bookworm"), src("tor+http://x/debian", "bookworm"), src("ftp://y/debian", "bookworm")}, wantErr: true},
+		{name: "file mirror", in: []AptSource{src("file:///srv/debian", "bookworm")}, want: "file:///srv/debian"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := PickMirror(tt.in, "bookworm")
+			if (err != nil) != tt.wantErr || got != tt.want {
+				t.Errorf("PickMirror = %q, %v; want %q, error %t", got, err, tt.want, tt.wantErr)
+			}
+		})
+	}
+}
+
+func TestReadAptSources(t *testing.T) {
+	root := t.TempDir()
+	d := filepath.Join(root, "etc", "apt", "sources.list.d")
+	if err := os.MkdirAll(d, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	write := func(name, s string) {
+		if err := os.WriteFile(filepath.Join(root, "etc", "apt", name), []byte(s), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("sources.list.d/z.sources", "Types: deb\nURIs: http://z.example/debian\nSuites: bookworm\n")
+	write("sources.list.d/a.list", "deb http://a.example/debian bookworm main\n")
+	write("sources.list.d/google.list.disabled", "deb http://disabled.example/debian bookworm main\n")
+	got, err := ReadAptSources(root) // no sources.list: skipped
+	if err != nil {
+		t.Fatal(err)
+	}
+	var uris []string
+	for _, s := range got {
+		uris = append(uris, s.URI)
+	}
+	if diff := cmp.Diff([]string{"http://a.example/debian", "http://z.example/debian"}, uris); diff != "" {
+		t.Errorf("ReadAptSources (-want +got):\n%s", diff)
+	}
+}
+
+func FuzzParseSources(f *testing.F) {
+	f.Add([]byte("deb [arch=amd64] http://deb.debian.org/debian bookworm main\n"))
+	f.Add([]byte("Types: deb\nURIs: http://deb.debian.org/debian\nSuites: bookworm\n\n"))
+	f.Add([]byte("types: deb\nuris: a\n b\nsuites:\n bookworm\nenabled: No\n"))
+	f.Add([]byte("deb [ x ] \x00 \xff\n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		for _, srcs := range [][]AptSource{ParseOneLineSources(data), ParseDeb822Sources(data)} {
+			for _, s := range srcs {
+				if s.URI == "" || strings.ContainsAny(s.URI, " \t\n") || len(s.Suites) == 0 {
+					t.Fatalf("bad source %+v from %q", s, data)
+				}
+			}
+			m, err := PickMirror(srcs, "bookworm")
+			if err == nil && (m == "" || strings.HasPrefix(m, "-") || strings.ContainsAny(m, " \t\n")) {
+				t.Fatalf("PickMirror = %q from %q", m, data)
+			}
+		}
+	})
+}
+
+func TestContextHash(t *testing.T) {
+	files := map[string][]byte{"Dockerfile.sandbox": []byte("FROM x\n"), "setup.sh": []byte("echo\n")}
+	h := ContextHash(files, DefaultBase)
+	if len(h) != 64 {
+		t.Fatalf("hash %q", h)
+	}
+	if h2 := ContextHash(map[string][]byte{"setup.sh": []byte("echo\n"), "Dockerfile.sandbox": []byte("FROM x\n")}, DefaultBase); h2 != h {
+		t.Error("same inputs gave another hash")
+	}
+	changed := map[string]map[string][]byte{
+		"content":       {"Dockerfile.sandbox": []byte("FROM x\n"), "setup.sh": []byte("echo!\n")},
+		"name":          {"Dockerfile.sandbox": []byte("FROM x\n"), "setup2.sh": []byte("echo\n")},
+		"added":         {"Dockerfile.sandbox": []byte("FROM x\n"), "setup.sh": []byte("echo\n"), "x": nil},
+		"boundary move": {"Dockerfile.sandbox": []byte("FROM x\nsetup.sh"), "": []byte("echo\n")},
+	}
+	for name, f := range changed {
+		if ContextHash(f, DefaultBase) == h {
+			t.Errorf("changed %s, same hash", name)
+		}
+	}
+	if ContextHash(files, "debian:bookworm-slim") == h {
+		t.Error("changed base, same hash")
+	}
+	ctx, err := BuildContext()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"Dockerfile.sandbox", "setup.sh", "install-ca", "bootstrap-base.sh"} {
+		if _, ok := ctx[want]; !ok {
+			t.Errorf("embedded context lacks %s", want)
+		}
+	}
+	ref, err := ImageRef(DefaultBase)
+	if err != nil || ref != ImageRepo+":"+ContextHash(ctx, DefaultBase)[:12] {
+		t.Errorf("ImageRef = %q, %v", ref, err)
+	}
+}
+
+func TestWriteFilesTar(t *testing.T) {
+	host := filepath.Join(t.TempDir(), "bin")
+	if err := os.WriteFile(host, []byte("ELF..."), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	mt := time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC)
+	files := []orchestrator.File{
+		{Path: "/home/u/.ssh", Dir: true, Mode: 0o700, UID: 1000, GID: 1000, ModTime: mt},
+		{Path: "/home/u/.ssh/id_rsa", Content: []byte("KEY"), Mode: 0o600, UID: 1000, GID: 1000, ModTime: mt},
+		{Path: "/usr/local/lib/agent/agentd", HostPath: host, Mode: 0o755, ModTime: mt},
+		{Path: "/etc/d", Dir: true, ModTime: mt},
+	}
+	var buf bytes.Buffer
+	if err := writeFilesTar(&buf, files); err != nil {
+		t.Fatal(err)
+	}
+	type entry struct {
+		Name     string
+		Type     byte
+		Mode     int64
+		UID, GID int
+		MTime    time.Time
+		Data     string
+	}
+	var got []entry
+	tr := tar.NewReader(&buf)
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		data, _ := io.ReadAll(tr)
+		got = append(got, entry{h.Name, h.Typeflag, h.Mode, h.Uid, h.Gid, h.ModTime.UTC(), string(data)})
+	}
+	want := []entry{
+		{"home/u/.ssh/", tar.TypeDir, 0o700, 1000, 1000, mt, ""},
+		{"home/u/.ssh/id_rsa", tar.TypeReg, 0o600, 1000, 1000, mt, "KEY"},
+		{"usr/local/lib/agent/agentd", tar.TypeReg, 0o755, 0, 0, mt, "ELF..."},
+		{"etc/d/", tar.TypeDir, 0o755, 0, 0, mt, ""},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("writeFilesTar (-want +got):\n%s", diff)
+	}
+	if err := writeFilesTar(io.Discard, []orchestrator.File{{Path: "/x", HostPath: t.TempDir()}}); err == nil {
+		t.Error("a folder as HostPath was accepted")
+	}
+}
+
+func TestSplitFiles(t *testing.T) {
+	files := []orchestrator.File{{Path: "/home/u/.bashrc"}, {Path: "/homework"}, {Path: "/tmp"}, {Path: "/etc/passwd"}, {Path: "/var/lib/agentd/calls", Dir: true}}
+	layer, later := splitFiles(files, map[string]string{"/home": "", "/tmp/": "", "/var/lib/agentd": ""})
+	paths := func(fs []orchestrator.File) (out []string) {
+		for _, f := range fs {
+			out = append(out, f.Path)
+		}
+		return out
+	}
+	if diff := cmp.Diff([]string{"/homework", "/etc/passwd"}, paths(layer)); diff != "" {
+		t.Errorf("layer (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{"/home/u/.bashrc", "/tmp", "/var/lib/agentd/calls"}, paths(later)); diff != "" {
+		t.Errorf("later (-want +got):\n%s", diff)
+	}
+}
+
+func TestHostConfig(t *testing.T) {
+	spec := orchestrator.Spec{
+		NetworkMode:     "container:abc",
+		CapDrop:         []string{"ALL"},
+		CapAdd:          []string{"SYS_PTRACE"},
+		NoNewPrivileges: true,
+		Memory:          1 << 30,
+		PIDs:            256,
+		NanoCPUs:        1e9,
+		Tmpfs:           map[string]string{"/tmp": "size=1m"},
+		ReadOnlyRootfs:  true,
+		Sysctls:         map[string]string{"net.ipv6.conf.all.disable_ipv6": "1"},
+	}
+	pids := int64(256)
+	want := &container.HostConfig{
+		NetworkMode:    "container:abc",
+		CapDrop:        []string{"ALL"},
+		CapAdd:         []string{"SYS_PTRACE"},
+		SecurityOpt:    []string{"no-new-privileges:true"},
+		ReadonlyRootfs: true,
+		Tmpfs:          map[string]string{"/tmp": "size=1m"},
+		Sysctls:        map[string]string{"net.ipv6.conf.all.disable_ipv6": "1"},
+		CgroupnsMode:   container.CgroupnsModePrivate,
+		IpcMode:        container.IPCModePrivate,
+		RestartPolicy:  container.RestartPolicy{Name: container.RestartPolicyDisabled},
+		Resources:      container.Resources{Memory: 1 << 30, MemorySwap: 1 << 30, PidsLimit: &pids, NanoCPUs: 1e9},
+	}
+	if diff := cmp.Diff(want, hostConfig(spec)); diff != "" {
+		t.Errorf("hostConfig (-want +got):\n%s", diff)
+	}
+	hc := hostConfig(spec)
+	if len(hc.Binds) != 0 || len(hc.Mounts) != 0 || hc.Privileged || hc.PidMode != "" || hc.UsernsMode != "" {
+		t.Errorf("hostConfig has binds, mounts or shared namespaces: %+v", hc)
+	}
+}
+
+func TestReadJSONMessages(t *testing.T) {
+	in := `{"stream":"Step 1/2 : FROM x\n"}{"status":"Downloading","progressDetail":{"current":1},"id":"a"}{"status":"Done","id":"a"}` +
+		`{"errorDetail":{"message":"boom"},"error":"boom"}{"stream":"never\n"}`
+	var out bytes.Buffer
+	err := readJSONMessages(t.Context(), strings.NewReader(in), &out)
+	if err == nil || err.Error() != "boom" {
+		t.Errorf("err = %v, want boom", err)
+	}
+	if diff := cmp.Diff("Step 1/2 : FROM x\na: Done\n", out.String()); diff != "" {
+		t.Errorf("progress (-want +got):\n%s", diff)
+	}
+	if err := readJSONMessages(t.Context(), strings.NewReader(`{"stream":"x"`), io.Discard); err == nil {
+		t.Error("truncated stream accepted")
+	}
+}
+
+func TestVersionLess(t *testing.T) {
+	for _, tc := range []struct {
+		a, b string
+		want bool
+	}{{"1.41", "1.41", false}, {"1.40", "1.41", true}, {"1.9", "1.41", true}, {"1.56", "1.41", false}, {"2.0", "1.99", false}} {
+		if got := versionLess(tc.a, tc.b); got != tc.want {
+			t.Errorf("versionLess(%s, %s) = %t", tc.a, tc.b, got)
+		}
+	}
+}
