@@ -78,7 +78,7 @@ var Files = []FileSpec{
 	{"~/.bitcoin/wallet.dat", "berkeleydb", CatWallet, []Kind{BitcoinWallet}},
 	{"~/.ethereum/keystore/UTC--<time>--<address>", "keystore-v3", CatWallet, []Kind{EthereumKeystore}},
 	{"~/.config/solana/id.json", "json", CatWallet, []Kind{SolanaKeypair}},
-	{"~/.electrum/wallets/default_wallet", "json", CatWallet, []Kind{SeedPhrase, WalletVault}},
+	{"~/.electrum/wallets/default_wallet", "json", CatWallet, []Kind{WalletVault}}, // seed phrase and xprv are its needles
 	{"~/.config/Exodus/exodus.wallet/seed.seco", "binary", CatWallet, []Kind{WalletVault}},
 	{"~/.config/atomic/Local Storage/leveldb/000003.log", "leveldb-log", CatWallet, []Kind{WalletVault}},
 	{"~/.config/google-chrome/<profile>/Local Extension Settings/nkbihfbeogaeaoehlefnkodbefgpgknn/000003.log", "leveldb-log", CatWallet, []Kind{WalletVault}},

@@ -154,6 +154,7 @@ type builder struct {
 	tokens                            []canary.Token
 	env                               []string
 	err                               error
+	keystorePW                        string // noted in ~/Documents/passwords.txt
 }
 
 // abs turns "~/x" or "x" (home-relative) into an absolute path.

@@ -227,8 +227,8 @@ func (b *builder) plantWallets() {
 	b.put(".bitcoin/wallet.dat", 0o600, b.walletDat(addr), b.ago(30*24*time.Hour, 300*24*time.Hour))
 	b.putS(".bitcoin/bitcoin.conf", 0o644, "server=1\nprune=5000\ndbcache=1024\n")
 	// Ethereum keystore, with its password noted where people note them.
-	pw := b.m.Password()
-	ks := b.register(b.m.EthereumKeystore("", pw))
+	b.keystorePW = b.m.Password()
+	ks := b.register(b.m.EthereumKeystore("", b.keystorePW))
 	var k canary.Keystore
 	json.Unmarshal([]byte(ks.Value), &k)
 	t := b.ago(60*24*time.Hour, 500*24*time.Hour)
