@@ -13,13 +13,23 @@ import (
 	"time"
 )
 
+// ErrTracersKilled reports that some tracers ignored SIGTERM and were
+// killed: their logs are complete up to their last line (strace writes
+// line by line), but they may lack a final line.
+var ErrTracersKilled = errors.New("tracers killed")
+
+// flushGrace is how long Flush waits after SIGTERM before SIGKILL.
+const flushGrace = 5 * time.Second
+
 // Flush ends the tracers whose logs go to logDir (the strace processes the
 // tool server started, found through /proc by their "-o logDir/..."
-// argument): SIGTERM makes strace detach from its tracees and flush its log.
-// It waits for them to exit, and kills those still there when ctx ends. It
-// runs in its own `docker exec` at the end of a trace (as root), so that the
-// logs are complete when they are copied out. Processes left running are
-// not killed here; the container's removal ends them.
+// argument and root owner): SIGTERM makes strace detach from its tracees
+// and flush its log. It waits for them to exit; those still there after a
+// grace period (5 s, or when ctx ends) are killed, and the error wraps
+// ErrTracersKilled. It runs in its own `docker exec` at the end of a trace
+// (as root), so that the logs are complete when they are copied out.
+// Processes left running are not killed here; the container's removal ends
+// them.
 func Flush(ctx context.Context, logDir string) error {
 	logDir = filepath.Clean(logDir)
 	pids, err := tracersOf(logDir)
@@ -29,8 +39,11 @@ func Flush(ctx context.Context, logDir string) error {
 	for _, pid := range pids {
 		_ = syscall.Kill(pid, syscall.SIGTERM)
 	}
+	grace := time.NewTimer(flushGrace)
+	defer grace.Stop()
 	tick := time.NewTicker(20 * time.Millisecond)
 	defer tick.Stop()
+	var killed string
 	for {
 		alive := pids[:0]
 		for _, pid := range pids {
@@ -40,6 +53,9 @@ func Flush(ctx context.Context, logDir string) error {
 		}
 		pids = alive
 		if len(pids) == 0 {
+			if killed != "" {
+				return fmt.Errorf("flush tracers: %s: %w", killed, ErrTracersKilled)
+			}
 			return nil
 		}
 		select {
@@ -47,7 +63,12 @@ func Flush(ctx context.Context, logDir string) error {
 			for _, pid := range pids {
 				_ = syscall.Kill(pid, syscall.SIGKILL)
 			}
-			return fmt.Errorf("flush tracers: %d still running: %w", len(pids), ctx.Err())
+			return fmt.Errorf("flush tracers: %d still running (%s): %w", len(pids), describe(pids), ctx.Err())
+		case <-grace.C:
+			killed = describe(pids)
+			for _, pid := range pids {
+				_ = syscall.Kill(pid, syscall.SIGKILL)
+			}
 		case <-tick.C:
 		}
 	}
@@ -107,3 +128,27 @@ func running(pid int) bool {
 }
 
 var errNoResult = errors.New("no structured content")
+
+// describe names processes for an error message: pid, state and the log
+// they write.
+func describe(pids []int) string {
+	var parts []string
+	for _, pid := range pids {
+		st, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+		state := "?"
+		if i := bytes.LastIndexByte(st, ')'); i >= 0 && i+2 < len(st) {
+			state = string(st[i+2])
+		}
+		log := ""
+		cl, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline")
+		args := strings.Split(string(cl), "\x00")
+		for i := 0; i+1 < len(args); i++ {
+			if args[i] == "-o" {
+				log = filepath.Base(args[i+1])
+				break
+			}
+		}
+		parts = append(parts, fmt.Sprintf("pid %d state %s log %s", pid, state, log))
+	}
+	return strings.Join(parts, ", ")
+}
