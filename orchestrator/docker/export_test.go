@@ -34,3 +34,27 @@ func ExistsForTest(ctx context.Context, r *Runtime, id string) (bool, error) {
 	}
 	return true, nil
 }
+
+// BareRunForTest is the floor the benchmark compares against: the API
+// equivalent of `docker run --rm IMAGE true` with no hardening and no
+// files (and no network, as everything here): create, start, wait, remove.
+func BareRunForTest(ctx context.Context, r *Runtime, image string, labels map[string]string) error {
+	res, err := r.cli.ContainerCreate(ctx, client.ContainerCreateOptions{
+		Config:     &container.Config{Image: image, Cmd: []string{"true"}, Labels: labels},
+		HostConfig: &container.HostConfig{NetworkMode: "none"},
+	})
+	if err != nil {
+		return err
+	}
+	defer removeContainer(context.WithoutCancel(ctx), r.cli, res.ID)
+	wait := r.cli.ContainerWait(ctx, res.ID, client.ContainerWaitOptions{Condition: container.WaitConditionNextExit})
+	if _, err := r.cli.ContainerStart(ctx, res.ID, client.ContainerStartOptions{}); err != nil {
+		return err
+	}
+	select {
+	case <-wait.Result:
+	case err := <-wait.Error:
+		return err
+	}
+	return removeContainer(ctx, r.cli, res.ID)
+}

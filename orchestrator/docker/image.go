@@ -17,6 +17,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"syscall"
 	"time"
 
 	cerrdefs "github.com/containerd/errdefs"
@@ -138,6 +139,18 @@ func (r *Runtime) EnsureImage(ctx context.Context, progress io.Writer) (string, 
 	} else if ok {
 		return ref, nil
 	}
+	// Several processes (parallel test binaries, concurrent traces) may
+	// arrive here at once: one builds, the others wait and find the tag.
+	unlock, err := lockFile(ctx, filepath.Join(r.scratchDir(), "sandboxctl-image.lock"))
+	if err != nil {
+		return "", fmt.Errorf("ensure image: %w", err)
+	}
+	defer unlock()
+	if ok, err := r.imageExists(ctx, ref); err != nil {
+		return "", fmt.Errorf("ensure image: %w", err)
+	} else if ok {
+		return ref, nil
+	}
 	ok, err := r.imageExists(ctx, base)
 	if err != nil {
 		return "", fmt.Errorf("ensure image: %w", err)
@@ -157,6 +170,38 @@ func (r *Runtime) EnsureImage(ctx context.Context, progress io.Writer) (string, 
 		return "", fmt.Errorf("ensure image: build %s: %w", ref, err)
 	}
 	return ref, nil
+}
+
+func (r *Runtime) scratchDir() string {
+	if r.cfg.scratch != "" {
+		return r.cfg.scratch
+	}
+	return os.TempDir()
+}
+
+// lockFile takes an exclusive advisory lock on path, waiting until it is
+// free or ctx ends. The returned func releases it.
+func lockFile(ctx context.Context, path string) (func(), error) {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("lock %s: %w", path, err)
+	}
+	for {
+		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+		if err == nil {
+			return func() { f.Close() }, nil // closing releases the lock
+		}
+		if !errors.Is(err, syscall.EWOULDBLOCK) {
+			f.Close()
+			return nil, fmt.Errorf("lock %s: %w", path, err)
+		}
+		select {
+		case <-ctx.Done():
+			f.Close()
+			return nil, ctx.Err()
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
 }
 
 func (r *Runtime) imageExists(ctx context.Context, ref string) (bool, error) {
@@ -258,7 +303,7 @@ func (r *Runtime) bootstrapBase(ctx context.Context, progress io.Writer, script 
 	if err != nil {
 		return fmt.Errorf("%w (looked in %s); or build from a registry base: --base debian:bookworm-slim", err, filepath.Join(r.cfg.aptRoot, "etc/apt"))
 	}
-	dir, err := os.MkdirTemp(r.cfg.scratch, "sandboxctl-base-")
+	dir, err := os.MkdirTemp(r.scratchDir(), "sandboxctl-base-")
 	if err != nil {
 		return err
 	}

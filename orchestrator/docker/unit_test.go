@@ -3,6 +3,8 @@ package docker
 import (
 	"archive/tar"
 	"bytes"
+	"context"
+	"errors"
 	"io"
 	"os"
 	"path/filepath"
@@ -340,5 +342,36 @@ func TestVersionLess(t *testing.T) {
 		if got := versionLess(tc.a, tc.b); got != tc.want {
 			t.Errorf("versionLess(%s, %s) = %t", tc.a, tc.b, got)
 		}
+	}
+}
+
+func TestLockFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "lock")
+	unlock, err := lockFile(t.Context(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 300*time.Millisecond)
+	defer cancel()
+	if _, err := lockFile(ctx, path); !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("second lock while held: %v, want deadline exceeded", err)
+	}
+	got := make(chan error, 1)
+	go func() { // ends when the lock is taken or the test's context ends
+		u, err := lockFile(t.Context(), path)
+		if err == nil {
+			u()
+		}
+		got <- err
+	}()
+	time.Sleep(100 * time.Millisecond)
+	unlock()
+	select {
+	case err := <-got:
+		if err != nil {
+			t.Errorf("lock after release: %v", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Error("lock not taken after release")
 	}
 }
