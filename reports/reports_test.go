@@ -92,7 +92,7 @@ func meta(status reports.Status) reports.Meta {
 		StartedAt: t0, Duration: 4200 * time.Millisecond, Status: status,
 		Sandbox: reports.Sandbox{Image: "sandboxctl/sandbox:dev", User: "mwalker", Hostname: "mw-thinkpad", Home: home,
 			Limits: reports.Limits{TimeoutMS: 300000, MemoryBytes: 1 << 30, PIDs: 256, CPUs: 1}},
-		Canaries: canaries(), SkillDir: home + "/.agents/skills/weather", MarkerPath: "/tmp/.sbx-stage2",
+		Canaries: canaries(), SkillDir: home + "/.agents/skills/weather", MarkerPath: ".cache/.sbx-stage2",
 		MarkerToken: "SBXSTAGE2-7f3a9c"}
 }
 

@@ -140,12 +140,21 @@ type ctx struct {
 	home      string
 	exercised bool
 
-	cmds    []cmdRef
-	files   []fileOp
-	hits    []*trace.Event
-	findMap map[string]*Finding
-	order   []string
-	byRule  map[string][]*Finding
+	cmds     []cmdRef
+	files    []fileOp
+	hits     []*trace.Event
+	findMap  map[string]*Finding
+	order    []string
+	byRule   map[string][]*Finding
+	windows  []callWindow
+	red      *strings.Replacer
+	compiled map[*string][]compiledPath
+}
+
+// A callWindow is when a tool call ran.
+type callWindow struct {
+	id         string
+	start, end time.Time
 }
 
 // A cmdRef is one command line: an exec's argv, a shell's -c script, or a
@@ -181,7 +190,8 @@ type fileOp struct {
 
 func newCtx(in Input, events []trace.Event) *ctx {
 	c := &ctx{in: in, events: events, bySeq: map[int64]*trace.Event{}, calls: map[string]*trace.ToolCall{},
-		home: strings.TrimSuffix(in.Home, "/"), findMap: map[string]*Finding{}, byRule: map[string][]*Finding{}}
+		home: strings.TrimSuffix(in.Home, "/"), findMap: map[string]*Finding{}, byRule: map[string][]*Finding{},
+		compiled: map[*string][]compiledPath{}}
 	if c.home == "" {
 		c.home = "/home/user"
 	}
@@ -194,6 +204,11 @@ func newCtx(in Input, events []trace.Event) *ctx {
 			c.exercised = true
 			if d.ID != "" {
 				c.calls[d.ID] = d
+				start := d.Started
+				if start.IsZero() {
+					start = e.Time
+				}
+				c.windows = append(c.windows, callWindow{d.ID, start, start.Add(d.Duration)})
 			}
 			if cmd := toolCommand(d); cmd != "" {
 				c.cmds = append(c.cmds, cmdRef{ev: e, text: cmd, fail: d.ExitCode != 0 || d.IsError})
@@ -412,17 +427,9 @@ func (c *ctx) hit(r *Rule, key string, msg string, evs ...*trace.Event) *Finding
 // start, when calls overlap), or "".
 func (c *ctx) callAt(t time.Time) string {
 	id := ""
-	for i := range c.events {
-		d, ok := c.events[i].Data.(*trace.ToolCall)
-		if !ok {
-			continue
-		}
-		start := d.Started
-		if start.IsZero() {
-			start = c.events[i].Time
-		}
-		if !t.Before(start) && !t.After(start.Add(d.Duration)) {
-			id = d.ID
+	for _, w := range c.windows {
+		if !t.Before(w.start) && !t.After(w.end) {
+			id = w.id
 		}
 	}
 	return id
@@ -446,18 +453,18 @@ func (c *ctx) redact(s string) string {
 	if c.in.Canaries == nil {
 		return s
 	}
-	return redactTokens(c.in.Canaries, s)
-}
-
-func redactTokens(set *canary.Set, s string) string {
-	for _, t := range set.Tokens() {
-		for _, n := range append([]string{t.Value}, t.Needles...) {
-			if len(n) >= canary.MinNeedle {
-				s = strings.ReplaceAll(s, n, "[canary:"+t.ID+"]")
+	if c.red == nil {
+		var pairs []string
+		for _, t := range c.in.Canaries.Tokens() {
+			for _, n := range append([]string{t.Value}, t.Needles...) {
+				if len(n) >= canary.MinNeedle {
+					pairs = append(pairs, n, "[canary:"+t.ID+"]")
+				}
 			}
 		}
+		c.red = strings.NewReplacer(pairs...)
 	}
-	return s
+	return c.red.Replace(s)
 }
 
 // Summarize describes an event in one short line (for evidence and

@@ -92,11 +92,14 @@ func matchBadDest(host, p string, havePath bool) (badDest, bool) {
 
 // sinkRange is where the jail's DNS sink takes the addresses it answers
 // with: a connection there went to a resolved name, not a raw IP.
-var sinkRange = &net.IPNet{IP: net.IPv4(198, 18, 0, 0).To4(), Mask: net.CIDRMask(15, 32)}
+var (
+	sinkRange  = &net.IPNet{IP: net.IPv4(198, 18, 0, 0).To4(), Mask: net.CIDRMask(15, 32)}
+	sinkRange6 = &net.IPNet{IP: net.ParseIP("2001:2::"), Mask: net.CIDRMask(48, 128)}
+)
 
 func rawIP(s string) bool {
 	ip := net.ParseIP(strings.Trim(s, "[]"))
-	return ip != nil && !ip.IsLoopback() && !ip.IsUnspecified() && !sinkRange.Contains(ip)
+	return ip != nil && !ip.IsLoopback() && !ip.IsUnspecified() && !sinkRange.Contains(ip) && !sinkRange6.Contains(ip)
 }
 
 var standardPorts = map[int]bool{80: true, 443: true, 8080: true, 8443: true, 53: true, 853: true}

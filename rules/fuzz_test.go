@@ -31,7 +31,7 @@ func FuzzEvaluate(f *testing.F) {
 			return
 		}
 		in := rules.Input{Events: evs, Canaries: canaries, Home: home, SkillDir: skillDir,
-			MarkerPath: "/tmp/.sbx-stage2", MarkerToken: "SBXSTAGE2-7f3a9c", AllowedTools: []string{"Read"}}
+			MarkerPath: ".cache/.sbx-stage2", MarkerToken: "SBXSTAGE2-7f3a9c", AllowedTools: []string{"Read"}}
 		r1 := rules.Evaluate(in)
 		r2 := rules.Evaluate(in)
 		if diff := cmp.Diff(r1.Findings, r2.Findings); diff != "" {

@@ -2,6 +2,7 @@ package rules
 
 import (
 	"path"
+	"strings"
 
 	"github.com/sandboxctl/sandboxctl/canary"
 )
@@ -11,10 +12,54 @@ import (
 type pathSet []string
 
 func (c *ctx) matchPath(ps pathSet, p string) (string, bool) {
-	if p == "" {
+	if p == "" || len(ps) == 0 {
 		return "", false
 	}
-	return canary.MatchAny(ps, c.home, p)
+	p = path.Clean(p)
+	cs := c.compiled[&ps[0]]
+	if cs == nil || len(cs) != len(ps) {
+		cs = compilePaths(ps, c.home)
+		c.compiled[&ps[0]] = cs
+	}
+	for _, cp := range cs {
+		if !strings.HasPrefix(p, cp.prefix) || !strings.HasSuffix(p, cp.suffix) {
+			continue
+		}
+		if !cp.meta || canary.MatchPath(cp.raw, c.home, p) {
+			return cp.raw, true
+		}
+	}
+	return "", false
+}
+
+// A compiledPath is a pattern with the literal prefix and suffix every match
+// must have, checked before the (allocating) glob match.
+type compiledPath struct {
+	raw, prefix, suffix string
+	meta                bool
+}
+
+func compilePaths(ps pathSet, home string) []compiledPath {
+	out := make([]compiledPath, len(ps))
+	for i, raw := range ps {
+		full := raw
+		switch {
+		case strings.HasPrefix(raw, "~/"):
+			full = strings.TrimSuffix(home, "/") + raw[1:]
+		case strings.HasPrefix(raw, "**/"):
+			full = "/" + raw
+		}
+		cp := compiledPath{raw: raw}
+		if j := strings.IndexAny(full, "*?["); j >= 0 {
+			cp.meta = true
+			cp.prefix = full[:j]
+			cp.suffix = full[strings.LastIndexAny(full, "*?]")+1:]
+		} else {
+			cp.prefix, cp.suffix = full, full
+		}
+		out[i] = cp
+	}
+	return out
 }
 
 // The path taxonomy the rules use: canary's exported taxonomy (shared with
