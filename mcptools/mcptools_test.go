@@ -398,12 +398,32 @@ func TestCancelStopsCall(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), time.Second)
 	defer cancel()
 	start := time.Now()
-	_, err := c.Call(ctx, "cancel", "bash", json.RawMessage(`{"command":"sleep 60"}`))
+	_, err := c.Call(ctx, "cancel", "bash", json.RawMessage(`{"command":"echo $$ > cancel.pid; exec sleep 60"}`))
 	if err == nil {
 		t.Error("Call with an ended context succeeded")
 	}
 	if took := time.Since(start); took > 10*time.Second {
 		t.Errorf("cancelled call took %s", took)
+	}
+	// The client's cancellation reaches the server, which kills the command.
+	b, err := os.ReadFile(filepath.Join(e.home, "cancel.pid"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil || pid <= 0 {
+		t.Fatalf("pid file %q", b)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for syscall.Kill(pid, 0) == nil {
+		if st, _ := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid)); strings.Contains(string(st), ") Z ") {
+			break // killed, not yet reaped
+		}
+		if time.Now().After(deadline) {
+			syscall.Kill(pid, syscall.SIGKILL)
+			t.Fatalf("command %d still running after the call was cancelled", pid)
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 }
 
@@ -570,5 +590,24 @@ func BenchmarkTrivialCall(b *testing.B) {
 		if err != nil || r.ExitCode != 0 {
 			b.Fatalf("call: %v %+v", err, r)
 		}
+	}
+}
+
+func TestSanitizeID(t *testing.T) {
+	tests := []struct{ name, in, want string }{
+		{name: "empty", in: "", want: ""},
+		{name: "plain", in: "call_0001", want: "call_0001"},
+		{name: "leading dot", in: ".hidden", want: "_hidden"},
+		{name: "slashes and spaces", in: "a/b c", want: "a_b_c"},
+		{name: "unicode bytes", in: "é", want: "__"},
+		{name: "nul", in: "a\x00b", want: "a_b"},
+		{name: "capped", in: strings.Repeat("x", 100), want: strings.Repeat("x", 64)},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := mcptools.SanitizeID(tc.in); got != tc.want {
+				t.Errorf("SanitizeID(%q) = %q, want %q", tc.in, got, tc.want)
+			}
+		})
 	}
 }
