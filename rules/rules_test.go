@@ -507,20 +507,25 @@ func TestScanCanaries(t *testing.T) {
 }
 
 // TestEvaluateLarge bounds the rules' time on a big timeline: 200,000 events
-// of one noisy tool call, with a DNS tunnel's worth of distinct names.
+// (20,000 under the race detector) of one noisy tool call, with a DNS
+// tunnel's worth of distinct names.
 func TestEvaluateLarge(t *testing.T) {
 	if testing.Short() {
 		t.Skip("short")
 	}
+	n := 50_000
+	if raceEnabled {
+		n /= 10
+	}
 	b := newTL().bash("python3 crawl.py", "")
 	b.child("python3", "crawl.py")
-	for i := range 100_000 {
+	for i := range 2 * n {
 		b.read(home + "/data/f" + strconv.Itoa(i))
 	}
-	for i := range 50_000 {
+	for i := range n {
 		b.dns("c" + strconv.Itoa(i) + ".tunnel-dom.com.")
 	}
-	for i := range 50_000 {
+	for i := range n {
 		b.exec(b.pid, "/usr/bin/stat", "stat", "f"+strconv.Itoa(i))
 	}
 	evs := b.events()
