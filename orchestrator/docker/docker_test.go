@@ -74,6 +74,7 @@ func run(t *testing.T, sb orchestrator.Sandbox, user string, argv ...string) (st
 func TestExecAsUser(t *testing.T) {
 	image := testenv.Image(t)
 	rt := testenv.RequireDocker(t)
+	t.Logf("engine API %s", rt.APIVersion())
 	trace := testenv.TraceID(t)
 	testenv.CleanupLabel(t, trace)
 	sb := start(t, rt, hardened(t, image, trace))

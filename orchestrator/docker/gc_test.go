@@ -3,6 +3,7 @@ package docker_test
 import (
 	"context"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -89,5 +90,24 @@ func TestCreateFailureLeavesNothing(t *testing.T) {
 	removed, err := rt.GC(t.Context(), trace)
 	if err != nil || len(removed) != 0 {
 		t.Errorf("after a failed Create, GC found %q (%v); want nothing left", removed, err)
+	}
+}
+
+func TestEnsureImageUnreachableBase(t *testing.T) {
+	testenv.RequireDocker(t)
+	// A base that is neither local nor the debootstrap one is pulled; a
+	// registry on a closed loopback port fails fast and sends nothing out.
+	rt, err := docker.New(t.Context(), docker.WithBase("127.0.0.1:1/sandboxctl-test/none:1"), docker.WithScratchDir(t.TempDir()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rt.Close()
+	var progress strings.Builder
+	_, err = rt.EnsureImage(t.Context(), &progress)
+	if err == nil || !strings.Contains(err.Error(), "pull base 127.0.0.1:1/sandboxctl-test/none:1") {
+		t.Errorf("EnsureImage = %v, want a pull error naming the base", err)
+	}
+	if !strings.Contains(progress.String(), "pulling 127.0.0.1:1/sandboxctl-test/none:1") {
+		t.Errorf("progress = %q", progress.String())
 	}
 }

@@ -375,3 +375,16 @@ func TestLockFile(t *testing.T) {
 		t.Error("lock not taken after release")
 	}
 }
+
+func TestNewNoEngine(t *testing.T) {
+	sock := "unix://" + filepath.Join(t.TempDir(), "docker.sock")
+	_, err := New(t.Context(), WithHost(sock))
+	if !errors.Is(err, ErrNoEngine) {
+		t.Fatalf("New(%s) = %v, want ErrNoEngine", sock, err)
+	}
+	for _, want := range []string{"DOCKER_HOST", sock} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not name %s", err, want)
+		}
+	}
+}
