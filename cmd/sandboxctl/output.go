@@ -1,0 +1,148 @@
+package main
+
+import (
+	"context"
+	"debug/elf"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"runtime/debug"
+	"strings"
+
+	"github.com/sandboxctl/sandboxctl/agent/llm"
+	"github.com/sandboxctl/sandboxctl/orchestrator"
+	"github.com/sandboxctl/sandboxctl/reports"
+	"github.com/sandboxctl/sandboxctl/rules"
+	"github.com/sandboxctl/sandboxctl/skill"
+)
+
+func validFormat(f string) bool {
+	switch f {
+	case "text", "json", "sarif", "html":
+		return true
+	}
+	return false
+}
+
+// writeFormat writes the report to w in the chosen format.
+func writeFormat(w io.Writer, r *reports.Report, format string, color bool) error {
+	switch format {
+	case "json":
+		return reports.WriteJSON(w, r)
+	case "sarif":
+		return reports.WriteSARIF(w, r)
+	case "html":
+		return reports.WriteHTML(w, r)
+	}
+	return reports.WriteText(w, r, reports.TextOptions{Color: color})
+}
+
+// failOn is a severity, or nil for "never".
+func parseFailOn(s string) (*rules.Severity, error) {
+	if s == "never" || s == "none" {
+		return nil, nil
+	}
+	sev, err := rules.ParseSeverity(s)
+	if err != nil {
+		return nil, fmt.Errorf("--fail-on: %w", err)
+	}
+	return &sev, nil
+}
+
+func reportFails(r *reports.Report, failOn *rules.Severity) bool {
+	return failOn != nil && rules.FailsAt(r.Findings, *failOn)
+}
+
+func version() string {
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" {
+		return bi.Main.Version
+	}
+	return "devel"
+}
+
+// selfBinary is this program's own binary, which is copied into the
+// containers. It must run there: a static binary always does; a dynamically
+// linked one (go run with cgo) only against the image's libc.
+func selfBinary() (string, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return "", fmt.Errorf("find own binary: %w", err)
+	}
+	f, err := elf.Open(exe)
+	if err != nil {
+		return "", fmt.Errorf("own binary %s: %w", exe, err)
+	}
+	defer f.Close()
+	if f.Machine != elf.EM_X86_64 && f.Machine != elf.EM_AARCH64 {
+		return "", fmt.Errorf("own binary %s is for %v; the sandbox needs linux/amd64 or arm64", exe, f.Machine)
+	}
+	return exe, nil
+}
+
+// skillHint explains the usual reasons a skill is refused.
+func skillHint(e env, err error) {
+	var se *skill.SymlinkError
+	var me *skill.ManifestError
+	switch {
+	case errors.As(err, &se):
+		e.hintf("a skill may not carry links to files outside its folder; copy the file in instead")
+	case errors.As(err, &me):
+		e.hintf("the frontmatter is the YAML between the first two --- lines")
+	case errors.Is(err, os.ErrNotExist):
+		e.hintf("give the path of a SKILL.md, a .md file, or a skill folder")
+	}
+}
+
+// callSummary is a one-line view of a tool call's arguments.
+func callSummary(args json.RawMessage) string {
+	var m map[string]any
+	if json.Unmarshal(args, &m) != nil {
+		return ""
+	}
+	for _, k := range []string{"command", "url", "path", "pattern"} {
+		if v, ok := m[k].(string); ok {
+			return oneLine(v)
+		}
+	}
+	return ""
+}
+
+// imageProgress shows image build output on the progress display.
+type imageProgress struct{ ui *progressUI }
+
+func (p imageProgress) Write(b []byte) (int, error) {
+	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		if line = strings.TrimSpace(line); line != "" {
+			p.ui.Phase("image", line)
+		}
+	}
+	return len(b), nil
+}
+
+// dryRun validates everything a trace needs without running anything.
+func dryRun(ctx context.Context, e env, p orchestrator.Plan, sk *skill.Skill) int {
+	if p.Driver.Kind == orchestrator.DriverLLM {
+		cfg := llm.Config{Provider: p.Driver.Provider, BaseURL: p.Driver.BaseURL, Model: p.Driver.Model, APIKey: p.Driver.APIKey, Skill: sk}
+		if err := cfg.Validate(); err != nil {
+			e.errorf("llm settings: %v", err)
+			return exitUsage
+		}
+	}
+	out := struct {
+		Plan   orchestrator.Plan `json:"plan"`
+		Skill  string            `json:"skill"`
+		SHA256 string            `json:"sha256"`
+		Files  int               `json:"files"`
+		Hidden int               `json:"hidden_content"`
+	}{p, sk.Name, sk.SHA256, len(sk.Files), len(sk.Hidden)}
+	enc := json.NewEncoder(e.stdout)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(out); err != nil {
+		e.errorf("%v", err)
+		return exitFailed
+	}
+	fmt.Fprintln(e.stderr, "sandboxctl: dry run: skill, plan and provider settings are valid; nothing was run")
+	return exitClean
+}

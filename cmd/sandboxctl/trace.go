@@ -1,0 +1,263 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/sandboxctl/sandboxctl/orchestrator"
+	"github.com/sandboxctl/sandboxctl/skill"
+)
+
+func init() {
+	register(command{name: "trace", short: "run a skill in a sandbox and report what it did", run: runTrace})
+}
+
+const traceSynopsis = `[flags] PATH
+
+Runs the skill at PATH (a SKILL.md, any .md file, or a skill folder) under an
+agent in a throwaway sandbox and writes a report.
+
+Examples:
+  sandboxctl trace examples/skills/hello-world
+  sandboxctl trace --format json --out /tmp/run1 ./my-skill/
+  OPENAI_API_KEY=... sandboxctl trace --driver llm --model gpt-4o-mini ./SKILL.md`
+
+// traceFlags are the trace command's flags, turned into a Plan by plan().
+type traceFlags struct {
+	driver, provider, model, baseURL, apiKeyEnv, prompt, transcript string
+	timeout, toolTimeout                                            time.Duration
+	turns, tokens                                                   int
+	out, format, failOn                                             string
+	keep, dryRun, includeSecrets                                    bool
+	user, hostname, seed, image, networkConfig                      string
+	memory                                                          int64
+	pids                                                            int64
+	cpus                                                            float64
+}
+
+func (f *traceFlags) register(fs interface {
+	StringVar(*string, string, string, string)
+	DurationVar(*time.Duration, string, time.Duration, string)
+	IntVar(*int, string, int, string)
+	Int64Var(*int64, string, int64, string)
+	Float64Var(*float64, string, float64, string)
+	BoolVar(*bool, string, bool, string)
+}) {
+	d := orchestrator.DefaultLimits()
+	fs.StringVar(&f.driver, "driver", "", "who decides the tool calls: literal, llm or replay (default: llm when --model or --provider is set, else literal)")
+	fs.StringVar(&f.provider, "provider", "", "llm provider: openai, openrouter, ollama (or use --base-url)")
+	fs.StringVar(&f.model, "model", "", "model name for the llm driver")
+	fs.StringVar(&f.baseURL, "base-url", "", "any OpenAI-compatible endpoint (vLLM, llama.cpp, LM Studio, Azure-style)")
+	fs.StringVar(&f.apiKeyEnv, "api-key-env", "", "name of the environment variable holding the API key (default: OPENAI_API_KEY or OPENROUTER_API_KEY by provider)")
+	fs.StringVar(&f.prompt, "prompt", "", "the user's request to the agent (default: derived from the skill's description)")
+	fs.StringVar(&f.transcript, "transcript", "", "transcript.jsonl to replay with --driver replay")
+	fs.DurationVar(&f.timeout, "timeout", d.Timeout, "deadline of the whole trace")
+	fs.DurationVar(&f.toolTimeout, "tool-timeout", d.ToolTimeout, "longest a single tool call may run")
+	fs.IntVar(&f.turns, "turns", d.Turns, "most agent turns")
+	fs.IntVar(&f.tokens, "tokens", d.Tokens, "most model tokens (llm driver)")
+	fs.StringVar(&f.out, "out", "", "run folder (default: a new folder under ./runs/)")
+	fs.StringVar(&f.format, "format", "text", "what goes to stdout: text, json, sarif or html")
+	fs.StringVar(&f.failOn, "fail-on", "high", "exit 1 on findings at or above: critical, high, medium, low, info, or never")
+	fs.BoolVar(&f.keep, "keep", false, "leave the containers for debugging and print how to enter them")
+	fs.BoolVar(&f.dryRun, "dry-run", false, "validate the skill, the plan and the provider settings, run nothing")
+	fs.BoolVar(&f.includeSecrets, "include-secrets", false, "put the planted token values in report.json (for corpus use)")
+	fs.StringVar(&f.user, "user", "", "user name of the seeded home (default: a plausible random one)")
+	fs.StringVar(&f.hostname, "hostname", "", "hostname of the sandbox (default: a plausible random one)")
+	fs.StringVar(&f.seed, "seed", "", "make the seeded home deterministic from this seed")
+	fs.StringVar(&f.image, "image", "", "sandbox image (default: built from the embedded Dockerfile.sandbox)")
+	fs.StringVar(&f.networkConfig, "network-config", "", "JSON file of DNS answers, NXDOMAIN names and HTTP responses for the jail")
+	fs.Int64Var(&f.memory, "memory", d.Memory, "memory limit of the sandbox, bytes")
+	fs.Int64Var(&f.pids, "pids", d.PIDs, "process limit of the sandbox")
+	fs.Float64Var(&f.cpus, "cpus", float64(d.NanoCPUs)/1e9, "CPU limit of the sandbox")
+}
+
+var skillNameRe = regexp.MustCompile(`[^a-z0-9]+`)
+
+// newTraceID returns a sortable, unique trace id.
+func newTraceID(now time.Time) string {
+	var b [3]byte
+	rand.Read(b[:])
+	return now.UTC().Format("20060102-150405") + "-" + hex.EncodeToString(b[:])
+}
+
+// plan turns flags into a Plan; it reads the API key from the environment.
+func (f *traceFlags) plan(e env, path string, now time.Time) (orchestrator.Plan, error) {
+	p := orchestrator.Plan{
+		TraceID:       newTraceID(now),
+		SkillPath:     path,
+		Prompt:        f.prompt,
+		Image:         f.image,
+		User:          f.user,
+		Hostname:      f.hostname,
+		Keep:          f.keep,
+		NetworkConfig: f.networkConfig,
+	}
+	if f.seed != "" {
+		p.Seed = []byte(f.seed)
+	}
+	p.Limits = orchestrator.DefaultLimits()
+	p.Limits.Timeout = f.timeout
+	p.Limits.ToolTimeout = f.toolTimeout
+	p.Limits.Turns = f.turns
+	p.Limits.Tokens = f.tokens
+	p.Limits.Memory = f.memory
+	p.Limits.PIDs = f.pids
+	p.Limits.NanoCPUs = int64(f.cpus * 1e9)
+
+	kind := f.driver
+	if kind == "" {
+		kind = orchestrator.DriverLiteral
+		if f.model != "" || f.provider != "" || f.baseURL != "" {
+			kind = orchestrator.DriverLLM
+		}
+	}
+	p.Driver = orchestrator.Driver{Kind: kind, Provider: f.provider, Model: f.model, BaseURL: f.baseURL, Transcript: f.transcript}
+	if kind == orchestrator.DriverLLM {
+		if p.Driver.Provider == "" {
+			p.Driver.Provider = "openai"
+			if f.baseURL != "" {
+				p.Driver.Provider = "custom"
+			}
+		}
+		keyEnv := f.apiKeyEnv
+		if keyEnv == "" {
+			switch p.Driver.Provider {
+			case "openrouter":
+				keyEnv = "OPENROUTER_API_KEY"
+			case "ollama":
+			default:
+				keyEnv = "OPENAI_API_KEY"
+			}
+		}
+		if keyEnv != "" {
+			p.Driver.APIKey = e.getenv(keyEnv)
+			if p.Driver.APIKey == "" && p.Driver.Provider != "ollama" && p.Driver.Provider != "custom" {
+				return p, fmt.Errorf("the %s provider needs an API key in $%s", p.Driver.Provider, keyEnv)
+			}
+		}
+	}
+	return p, p.Validate()
+}
+
+// defaultOut is ./runs/<trace id>-<skill name>.
+func defaultOut(traceID, skillPath string) string {
+	name := strings.TrimSuffix(filepath.Base(filepath.Clean(skillPath)), ".md")
+	if strings.EqualFold(name, "skill") {
+		name = filepath.Base(filepath.Dir(filepath.Clean(skillPath)))
+	}
+	name = strings.Trim(skillNameRe.ReplaceAllString(strings.ToLower(name), "-"), "-")
+	if len(name) > 40 {
+		name = name[:40]
+	}
+	return filepath.Join("runs", traceID+"-"+name)
+}
+
+var errNoSkillArg = errors.New("trace needs exactly one skill PATH")
+
+func runTrace(ctx context.Context, e env, args []string) int {
+	var f traceFlags
+	fs := newFlags(e, "trace", traceSynopsis)
+	f.register(fs)
+	if code, ok := parseFlags(fs, interspersed(fs, args)); !ok {
+		return code
+	}
+	if fs.NArg() != 1 {
+		e.errorf("%v", errNoSkillArg)
+		e.hintf("usage: sandboxctl trace [flags] PATH")
+		return exitUsage
+	}
+	path := fs.Arg(0)
+	failOn, err := parseFailOn(f.failOn)
+	if err != nil {
+		e.errorf("%v", err)
+		return exitUsage
+	}
+	if !validFormat(f.format) {
+		e.errorf("unknown format %q (want text, json, sarif or html)", f.format)
+		return exitUsage
+	}
+	p, err := f.plan(e, path, time.Now())
+	if err != nil {
+		e.errorf("%v", err)
+		return exitUsage
+	}
+	sk, err := skill.Load(path, skill.Options{})
+	if err != nil {
+		e.errorf("load skill: %v", err)
+		skillHint(e, err)
+		return exitUsage
+	}
+	if f.dryRun {
+		return dryRun(ctx, e, p, sk)
+	}
+
+	rt, ok := openDocker(ctx, e)
+	if !ok {
+		return exitFailed
+	}
+	defer rt.Close()
+	bin, err := selfBinary()
+	if err != nil {
+		e.errorf("%v", err)
+		return exitFailed
+	}
+	dir := f.out
+	if dir == "" {
+		dir = defaultOut(p.TraceID, path)
+	}
+
+	tty := e.isTerminal != nil && e.isTerminal()
+	ui := newProgressUI(e.stderr, tty)
+	runner := &orchestrator.Runner{
+		Runtime:        rt,
+		Binary:         bin,
+		Version:        version(),
+		IncludeSecrets: f.includeSecrets,
+		ImageProgress:  imageProgress{ui: ui},
+		Progress: func(pr orchestrator.Progress) {
+			switch {
+			case pr.Call != nil && pr.Result == nil:
+				ui.Phase("agent", pr.Call.ID+" "+pr.Call.Name+" "+callSummary(pr.Call.Arguments))
+			case pr.Call != nil:
+				ui.Event(fmt.Sprintf("%s %s exit %d %s", pr.Call.ID, pr.Call.Name, pr.Result.ExitCode, callSummary(pr.Call.Arguments)))
+			default:
+				ui.Phase(pr.Phase, pr.Message)
+			}
+		},
+	}
+	out, runErr := runner.Run(ctx, p, dir)
+	ui.Close()
+	if out.Report == nil {
+		e.errorf("%v", runErr)
+		return exitFailed
+	}
+	if err := writeFormat(e.stdout, out.Report, f.format, tty); err != nil {
+		e.errorf("write report: %v", err)
+		return exitFailed
+	}
+	fmt.Fprintf(e.stderr, "sandboxctl: run folder %s\n", dir)
+	for _, id := range out.Kept {
+		fmt.Fprintf(e.stderr, "sandboxctl: kept container %.12s: docker exec -it %.12s bash\n", id, id)
+	}
+	if len(out.Kept) > 0 {
+		e.hintf("remove them with: sandboxctl gc --trace %s", p.TraceID)
+	}
+	if runErr != nil {
+		e.errorf("%v", runErr)
+		if errors.Is(runErr, context.Canceled) || ctx.Err() != nil {
+			e.hintf("interrupted: the containers were removed; the partial report is in %s", dir)
+		}
+		return exitFailed
+	}
+	if reportFails(out.Report, failOn) {
+		return exitFindings
+	}
+	return exitClean
+}

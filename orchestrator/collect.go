@@ -1,0 +1,335 @@
+package orchestrator
+
+import (
+	"archive/tar"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"path"
+	"regexp"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/sandboxctl/sandboxctl/canaryfs"
+	"github.com/sandboxctl/sandboxctl/skill"
+	"github.com/sandboxctl/sandboxctl/strace"
+	"github.com/sandboxctl/sandboxctl/trace"
+)
+
+// Caps on what is read back from the sandbox: its contents are untrusted.
+const (
+	maxLogBytes   = 256 << 20 // one strace log
+	maxLogsBytes  = 1 << 30   // all of them
+	maxStraceLine = 64 << 10
+)
+
+// collect gathers the events of a trace that ran: the tool calls, the
+// syscall logs (after ending the tracers so they are complete), the file
+// diff, resource use and the jail's stream.
+func (r *Runner) collect(ctx context.Context, st *run) error {
+	var errs []error
+	st.events = append(st.events, st.calls.all()...)
+
+	if st.resources != nil {
+		res := st.resources.stop()
+		res.MemoryLimit, res.PIDsLimit = st.plan.Limits.Memory, st.plan.Limits.PIDs
+		if s, err := st.sandbox.State(ctx); err == nil && s.OOMKilled {
+			res.OOMKilled = true
+			res.Exceeded = append(res.Exceeded, "memory")
+		}
+		if res.PIDsLimit > 0 && res.PeakPIDs >= res.PIDsLimit-2 {
+			res.Exceeded = append(res.Exceeded, "pids")
+		}
+		for _, c := range st.loop.Calls {
+			if c.Result.Truncated {
+				res.Exceeded = append(res.Exceeded, "output")
+				break
+			}
+		}
+		res.OutputBytes = st.loop.OutputBytes
+		st.events = append(st.events, trace.Event{Time: r.now(), Source: trace.SourceResource, Type: trace.TypeResource, Data: &res})
+	}
+
+	if st.sandbox != nil {
+		sys, err := r.syscalls(ctx, st)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("syscall logs: %w", err))
+		}
+		st.events = append(st.events, sys...)
+
+		diff, err := st.sandbox.Diff(ctx)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("file diff: %w", err))
+		}
+		now := r.now()
+		for _, c := range filterDiff(diff) {
+			st.events = append(st.events, trace.Event{Time: now, Source: trace.SourceFSDiff, Type: trace.TypeFSChange,
+				Data: &trace.FSChange{Path: c.Path, Kind: c.Kind}})
+		}
+	}
+
+	if st.jailEv != nil {
+		st.jailEv.stop(time.Second)
+		ev, lost, bad := st.jailEv.all()
+		st.events = append(st.events, ev...)
+		if lost > 0 || bad > 0 {
+			st.events = append(st.events, trace.Event{Time: r.now(), Source: trace.SourceTCP, Type: trace.TypeJailNotice,
+				Data: &trace.Notice{Message: fmt.Sprintf("jail event stream: %d lines lost, %d unreadable", lost, bad), Lost: lost}})
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// syscalls ends the tracers, copies the per-call strace logs out and parses
+// them host-side.
+func (r *Runner) syscalls(ctx context.Context, st *run) ([]trace.Event, error) {
+	var stderr bytes.Buffer
+	code, err := st.sandbox.Exec(ctx, ExecSpec{
+		Argv: []string{AgentBin, "__flush", "--log-dir", CallLogDir}, User: "0:0",
+		Stdout: io.Discard, Stderr: &limitedBuffer{max: 4 << 10, buf: &stderr},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("end tracers: %w", err)
+	}
+	if code != 0 {
+		r.log().Warn("end tracers", "exit", code, "stderr", stderr.String())
+	}
+	rc, err := st.sandbox.CopyOut(ctx, CallLogDir)
+	if err != nil {
+		return nil, fmt.Errorf("copy out %s: %w", CallLogDir, err)
+	}
+	defer rc.Close()
+	return parseCallLogs(rc, st.home.HomeDir, r.log())
+}
+
+var callLogName = regexp.MustCompile(`^([A-Za-z0-9_.-]{1,64})\.log$`)
+
+// parseCallLogs reads a tar of strace logs (untrusted) and parses each one,
+// within caps.
+func parseCallLogs(rc io.Reader, cwd string, log interface{ Warn(string, ...any) }) ([]trace.Event, error) {
+	tr := tar.NewReader(rc)
+	var events []trace.Event
+	var total int64
+	for {
+		hdr, err := tr.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return events, fmt.Errorf("read log archive: %w", err)
+		}
+		if hdr.Typeflag != tar.TypeReg {
+			continue
+		}
+		m := callLogName.FindStringSubmatch(path.Base(hdr.Name))
+		if m == nil {
+			continue
+		}
+		if total >= maxLogsBytes {
+			log.Warn("syscall logs over cap; rest skipped", "cap", maxLogsBytes)
+			break
+		}
+		lr := io.LimitReader(tr, min(maxLogBytes, maxLogsBytes-total))
+		ev, stats, err := strace.Parse(lr, m[1], strace.Options{Cwd: cwd, MaxLineBytes: maxStraceLine})
+		total += hdr.Size
+		if err != nil {
+			log.Warn("parse syscall log", "call", m[1], "err", err)
+		}
+		_ = stats
+		events = append(events, ev...)
+	}
+	return events, nil
+}
+
+// filterDiff drops the changes the trace itself makes before the skill runs
+// (trust stores, the binary, the user database) and the engine's own files.
+func filterDiff(changes []Change) []Change {
+	var out []Change
+	for _, c := range changes {
+		if setupPath(c.Path) {
+			continue
+		}
+		out = append(out, c)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Path < out[j].Path })
+	return out
+}
+
+var setupPrefixes = []string{
+	"/etc/ssl/certs", "/usr/local/share/ca-certificates", "/usr/local/lib/agent", "/usr/lib/python3/dist-packages/certifi",
+	"/usr/share/ca-certificates", "/etc/ca-certificates", "/var/lib/agentd", "/run/agentd",
+}
+
+var setupFiles = map[string]bool{
+	"/etc/passwd": true, "/etc/group": true, "/etc/shadow": true, "/.dockerenv": true,
+	"/etc/hostname": true, "/etc/hosts": true, "/etc/resolv.conf": true, "/etc/mtab": true,
+	"/usr": true, "/usr/local": true, "/usr/local/share": true, "/usr/local/lib": true, "/var": true,
+	"/var/lib": true, "/run": true, "/etc": true, "/etc/ssl": true, "/home": true, "/tmp": true, "/var/tmp": true,
+}
+
+func setupPath(p string) bool {
+	if setupFiles[p] {
+		return true
+	}
+	for _, pre := range setupPrefixes {
+		if p == pre || strings.HasPrefix(p, pre+"/") {
+			return true
+		}
+	}
+	// pip's vendored certifi bundle, wherever it is.
+	return strings.Contains(p, "/certifi/") || strings.HasSuffix(p, "/certifi")
+}
+
+// cleanup removes the containers of the trace on a fresh bounded context,
+// unless the plan keeps them; it returns the names of kept containers.
+func (r *Runner) cleanup(ctx context.Context, st *run) ([]string, error) {
+	if st.plan.Keep {
+		var kept []string
+		for _, sb := range []Sandbox{st.sandbox, st.jail} {
+			if sb != nil {
+				kept = append(kept, sb.ID())
+			}
+		}
+		if st.jailEv != nil {
+			st.jailEv.cancel()
+		}
+		return kept, nil
+	}
+	r.phase("cleanup", "removing containers")
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.teardown())
+	defer cancel()
+	var errs []error
+	if st.sandbox != nil {
+		if err := st.sandbox.Remove(cctx); err != nil {
+			errs = append(errs, fmt.Errorf("remove sandbox %s: %w", st.sandbox.ID(), err))
+		}
+	}
+	if st.jail != nil {
+		if err := st.jail.Remove(cctx); err != nil {
+			errs = append(errs, fmt.Errorf("remove jail %s: %w", st.jail.ID(), err))
+		}
+	}
+	if st.jailEv != nil {
+		st.jailEv.cancel()
+	}
+	return nil, errors.Join(errs...)
+}
+
+// resourceSampler samples a container's resource use until stopped.
+type resourceSampler struct {
+	mu     sync.Mutex
+	res    trace.Resource
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+func startSampler(ctx context.Context, sb Sandbox, every time.Duration) *resourceSampler {
+	s := &resourceSampler{done: make(chan struct{})}
+	sctx, cancel := context.WithCancel(ctx)
+	s.cancel = cancel
+	go func() {
+		defer close(s.done)
+		t := time.NewTicker(every)
+		defer t.Stop()
+		for {
+			s.sample(sctx, sb)
+			select {
+			case <-sctx.Done():
+				return
+			case <-t.C:
+			}
+		}
+	}()
+	return s
+}
+
+func (s *resourceSampler) sample(ctx context.Context, sb Sandbox) {
+	st, err := sb.Stats(ctx)
+	if err != nil {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.res.PeakMemory = max(s.res.PeakMemory, st.Memory, st.MaxMemory)
+	s.res.PeakPIDs = max(s.res.PeakPIDs, st.PIDs)
+	s.res.CPUSeconds = max(s.res.CPUSeconds, st.CPUSeconds)
+}
+
+func (s *resourceSampler) stop() trace.Resource {
+	s.cancel()
+	<-s.done
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.res
+}
+
+// writeSetupTar writes the seeded home and the skill, read-only and owned by
+// root, as concatenated tar archives for `tar -x -i` at "/".
+func writeSetupTar(w io.Writer, home *canaryfs.Home, sk *skill.Skill, skillDir string) error {
+	if err := home.WriteTar(w, UserUID, UserGID); err != nil {
+		return err
+	}
+	tw := tar.NewWriter(w)
+	mtime := time.Now().Add(-36 * time.Hour)
+	// The skill's parents belong to the user, as an agent would have made them.
+	parent := path.Dir(skillDir)
+	for _, d := range []string{path.Dir(parent), parent} {
+		if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeDir, Name: strings.TrimPrefix(d, "/") + "/",
+			Mode: 0o755, Uid: UserUID, Gid: UserGID, Uname: home.User, Gname: home.User, ModTime: mtime}); err != nil {
+			return err
+		}
+	}
+	dirs := map[string]bool{}
+	var addDir func(d string) error
+	addDir = func(d string) error {
+		if dirs[d] || d == skillDir || !strings.HasPrefix(d, skillDir) {
+			return nil
+		}
+		if err := addDir(path.Dir(d)); err != nil {
+			return err
+		}
+		dirs[d] = true
+		return tw.WriteHeader(&tar.Header{Typeflag: tar.TypeDir, Name: strings.TrimPrefix(d, "/") + "/",
+			Mode: 0o555, Uname: "root", Gname: "root", ModTime: mtime})
+	}
+	if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeDir, Name: strings.TrimPrefix(skillDir, "/") + "/",
+		Mode: 0o555, Uname: "root", Gname: "root", ModTime: mtime}); err != nil {
+		return err
+	}
+	for _, f := range sk.Files {
+		p := path.Join(skillDir, f.Path)
+		if err := addDir(path.Dir(p)); err != nil {
+			return err
+		}
+		mode := int64(0o444)
+		if f.Mode&0o111 != 0 || bytes.HasPrefix(f.Content, []byte("#!")) {
+			mode = 0o555
+		}
+		if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: strings.TrimPrefix(p, "/"), Mode: mode,
+			Size: int64(len(f.Content)), Uname: "root", Gname: "root", ModTime: mtime}); err != nil {
+			return err
+		}
+		if _, err := tw.Write(f.Content); err != nil {
+			return err
+		}
+	}
+	return tw.Close()
+}
+
+var slugRe = regexp.MustCompile(`[^a-z0-9._-]+`)
+
+// skillSlug is the skill's folder name in the sandbox.
+func skillSlug(s *skill.Skill) string {
+	n := strings.Trim(slugRe.ReplaceAllString(strings.ToLower(s.Name), "-"), "-.")
+	if n == "" {
+		n = "skill"
+	}
+	if len(n) > 64 {
+		n = n[:64]
+	}
+	return n
+}

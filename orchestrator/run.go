@@ -1,0 +1,637 @@
+package orchestrator
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/sandboxctl/sandboxctl/agent"
+	"github.com/sandboxctl/sandboxctl/agent/literal"
+	"github.com/sandboxctl/sandboxctl/agent/llm"
+	"github.com/sandboxctl/sandboxctl/agent/replay"
+	"github.com/sandboxctl/sandboxctl/canaryfs"
+	"github.com/sandboxctl/sandboxctl/mcptools"
+	"github.com/sandboxctl/sandboxctl/netcapture"
+	"github.com/sandboxctl/sandboxctl/reports"
+	"github.com/sandboxctl/sandboxctl/skill"
+	"github.com/sandboxctl/sandboxctl/trace"
+)
+
+// ErrTimeout is the cause of a trace that ran into its deadline.
+var ErrTimeout = errors.New("trace deadline reached")
+
+// ErrJailNotReady is returned when the network jail did not signal readiness.
+var ErrJailNotReady = errors.New("network jail not ready")
+
+// Progress is one step of a trace, for the CLI's progress display.
+type Progress struct {
+	// Phase is one of "load", "image", "jail", "sandbox", "agent",
+	// "collect", "report", "cleanup".
+	Phase   string
+	Message string
+	// Call is set for a tool call as it starts (Result nil) and ends.
+	Call   *agent.ToolCall
+	Result *agent.ToolResult
+}
+
+// A Runner runs skills in sandboxes. Runtime and Binary are required.
+type Runner struct {
+	Runtime Runtime
+	// Binary is the host path of the static sandboxctl binary copied into
+	// the containers (host and sandbox code always match).
+	Binary string
+	// Version is sandboxctl's version, recorded in the report.
+	Version string
+	// Progress receives phase changes and tool calls (nil: none). It is
+	// called from one goroutine at a time.
+	Progress func(Progress)
+	// ImageProgress receives image build output (nil: discarded).
+	ImageProgress io.Writer
+	Now           func() time.Time // nil: time.Now
+	Log           *slog.Logger     // nil: discard
+	Teardown      time.Duration    // 0: 30s
+	// IncludeSecrets puts planted token values in report.json.
+	IncludeSecrets bool
+}
+
+// Outcome is what Run produced besides the report.
+type Outcome struct {
+	Report     *reports.Report
+	Transcript []byte
+	// Kept lists the containers left running by Plan.Keep.
+	Kept []string
+}
+
+func (r *Runner) now() time.Time {
+	if r.Now != nil {
+		return r.Now()
+	}
+	return time.Now()
+}
+
+func (r *Runner) log() *slog.Logger {
+	if r.Log != nil {
+		return r.Log
+	}
+	return slog.New(slog.DiscardHandler)
+}
+
+func (r *Runner) phase(phase, format string, a ...any) {
+	if r.Progress != nil {
+		r.Progress(Progress{Phase: phase, Message: fmt.Sprintf(format, a...)})
+	}
+}
+
+func (r *Runner) teardown() time.Duration {
+	if r.Teardown > 0 {
+		return r.Teardown
+	}
+	return 30 * time.Second
+}
+
+// run is the state of one trace, filled in as its steps succeed; the report
+// is built from whatever it holds when a step fails.
+type run struct {
+	plan      Plan
+	skill     *skill.Skill
+	home      *canaryfs.Home
+	jailCfg   netcapture.Config
+	image     string
+	skillDir  string
+	started   time.Time
+	jail      Sandbox
+	sandbox   Sandbox
+	transcr   bytes.Buffer
+	loop      agent.Result
+	loopErr   error
+	calls     *callLog
+	jailEv    *jailStream
+	resources *resourceSampler
+	events    []trace.Event
+}
+
+// Run runs one trace: load, plan, image, jail, seeded home, sandbox, driver
+// loop, events, rules, report, cleanup. It writes the run folder to dir
+// (unless dir is ""). The error is non-nil when sandboxctl could not observe
+// (the skill could not be loaded, the engine failed, ...): the report is then
+// partial, with status error or cancelled, and is still returned when the
+// skill was loaded. Findings are never errors.
+func (r *Runner) Run(ctx context.Context, p Plan, dir string) (out Outcome, err error) {
+	if err := p.Validate(); err != nil {
+		return out, fmt.Errorf("plan: %w", err)
+	}
+	st := &run{plan: p, started: r.now(), calls: newCallLog()}
+
+	r.phase("load", "%s", p.SkillPath)
+	st.skill, err = skill.Load(p.SkillPath, skill.Options{})
+	if err != nil {
+		return out, fmt.Errorf("load skill: %w", err)
+	}
+	st.home, err = canaryfs.Build(canaryfs.Options{User: p.User, Hostname: p.Hostname, Seed: p.Seed, Now: st.started})
+	if err != nil {
+		return out, fmt.Errorf("seed home: %w", err)
+	}
+	st.skillDir = SkillDir(st.home.User, skillSlug(st.skill))
+	st.jailCfg, err = r.jailConfig(p)
+	if err != nil {
+		return out, err
+	}
+
+	runErr := r.execute(ctx, st)
+
+	// Whatever happened, take down what this trace created, on a fresh
+	// bounded context so that Ctrl-C still cleans up.
+	out.Kept, err = r.cleanup(ctx, st)
+	runErr = errors.Join(runErr, err)
+
+	r.phase("report", "rules and report")
+	status, msg := traceStatus(ctx, runErr, st)
+	meta := reports.Meta{
+		TraceID:   p.TraceID,
+		Version:   r.Version,
+		Skill:     st.skill,
+		Driver:    reports.Driver{Kind: p.Driver.Kind, Provider: p.Driver.Provider, Model: p.Driver.Model},
+		Prompt:    p.Prompt,
+		StartedAt: st.started,
+		Duration:  r.now().Sub(st.started),
+		Status:    status,
+		Error:     msg,
+		Sandbox: reports.Sandbox{
+			Image: st.image, User: st.home.User, Hostname: st.home.Hostname, Home: st.home.HomeDir,
+			Limits: reports.Limits{
+				TimeoutMS: p.Limits.Timeout.Milliseconds(), MemoryBytes: p.Limits.Memory, PIDs: p.Limits.PIDs,
+				CPUs: float64(p.Limits.NanoCPUs) / 1e9, OutputBytes: p.Limits.OutputBytes,
+				Turns: p.Limits.Turns, Tokens: p.Limits.Tokens,
+			},
+		},
+		Canaries:    st.home.Set,
+		SkillDir:    st.skillDir,
+		Home:        st.home.HomeDir,
+		MarkerPath:  st.home.HomeDir + "/" + st.jailCfg.Marker.Path,
+		MarkerToken: st.jailCfg.Marker.Token,
+	}
+	out.Report = reports.Analyze(meta, trace.Merge(st.events), reports.Options{IncludeCanaryValues: r.IncludeSecrets})
+	out.Transcript = st.transcr.Bytes()
+	if dir != "" {
+		if werr := reports.WriteRunDir(dir, out.Report, out.Transcript); werr != nil {
+			runErr = errors.Join(runErr, fmt.Errorf("write run folder %s: %w", dir, werr))
+		}
+	}
+	return out, runErr
+}
+
+// traceStatus maps how the trace ended to the report's status.
+func traceStatus(ctx context.Context, err error, st *run) (reports.Status, string) {
+	switch {
+	case ctx.Err() != nil:
+		return reports.StatusCancelled, "interrupted"
+	case errors.Is(err, ErrTimeout) || errors.Is(st.loopErr, ErrTimeout) || st.loop.Stop == agent.StopWall:
+		return reports.StatusTimeout, "trace deadline reached"
+	case err != nil:
+		return reports.StatusError, err.Error()
+	case st.loopErr != nil:
+		return reports.StatusError, st.loopErr.Error()
+	}
+	return reports.StatusCompleted, ""
+}
+
+// execute creates the containers, runs the agent loop and collects the
+// events into st. Containers it created are in st for cleanup.
+func (r *Runner) execute(ctx context.Context, st *run) error {
+	p := st.plan
+	st.image = p.Image
+	if st.image == "" {
+		r.phase("image", "checking the sandbox image")
+		img, err := r.Runtime.EnsureImage(ctx, r.ImageProgress)
+		if err != nil {
+			return fmt.Errorf("sandbox image: %w", err)
+		}
+		st.image = img
+	}
+
+	// The trace's deadline starts once the image is there.
+	tctx, cancel := context.WithTimeoutCause(ctx, p.Limits.Timeout, ErrTimeout)
+	defer cancel()
+
+	if err := r.startJail(tctx, st); err != nil {
+		return fmt.Errorf("start jail: %w", causeOf(tctx, err))
+	}
+	if err := r.startSandbox(tctx, st); err != nil {
+		return fmt.Errorf("start sandbox: %w", causeOf(tctx, err))
+	}
+	st.resources = startSampler(tctx, st.sandbox, time.Second)
+
+	r.phase("agent", "%s driver", p.Driver.Kind)
+	loopErr := r.drive(tctx, st)
+	st.loopErr = causeOf(tctx, loopErr)
+
+	// Collect on a fresh context: the trace's may have ended.
+	r.phase("collect", "syscall logs, file diff, resources")
+	budget := 60 * time.Second
+	if ctx.Err() != nil {
+		budget = 15 * time.Second
+	}
+	cctx, ccancel := context.WithTimeout(context.WithoutCancel(ctx), budget)
+	defer ccancel()
+	err := r.collect(cctx, st)
+	// A trace that ran into its deadline is a result (status timeout), not
+	// a failure to observe; a driver or tool server that failed is.
+	if st.loopErr != nil && !errors.Is(st.loopErr, ErrTimeout) {
+		err = errors.Join(st.loopErr, err)
+	}
+	return err
+}
+
+// causeOf returns the trace's deadline cause instead of a bare
+// context.DeadlineExceeded.
+func causeOf(ctx context.Context, err error) error {
+	if err != nil && errors.Is(err, context.DeadlineExceeded) {
+		if c := context.Cause(ctx); c != nil && c != err {
+			return fmt.Errorf("%w (%v)", c, err)
+		}
+	}
+	return err
+}
+
+func (r *Runner) jailConfig(p Plan) (netcapture.Config, error) {
+	cfg := netcapture.DefaultConfig()
+	if p.NetworkConfig != "" {
+		b, err := os.ReadFile(p.NetworkConfig)
+		if err != nil {
+			return cfg, fmt.Errorf("network config: %w", err)
+		}
+		if err := json.Unmarshal(b, &cfg); err != nil {
+			return cfg, fmt.Errorf("network config %s: %w", p.NetworkConfig, err)
+		}
+	}
+	cert, key, err := netcapture.NewCA(caNames[randInt(len(caNames))])
+	if err != nil {
+		return cfg, fmt.Errorf("trace CA: %w", err)
+	}
+	cfg.CACert, cfg.CAKey = cert, key
+	cfg.Marker = netcapture.Marker{Path: ".cache/." + randHex(4), Token: randHex(16)}
+	cfg.SkipNetworkSetup = false
+	if err := cfg.Validate(); err != nil {
+		return cfg, fmt.Errorf("network config: %w", err)
+	}
+	return cfg, nil
+}
+
+// caNames are subjects a corporate TLS-inspection CA plausibly has.
+var caNames = []string{"Corp Root CA G2", "Internal Issuing CA 01", "Enterprise Root Certification Authority", "Zscaler Intermediate Root CA"}
+
+func randHex(n int) string {
+	b := make([]byte, n)
+	rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+func randInt(n int) int {
+	var b [1]byte
+	rand.Read(b[:])
+	return int(b[0]) % n
+}
+
+// startJail creates and starts the jail, and waits for its sinks to be up.
+func (r *Runner) startJail(ctx context.Context, st *run) error {
+	r.phase("jail", "network jail")
+	cfg, err := json.Marshal(st.jailCfg)
+	if err != nil {
+		return fmt.Errorf("encode jail config: %w", err)
+	}
+	files := []File{
+		{Path: AgentBin, Mode: 0o755, HostPath: r.Binary},
+		{Path: JailConfig, Mode: 0o600, Content: cfg},
+	}
+	jail, err := r.Runtime.Create(ctx, jailSpec(st.plan, st.image, st.home.Hostname, files))
+	if err != nil {
+		return err
+	}
+	st.jail = jail
+	if err := jail.Start(ctx); err != nil {
+		return err
+	}
+	st.jailEv = followJail(ctx, jail)
+	select {
+	case <-st.jailEv.ready:
+		return nil
+	case <-st.jailEv.done:
+		return fmt.Errorf("%w: it exited: %s", ErrJailNotReady, st.jailEv.stderrTail())
+	case <-time.After(30 * time.Second):
+		return fmt.Errorf("%w after 30s: %s", ErrJailNotReady, st.jailEv.stderrTail())
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// startSandbox creates the sandbox in the jail's namespace, then, as root
+// inside it: removes /.dockerenv, unpacks the seeded home and the skill, and
+// installs the trace CA in every trust store.
+func (r *Runner) startSandbox(ctx context.Context, st *run) error {
+	r.phase("sandbox", "sandbox for %s@%s", st.home.User, st.home.Hostname)
+	files := append([]File{
+		{Path: AgentBin, Mode: 0o755, HostPath: r.Binary},
+		{Path: CAPath, Mode: 0o644, Content: st.jailCfg.CACert},
+	}, passwdFiles(st.home.User)...)
+	sb, err := r.Runtime.Create(ctx, sandboxSpec(st.plan, st.image, st.jail.ID(), st.home.User, files))
+	if err != nil {
+		return err
+	}
+	st.sandbox = sb
+	if err := sb.Start(ctx); err != nil {
+		return err
+	}
+	var payload bytes.Buffer
+	if err := writeSetupTar(&payload, st.home, st.skill, st.skillDir); err != nil {
+		return fmt.Errorf("pack home and skill: %w", err)
+	}
+	var stderr bytes.Buffer
+	code, err := sb.Exec(ctx, ExecSpec{
+		Argv:   []string{"/bin/sh", "-c", setupScript},
+		User:   "0:0",
+		Env:    []string{"CA=" + CAPath, "INSTALL_CA=" + InstallCA},
+		Stdin:  &payload,
+		Stdout: io.Discard,
+		Stderr: &stderr,
+	})
+	if err != nil {
+		return fmt.Errorf("set up sandbox: %w", err)
+	}
+	if code != 0 {
+		return fmt.Errorf("set up sandbox: exit %d: %s", code, tail(stderr.String(), 400))
+	}
+	return nil
+}
+
+// setupScript runs as root in the sandbox before the skill: hide the
+// engine's marker file, unpack the home and the skill (tar keeps owners and
+// modes), install the trace CA.
+const setupScript = `set -e
+rm -f /.dockerenv
+tar -x -i -p -f - -C /
+"$INSTALL_CA" "$CA" >/dev/null
+`
+
+func tail(s string, n int) string {
+	if len(s) > n {
+		return "…" + s[len(s)-n:]
+	}
+	return s
+}
+
+// drive runs the driver loop against the MCP tool server in the sandbox.
+func (r *Runner) drive(ctx context.Context, st *run) error {
+	p := st.plan
+	drv, err := r.driver(st)
+	if err != nil {
+		return err
+	}
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	var srvErr bytes.Buffer
+	srvDone := make(chan error, 1)
+	sctx, stopServer := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopServer()
+	go func() {
+		_, err := st.sandbox.Exec(sctx, ExecSpec{
+			Argv: []string{AgentBin, "__mcp",
+				"--user", st.home.User, "--uid", strconv.Itoa(UserUID), "--gid", strconv.Itoa(UserGID),
+				"--home", st.home.HomeDir, "--max-output", strconv.FormatInt(p.Limits.OutputBytes, 10),
+				"--timeout", p.Limits.ToolTimeout.String(), "--log-dir", CallLogDir},
+			User:   "0:0",
+			Env:    st.home.Env,
+			Dir:    st.home.HomeDir,
+			Stdin:  inR,
+			Stdout: outW,
+			Stderr: &limitedBuffer{max: 64 << 10, buf: &srvErr},
+		})
+		outW.CloseWithError(io.EOF)
+		inR.Close()
+		srvDone <- err
+	}()
+	defer func() {
+		inW.Close()
+		select {
+		case <-srvDone:
+		case <-time.After(5 * time.Second):
+			stopServer()
+			<-srvDone
+		}
+	}()
+
+	hctx, hcancel := context.WithTimeout(ctx, 30*time.Second)
+	client, err := mcptools.NewClient(hctx, inW, outR)
+	hcancel()
+	if err != nil {
+		return fmt.Errorf("connect to tool server: %w (%s)", err, tail(srvErr.String(), 300))
+	}
+	defer client.Close()
+
+	session := &mcpSession{client: client, now: r.now}
+	loop := agent.Loop{
+		Session:    session,
+		Budget:     agent.Budget{Turns: p.Limits.Turns, Tokens: p.Limits.Tokens, Wall: p.Limits.Timeout},
+		Transcript: &st.transcr,
+		Now:        r.Now,
+		DriverName: p.Driver.Kind,
+		OnCall: func(c agent.ToolCall) {
+			if r.Progress != nil {
+				r.Progress(Progress{Phase: "agent", Call: &c})
+			}
+		},
+		OnResult: func(x agent.Exchange) {
+			st.calls.add(x.Event())
+			if r.Progress != nil {
+				res := x.Result
+				r.Progress(Progress{Phase: "agent", Call: &x.Call, Result: &res})
+			}
+		},
+	}
+	if p.Driver.APIKey != "" {
+		loop.Redact = []string{p.Driver.APIKey}
+	}
+	st.loop, err = loop.Run(ctx, drv)
+	if err != nil {
+		return fmt.Errorf("agent loop: %w", err)
+	}
+	return nil
+}
+
+func (r *Runner) driver(st *run) (agent.Driver, error) {
+	p := st.plan
+	switch p.Driver.Kind {
+	case DriverLiteral:
+		return literal.New(st.skill, literal.Config{SkillDir: st.skillDir}), nil
+	case DriverReplay:
+		d, err := replay.Open(p.Driver.Transcript)
+		if err != nil {
+			return nil, fmt.Errorf("replay driver: %w", err)
+		}
+		return d, nil
+	case DriverLLM:
+		d, err := llm.New(llm.Config{
+			Provider: p.Driver.Provider, BaseURL: p.Driver.BaseURL, Model: p.Driver.Model,
+			APIKey: p.Driver.APIKey, Prompt: p.Prompt, Skill: st.skill, SkillDir: st.skillDir,
+			Log: r.Log,
+		})
+		if err != nil {
+			return nil, fmt.Errorf("llm driver: %w", err)
+		}
+		return d, nil
+	}
+	return nil, fmt.Errorf("unknown driver %q", p.Driver.Kind)
+}
+
+// mcpSession is the agent's ToolSession on the MCP client.
+type mcpSession struct {
+	client *mcptools.Client
+	now    func() time.Time
+}
+
+func (s *mcpSession) CallTool(ctx context.Context, call agent.ToolCall) (agent.ToolResult, error) {
+	start := s.now()
+	res, err := s.client.Call(ctx, call.ID, call.Name, call.Arguments)
+	tr := agent.ToolResult{
+		ExitCode: res.ExitCode, Stdout: res.Stdout, Stderr: res.Stderr,
+		Truncated: res.Truncated, IsError: res.IsError, Text: res.Text, Duration: res.Duration,
+	}
+	if tr.Duration == 0 {
+		tr.Duration = s.now().Sub(start)
+	}
+	return tr, err
+}
+
+// callLog collects the tool-call events of the loop as calls end.
+type callLog struct {
+	mu     sync.Mutex
+	events []trace.Event
+}
+
+func newCallLog() *callLog { return &callLog{} }
+
+func (l *callLog) add(e trace.Event) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.events = append(l.events, e)
+}
+
+func (l *callLog) all() []trace.Event {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]trace.Event(nil), l.events...)
+}
+
+// limitedBuffer keeps the first max bytes written to it.
+type limitedBuffer struct {
+	mu  sync.Mutex
+	max int
+	buf *bytes.Buffer
+}
+
+func (b *limitedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if room := b.max - b.buf.Len(); room > 0 {
+		if len(p) > room {
+			b.buf.Write(p[:room])
+		} else {
+			b.buf.Write(p)
+		}
+	}
+	return len(p), nil
+}
+
+// jailStream reads the jail's JSON-lines events from its stdout.
+type jailStream struct {
+	ready  chan struct{}
+	done   chan struct{}
+	mu     sync.Mutex
+	events []trace.Event
+	lost   int64
+	bad    int
+	last   int64
+	stderr bytes.Buffer
+	cancel context.CancelFunc
+}
+
+// followJail starts reading the jail's event stream. The reader ends when the
+// jail's main process ends or stop is called.
+func followJail(ctx context.Context, jail Sandbox) *jailStream {
+	js := &jailStream{ready: make(chan struct{}), done: make(chan struct{})}
+	lctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	js.cancel = cancel
+	pr, pw := io.Pipe()
+	stderr := &limitedBuffer{max: 16 << 10, buf: &js.stderr}
+	go func() {
+		err := jail.Logs(lctx, pw, stderr)
+		pw.CloseWithError(err)
+	}()
+	go func() {
+		defer close(js.done)
+		sc := bufio.NewScanner(pr)
+		sc.Buffer(make([]byte, 64<<10), 8<<20)
+		readyOnce := sync.Once{}
+		for sc.Scan() {
+			var e trace.Event
+			if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
+				js.mu.Lock()
+				js.bad++
+				js.mu.Unlock()
+				continue
+			}
+			js.mu.Lock()
+			if e.Seq > 0 {
+				if js.last > 0 && e.Seq > js.last+1 {
+					js.lost += e.Seq - js.last - 1
+				}
+				js.last = e.Seq
+			}
+			if n, ok := e.Data.(*trace.Notice); ok && e.Type == trace.TypeJailNotice && n.Message == netcapture.ReadyMessage {
+				readyOnce.Do(func() { close(js.ready) })
+			} else {
+				e.Seq = 0
+				js.events = append(js.events, e)
+			}
+			js.mu.Unlock()
+		}
+		pr.CloseWithError(sc.Err())
+	}()
+	return js
+}
+
+// stop ends the stream after giving in-flight lines a moment to arrive.
+func (js *jailStream) stop(grace time.Duration) {
+	select {
+	case <-js.done:
+	case <-time.After(grace):
+	}
+	js.cancel()
+	<-js.done
+}
+
+func (js *jailStream) stderrTail() string {
+	js.mu.Lock()
+	defer js.mu.Unlock()
+	s := js.stderr.String()
+	if s == "" {
+		return "no output"
+	}
+	return tail(s, 500)
+}
+
+func (js *jailStream) all() (events []trace.Event, lost int64, bad int) {
+	js.mu.Lock()
+	defer js.mu.Unlock()
+	return append([]trace.Event(nil), js.events...), js.lost, js.bad
+}

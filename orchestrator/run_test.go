@@ -1,0 +1,169 @@
+package orchestrator_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sandboxctl/sandboxctl/netcapture"
+	"github.com/sandboxctl/sandboxctl/orchestrator"
+	"github.com/sandboxctl/sandboxctl/orchestrator/runtimetest"
+	"github.com/sandboxctl/sandboxctl/reports"
+	"github.com/sandboxctl/sandboxctl/trace"
+)
+
+var idRe = regexp.MustCompile(`[^a-z0-9]+`)
+
+func testPlan(t *testing.T) orchestrator.Plan {
+	p := orchestrator.Plan{
+		TraceID:   "test-" + strings.Trim(idRe.ReplaceAllString(strings.ToLower(t.Name()), "-"), "-"),
+		SkillPath: "testdata/skill",
+		Driver:    orchestrator.Driver{Kind: orchestrator.DriverLiteral},
+		Limits:    orchestrator.DefaultLimits(),
+		Seed:      []byte("seed"),
+	}
+	p.Limits.Timeout = 20 * time.Second
+	if len(p.TraceID) > 60 {
+		p.TraceID = p.TraceID[:60]
+	}
+	return p
+}
+
+// readyLogs plays a jail that signals readiness and then stays up.
+func readyLogs(ctx context.Context, sb *runtimetest.Sandbox, stdout, stderr io.Writer) error {
+	if sb.Spec.Role != orchestrator.RoleJail {
+		<-ctx.Done()
+		return nil
+	}
+	b, _ := json.Marshal(trace.Event{Seq: 1, Time: time.Now(), Source: trace.SourceDNS, Type: trace.TypeJailNotice,
+		Data: &trace.Notice{Message: netcapture.ReadyMessage}})
+	stdout.Write(append(b, '\n'))
+	<-ctx.Done()
+	return nil
+}
+
+// deadToolServer plays a sandbox whose tool server exits at once; every other
+// exec succeeds.
+func deadToolServer(ctx context.Context, sb *runtimetest.Sandbox, e orchestrator.ExecSpec) (int, error) {
+	if slices.Contains(e.Argv, "__mcp") {
+		io.WriteString(e.Stderr, "tool server: cannot start\n")
+		return 1, nil
+	}
+	if e.Stdin != nil {
+		io.Copy(io.Discard, e.Stdin)
+	}
+	return 0, nil
+}
+
+func binary(t *testing.T) string {
+	p := filepath.Join(t.TempDir(), "agentd")
+	if err := os.WriteFile(p, []byte("#!/bin/true\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// TestRunRemovesContainersOnEveryPath fails each step in turn and checks that
+// nothing the trace created is left, and that the error says so.
+func TestRunRemovesContainersOnEveryPath(t *testing.T) {
+	for _, step := range []string{"", runtimetest.StepImage, runtimetest.StepCreate, runtimetest.StepStart,
+		runtimetest.StepExec, runtimetest.StepLogs, runtimetest.StepCopyOut, runtimetest.StepDiff} {
+		t.Run("fail="+step, func(t *testing.T) {
+			rt := &runtimetest.Fake{FailAt: step, Logs: readyLogs, Exec: deadToolServer}
+			r := &orchestrator.Runner{Runtime: rt, Binary: binary(t), Teardown: 5 * time.Second}
+			dir := t.TempDir()
+			out, err := r.Run(t.Context(), testPlan(t), dir)
+			calls, live := rt.Snapshot()
+			if live != 0 {
+				t.Errorf("%d containers left after Run; calls: %q", live, calls)
+			}
+			// The fake's Exec answers no MCP handshake, so even the
+			// unfailed run ends in an error: the tool server never answers.
+			if err == nil {
+				t.Errorf("Run() err = nil, want an error (calls: %q)", calls)
+			}
+			if out.Report == nil {
+				t.Fatalf("Run() returned no report; err = %v", err)
+			}
+			if out.Report.Status != reports.StatusError {
+				t.Errorf("status = %q, want %q", out.Report.Status, reports.StatusError)
+			}
+			if out.Report.Verdict != "inconclusive" {
+				t.Errorf("verdict = %q, want inconclusive (nothing ran)", out.Report.Verdict)
+			}
+			if _, err := os.Stat(filepath.Join(dir, "report.json")); err != nil {
+				t.Errorf("run folder has no report.json: %v", err)
+			}
+		})
+	}
+}
+
+// TestRunCancelledStillCleansUp cancels the trace while the jail starts.
+func TestRunCancelledStillCleansUp(t *testing.T) {
+	ctx, cancel := context.WithCancel(t.Context())
+	rt := &runtimetest.Fake{Logs: func(lctx context.Context, sb *runtimetest.Sandbox, stdout, stderr io.Writer) error {
+		cancel() // Ctrl-C while waiting for the jail
+		<-lctx.Done()
+		return nil
+	}}
+	r := &orchestrator.Runner{Runtime: rt, Binary: binary(t), Teardown: 5 * time.Second}
+	out, err := r.Run(ctx, testPlan(t), "")
+	if !errors.Is(err, context.Canceled) {
+		t.Errorf("Run() err = %v, want context.Canceled", err)
+	}
+	if calls, live := rt.Snapshot(); live != 0 {
+		t.Errorf("%d containers left after a cancelled Run; calls: %q", live, calls)
+	}
+	if out.Report == nil || out.Report.Status != reports.StatusCancelled {
+		t.Errorf("report status = %v, want cancelled", out.Report)
+	}
+}
+
+func TestRunKeepLeavesContainers(t *testing.T) {
+	rt := &runtimetest.Fake{Logs: readyLogs, Exec: deadToolServer}
+	p := testPlan(t)
+	p.Keep = true
+	r := &orchestrator.Runner{Runtime: rt, Binary: binary(t), Teardown: 5 * time.Second}
+	out, _ := r.Run(t.Context(), p, "")
+	_, live := rt.Snapshot()
+	if live != 2 || len(out.Kept) != 2 {
+		t.Errorf("kept %d (%q), live %d; want 2 containers kept", len(out.Kept), out.Kept, live)
+	}
+	rt.GC(context.Background(), p.TraceID)
+}
+
+func TestPlanValidate(t *testing.T) {
+	good := orchestrator.Plan{TraceID: "abc-123", SkillPath: "x", Driver: orchestrator.Driver{Kind: "literal"}, Limits: orchestrator.DefaultLimits()}
+	tests := []struct {
+		name   string
+		mutate func(*orchestrator.Plan)
+		want   string
+	}{
+		{name: "ok", mutate: func(*orchestrator.Plan) {}},
+		{name: "no skill", mutate: func(p *orchestrator.Plan) { p.SkillPath = "" }, want: "no skill"},
+		{name: "bad id", mutate: func(p *orchestrator.Plan) { p.TraceID = "A B" }, want: "trace id"},
+		{name: "zero timeout", mutate: func(p *orchestrator.Plan) { p.Limits.Timeout = 0 }, want: "timeout"},
+		{name: "tiny memory", mutate: func(p *orchestrator.Plan) { p.Limits.Memory = 1 << 20 }, want: "memory"},
+		{name: "llm without model", mutate: func(p *orchestrator.Plan) { p.Driver.Kind = "llm" }, want: "--model"},
+		{name: "replay without file", mutate: func(p *orchestrator.Plan) { p.Driver.Kind = "replay" }, want: "--transcript"},
+		{name: "unknown driver", mutate: func(p *orchestrator.Plan) { p.Driver.Kind = "magic" }, want: "unknown driver"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := good
+			tt.mutate(&p)
+			err := p.Validate()
+			if (err == nil) != (tt.want == "") || (err != nil && !strings.Contains(err.Error(), tt.want)) {
+				t.Errorf("Validate() = %v, want error containing %q", err, tt.want)
+			}
+		})
+	}
+}
