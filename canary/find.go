@@ -20,6 +20,7 @@ const (
 	maxInflate      = 32 << 20 // bytes inflated from one compressed stream
 	maxDecodeBudget = 64 << 20 // bytes decoded or inflated per Find call
 	minDecodeRun    = 32       // shortest base64/hex run worth decoding
+	minWrap         = 40       // shortest line width of wrapped base64/hex (PEM: 64, MIME: 76, xxd -p: 60)
 )
 
 type hitKey struct {
@@ -77,6 +78,16 @@ func (f *finder) record(tok int, enc Encoding, off int) {
 // outer.
 func (f *finder) find(data []byte, outer Encoding, base, depth int) {
 	nested := outer != Plain
+	if textDecoded(outer) && !hasTextRun(data, MinNeedle) {
+		// Binary through and through (a decoded archive, an image): no
+		// text encoding can hide in it, and plain needles in it were
+		// already seen through the outer encoding's own patterns. Only
+		// compressed streams remain to look into.
+		if depth < maxDepth {
+			f.inflateAll(data, outer, base, depth)
+		}
+		return
+	}
 	f.scan(data, func(p *pattern, i int) {
 		off := base + i
 		if nested {
@@ -140,7 +151,23 @@ func (f *finder) scan(data []byte, hit func(p *pattern, i int), joinedOnly bool)
 // inflateAll finds gzip and zlib streams in data and searches what they
 // inflate to.
 func (f *finder) inflateAll(data []byte, outer Encoding, base, depth int) {
-	for i := 0; i+3 <= len(data) && f.budget > 0; i++ {
+	next := func(from int, c byte) int {
+		if j := bytes.IndexByte(data[from:], c); j >= 0 {
+			return from + j
+		}
+		return len(data)
+	}
+	g, z := next(0, 0x1f), next(0, 0x78)
+	for f.budget > 0 {
+		i := min(g, z)
+		if i+3 > len(data) {
+			return
+		}
+		if i == g {
+			g = next(i+1, 0x1f)
+		} else {
+			z = next(i+1, 0x78)
+		}
 		var r io.Reader
 		enc := Gzip
 		switch {
@@ -172,6 +199,33 @@ func (f *finder) inflateAll(data []byte, outer Encoding, base, depth int) {
 		}
 		f.find(out, enc.wrap(outer), base+i, depth+1)
 	}
+}
+
+// textDecoded reports whether the innermost step of outer decoded a text
+// encoding, whose own patterns cover plain needles in what it decoded to.
+func textDecoded(outer Encoding) bool {
+	s := string(outer)
+	if i := strings.LastIndexByte(s, '+'); i >= 0 {
+		s = s[i+1:]
+	}
+	return s == string(Base64) || s == string(Base64URL) || s == string(Hex)
+}
+
+// hasTextRun reports whether data has a run of at least n printable ASCII
+// characters.
+func hasTextRun(data []byte, n int) bool {
+	run := 0
+	for _, c := range data {
+		if c >= 0x20 && c < 0x7f || c == '\n' || c == '\r' || c == '\t' {
+			run++
+			if run >= n {
+				return true
+			}
+		} else {
+			run = 0
+		}
+	}
+	return false
 }
 
 // isTar reports whether b starts with a POSIX or GNU tar header.
@@ -215,17 +269,21 @@ func init() {
 	cls['='] = clsPad
 }
 
-// base64Runs returns the runs of base64 text in data of at least 16
-// characters; a run continues across line breaks ("\n", "\r\n", a
-// JSON-escaped "\n") and single spaces when the part before the break is at
-// least 16 characters long, as encoders that wrap lines produce.
+// base64Runs returns the runs of base64 (or hex) text in data that are worth
+// a second look: those of at least minDecodeRun characters, and those broken
+// into lines. A run continues across a line break ("\n", "\r\n", a
+// JSON-escaped "\n") or a single space when the lines before it are at least
+// minWrap characters long and all of the same length, as encoders that wrap
+// lines produce.
 func base64Runs(data []byte) []run {
 	var runs []run
 	var parts [][2]int // backing store shared by all runs
 	var cur run
 	from := 0 // where cur's parts start in parts
 	flush := func() {
-		if cur.n >= 16 {
+		// Keep what is worth a second look: line-broken runs (to scan
+		// joined) and runs long enough to decode.
+		if len(parts)-from > 1 || cur.n >= minDecodeRun {
 			cur.parts = parts[from:len(parts):len(parts)]
 			runs = append(runs, cur)
 		} else {
@@ -237,23 +295,36 @@ func base64Runs(data []byte) []run {
 	n := len(data)
 	i := 0
 	for i < n {
-		if cls[data[i]]&clsAlpha == 0 {
-			if cls[data[i]] == clsPad && len(parts) > from {
+		// Skip to the next alphabet character.
+		for j, c := range data[i:] {
+			k := cls[c]
+			if k&clsAlpha != 0 {
+				i += j
+				goto alpha
+			}
+			if k == clsPad && len(parts) > from {
 				flush() // padding ends a run
 			}
-			i++
-			continue
 		}
+		break
+	alpha:
 		start := i
 		var flags uint8
-		for i < n && cls[data[i]]&clsAlpha != 0 {
-			flags |= cls[data[i]]
-			i++
+		i = n
+		for j, c := range data[start:] {
+			k := cls[c]
+			if k&clsAlpha == 0 {
+				i = start + j
+				break
+			}
+			flags |= k
 		}
 		end := i
 		if len(parts) > from {
-			prev := parts[len(parts)-1]
-			if prev[1]-prev[0] < 16 || !onlyBreaks(data[prev[1]:start]) {
+			// Encoders wrap at a fixed width: every line before this one
+			// has the first line's length.
+			first, prev := parts[from], parts[len(parts)-1]
+			if first[1]-first[0] < minWrap || prev[1]-prev[0] != first[1]-first[0] || !onlyBreaks(data[prev[1]:start]) {
 				flush()
 			}
 		}
