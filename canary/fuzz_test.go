@@ -99,26 +99,32 @@ func present(data []byte, chain []string, tok canary.Token, at int) bool {
 			alpha, e = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_", base64.RawURLEncoding
 		}
 		for _, s := range starts(3) {
-			r := grab(data[s:], alpha)
-			if len(r)%4 == 1 {
-				r = r[:len(r)-1]
-			}
-			d, _ := e.DecodeString(r)
-			if present(d, rest, tok, -1) {
-				return true
+			// The needle's first bits may sit in a character whose group
+			// started before the data: pad with zero characters to align.
+			for pad := range 4 {
+				r := strings.Repeat("A", pad) + grab(data[s:], alpha)
+				if len(r)%4 == 1 {
+					r = r[:len(r)-1]
+				}
+				d, _ := e.DecodeString(r)
+				if present(d, rest, tok, -1) {
+					return true
+				}
 			}
 		}
 	case canary.Base32:
 		for _, s := range starts(8) {
-			r := strings.ToUpper(grab(data[s:], "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz234567"))
-			for len(r) > 0 {
-				if d, err := base32.StdEncoding.WithPadding(base32.NoPadding).DecodeString(r); err == nil {
-					if present(d, rest, tok, -1) {
-						return true
+			for pad := range 8 {
+				r := strings.Repeat("A", pad) + strings.ToUpper(grab(data[s:], "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz234567"))
+				for len(r) > 0 {
+					if d, err := base32.StdEncoding.WithPadding(base32.NoPadding).DecodeString(r); err == nil {
+						if present(d, rest, tok, -1) {
+							return true
+						}
+						break
 					}
-					break
+					r = r[:len(r)-1]
 				}
-				r = r[:len(r)-1]
 			}
 		}
 	case canary.URL:
