@@ -181,3 +181,14 @@ func TestRawNeedles(t *testing.T) {
 		t.Errorf("raw needles JSON round trip (-want +got):\n%s", diff)
 	}
 }
+
+func TestPlanted(t *testing.T) {
+	set := canary.NewSet(tokAWS, tokKey)
+	want := []canary.Planted{
+		{ID: "aws_access_key-1", Kind: canary.AWSAccessKey, Location: "~/.aws/credentials", Hint: "AKIAQ… (20 chars)"},
+		{ID: "ssh_private_key-1", Kind: canary.SSHPrivateKey, Location: "~/.ssh/id_ed25519", Hint: "-----BEGIN O… (112 chars)"},
+	}
+	if diff := cmp.Diff(want, set.Planted()); diff != "" {
+		t.Errorf("Planted (-want +got):\n%s", diff)
+	}
+}
