@@ -14,8 +14,12 @@ import (
 // Command patterns. They run on exec argv joined with spaces, on shell -c
 // scripts, and on bash tool-call commands.
 var (
-	reShell         = `(?:sudo\s+)?(?:env\s+\S+\s+)?(?:/usr)?(?:/bin/)?(?:ba|da|z|k|a)?sh\b`
-	reInterp        = `(?:` + reShell + `|(?:/usr/bin/)?(?:python[23]?|perl|ruby|node|php)\b(?:\s+-)?)`
+	reShell = `(?:sudo\s+(?:-\S+\s+)*)?(?:env\s+\S+\s+)?(?:/usr)?(?:/bin/)?(?:ba|da|z|k|a)?sh\b`
+	// reInterp is an interpreter that reads its program from stdin: no
+	// -c/-e/-m script of its own (curl ... | python3 -m json.tool only
+	// formats data).
+	reInterp = `(?:` + reShell + `|(?:/usr/bin/)?(?:python[23]?(?:\.\d+)?|perl|ruby|node|php)\b)` +
+		`(?:\s+(?:-[sx]+|-|--)(?:\s[^|;&]*)?)?\s*(?:$|[;&|)'"\x60])`
 	reDownloadPipe  = regexp.MustCompile(`(?i)\b(?:curl|wget|fetch|aria2c)\b[^|;&]*\|\s*` + reInterp)
 	reDownloadSub   = regexp.MustCompile(`(?i)(?:\b(?:ba|z|da)?sh\s+(?:-c\s+)?["']?\$\(|(?:\bsource|^\.|[;&|]\s*\.)\s+<\(|\b(?:ba|z|da)?sh\s+<\()\s*(?:curl|wget)\b`)
 	reDecodePipe    = regexp.MustCompile(`(?i)\bbase64\s+(?:-d|--decode|-D)\b[^|;&]*\|\s*` + reInterp)
@@ -23,7 +27,7 @@ var (
 	rePyDownload    = regexp.MustCompile(`(?i)\bexec\s*\(.*\burlopen\b|\burlopen\b.*\bexec\s*\(|\beval\s*\(.*\b(?:urlopen|requests\.get)\b`)
 	reMacOSBase64   = regexp.MustCompile(`\bbase64\s+(?:-[a-zA-Z]*D|--decode)\b`)
 	reB64Blob       = regexp.MustCompile(`[A-Za-z0-9+/]{16,}={0,2}`)
-	reQuarantine    = regexp.MustCompile(`\bxattr\s+(?:-[a-z]*\s+)*-d\s+com\.apple\.quarantine\b|\bosascript\b|\bspctl\s+--master-disable\b`)
+	reQuarantine    = regexp.MustCompile(`\bxattr\s+(?:-[a-z]*\s+)*-d\s+com\.apple\.quarantine\b|\bspctl\s+--master-disable\b`)
 	reCurlOut       = regexp.MustCompile(`\b(?:curl\b[^|;&]*?\s(?:-o|--output)\s*|wget\b[^|;&]*?\s(?:-O|--output-document(?:=|\s))\s*)["']?([^\s"';&|]+)`)
 	reChmodX        = regexp.MustCompile(`\bchmod\s+(?:-\w+\s+)*(?:[ugoa]*\+[rw]*x\w*|[0-7]?[0-7][1357][0-7]?[0-7]?)\s+["']?([^\s"';&|]+)`)
 	reDevTCP        = regexp.MustCompile(`/dev/(?:tcp|udp)/[^/\s]+/\d+`)
@@ -41,12 +45,13 @@ var (
 	reToolDiscover  = regexp.MustCompile(`\b(?:which|command\s+-v|type\s+-[pP]|hash|whereis)\s+(?:[\w.-]+\s+)*(?:aws|gcloud|az|kubectl|docker|gpg|doctl|terraform|vault|op|heroku|gh|ssh|solana|bitcoin-cli|geth|metamask|1password)\b`)
 	reHomeSweep     = regexp.MustCompile(`(?i)\bfind\s+(?:~|\$HOME|/home|/root|/)\S*[^|;&]*-i?(?:name|path|regex)\s+["']?[^"'\s]*(?:\.pem|\.key|wallet|keystore|id_rsa|id_ed25519|credential|\.env|mnemonic|seed|secret|password|token|\.kdbx)|\bls\s+-[a-zA-Z]*R[a-zA-Z]*\s+(?:~|\$HOME|/home|/root|/)(?:/?\s|/?$)|\b(?:grep|rg|ag)\s+-[a-zA-Z]*[rR][a-zA-Z]*\s+[^|;&]*(?:password|secret|api[_-]?key|token|private[_ ]key|mnemonic|BEGIN)[^|;&]*(?:~|\$HOME|/home|/root)|(?:~|\$HOME)/\*\*?/\*\.(?:pem|key)\b|\bglob\(.*(?:\*\.pem|\*\.key|wallet\.dat|keystore|id_rsa)`)
 	reSysInfo       = regexp.MustCompile(`^(?:uname\s+-a|id|whoami|hostname|cat\s+/etc/(?:os-release|issue|passwd)|ip\s+a(?:ddr)?|ifconfig|arp\s+-a)$`)
-	reSudo          = regexp.MustCompile(`(?:^|[;&|(]\s*)(?:sudo|su|doas|pkexec|runuser)\b`)
+	reSudo          = regexp.MustCompile(`(?:^|[;&|(]\s*)(?:sudo|doas|runuser)\b`)
+	reRootShell     = regexp.MustCompile(`(?:^|[;&|(]\s*)(?:su|pkexec)(?:\s|$)|\bsudo\s+(?:-\S*[isS]\S*\b|su\b|(?:/bin/|/usr/bin/)?(?:ba|z|da)?sh\b)|\|\s*sudo\s+-S\b`)
 	reSetuid        = regexp.MustCompile(`\bchmod\s+(?:-\w+\s+)*(?:[ugoa]*\+[rwx]*s|[4-7][0-7]{3})\b`)
 	reDockerSock    = regexp.MustCompile(`/(?:var/)?run/docker\.sock|/run/containerd/containerd\.sock|\bdocker\s+(?:-H|--host)\b`)
 	reSudoersCmd    = regexp.MustCompile(`(?:>>?|\btee\s+(?:-a\s+)?)\s*/etc/(?:sudoers|sudoers\.d/\S*|passwd|shadow|ld\.so\.preload)\b|\bvisudo\b|\busermod\s+-aG\s+(?:sudo|wheel|docker)\b`)
 	reRmRoot        = regexp.MustCompile(`\brm\s+(?:-[a-zA-Z]*[rR][a-zA-Z]*\s+(?:-[a-zA-Z]+\s+)*|--recursive\s+|--no-preserve-root\s+)+(?:--no-preserve-root\s+)?["']?(?:~|\$HOME|\$\{HOME\}|/home(?:/[^/\s;&|]+)?|/root|)/?\*?["']?(?:\s|$|;|&|\|)`)
-	reWipe          = regexp.MustCompile(`\bshred\b|\bwipe\s|\bsrm\s|\bdd\s+[^|;&]*if=/dev/(?:zero|urandom|random)[^|;&]*of=|\bmkfs(?:\.\w+)?\s|\bfind\s+[^|;&]*-delete\b|\btruncate\s+-s\s*0\b`)
+	reWipe          = regexp.MustCompile(`\bshred\b|\bwipe\s|\bsrm\s|\bdd\s+[^|;&]*of=(?:/dev/(?:sd|nvme|vd|xvd|hd|mmcblk)|~|\$HOME)|\bmkfs(?:\.\w+)?\s|\bfind\s+(?:~|\$HOME|/|/home\S*|/root)\s[^|;&]*-delete\b`)
 	reForcePush     = regexp.MustCompile(`\bgit\s+push\b[^;&|\n]*\s(?:-f|--force|--force-with-lease|\+[\w/.-]+)(?:\s|$|;|&|\|)`)
 	reSecretPattern = regexp.MustCompile(`(?i)password|secret|api[_-]?key|token|private key|BEGIN|mnemonic|wallet|\.pem|\.key\b|id_rsa`)
 	reURL           = regexp.MustCompile(`https?://[^\s"'<>()\]\[\x60]+`)
@@ -197,7 +202,7 @@ func execRules() {
 	def(Rule{ID: "SBX-EXEC-005", Family: "execution", Title: "macOS-only decode or Gatekeeper bypass attempted",
 		Severity: Medium, Confidence: ConfMedium, Technique: "T1553.001",
 		Help: "`base64 -D` (the macOS spelling, failing on Linux), removal of the quarantine attribute " +
-			"(xattr -d com.apple.quarantine), osascript, or spctl: a payload written for macOS users."},
+			"(xattr -d com.apple.quarantine) or spctl --master-disable: a payload written for macOS users."},
 		func(c *ctx, r *Rule) {
 			for _, cm := range c.cmds {
 				if reQuarantine.MatchString(cm.text) {
@@ -397,19 +402,38 @@ func reconRules() {
 }
 
 func privRules() {
-	def(Rule{ID: "SBX-PRIV-001", Family: "privilege-escalation", Title: "sudo, su or pkexec used",
-		Severity: Medium, Confidence: ConfHigh, Technique: "T1548.003",
-		Help: "The skill tried to run something as another user. The sandbox user has no sudo rights, " +
-			"so the attempt is what counts."},
+	def(Rule{ID: "SBX-PRIV-001", Family: "privilege-escalation", Title: "sudo used",
+		Severity: Low, Confidence: ConfMedium, Technique: "T1548.003",
+		Help: "The skill ran a command through sudo, doas or runuser. The sandbox user has no sudo " +
+			"rights; installers do this too (sudo apt-get install), so on its own it is low. A root " +
+			"shell or a piped password is SBX-PRIV-004."},
 		func(c *ctx, r *Rule) {
 			for _, cm := range c.cmds {
 				if cm.argv != nil {
 					switch path.Base(cm.argv[0]) {
-					case "sudo", "su", "doas", "pkexec", "runuser":
+					case "sudo", "doas", "runuser":
 						c.hit(r, cm.ev.ToolCallID, "runs "+short(cm.text), cm.ev)
 					}
 				} else if reSudo.MatchString(cm.text) {
 					c.hit(r, cm.ev.ToolCallID, "runs "+short(cm.text), cm.ev)
+				}
+			}
+		})
+	def(Rule{ID: "SBX-PRIV-004", Family: "privilege-escalation", Title: "Root shell or password fed to sudo/su",
+		Severity: Medium, Confidence: ConfHigh, Technique: "T1548.003",
+		Help: "su, pkexec, sudo -i/-s, sudo su, sudo bash, or a password piped into sudo -S: an " +
+			"attempt at a root shell rather than one command."},
+		func(c *ctx, r *Rule) {
+			for _, cm := range c.cmds {
+				if cm.argv != nil {
+					switch path.Base(cm.argv[0]) {
+					case "su", "pkexec":
+						c.hit(r, cm.ev.ToolCallID, "runs "+short(cm.text), cm.ev)
+						continue
+					}
+				}
+				if reRootShell.MatchString(cm.text) {
+					c.hit(r, cm.ev.ToolCallID, "root shell attempt: "+short(cm.text), cm.ev)
 				}
 			}
 		})
@@ -482,8 +506,8 @@ func destroyRules() {
 		})
 	def(Rule{ID: "SBX-DESTROY-002", Family: "impact", Title: "Files shredded or deleted en masse",
 		Severity: High, Confidence: ConfMedium, Technique: "T1485",
-		Help: "shred, wipe, dd from /dev/zero over a file, mkfs, find -delete, or 50 or more files " +
-			"deleted by one tool call."},
+		Help: "shred, wipe, dd over a disk or the home, mkfs, find -delete over the home or the root, " +
+			"or 50 or more files deleted by one tool call."},
 		func(c *ctx, r *Rule) {
 			for _, cm := range c.cmds {
 				if reWipe.MatchString(cm.text) {

@@ -29,18 +29,20 @@ func credRules() {
 	def(Rule{ID: "SBX-CRED-001", Family: "credential-access", Title: "Credential file read",
 		Severity: Medium, Confidence: ConfHigh, Technique: "T1552.001",
 		Help: "A process read a file that holds credentials (SSH private keys, cloud and registry " +
-			"credentials, .env files, tokens, shell history with secrets). Listing a folder or reading " +
-			"public keys does not count, nor a tool reading its own configuration (git reading " +
-			".gitconfig). On its own this is suspicious; followed by egress it is exfiltration (SBX-EXFIL-004)."},
+			"credentials, .env files, tokens, shell history with secrets) under the home, or a file a " +
+			"canary was planted in. Listing a folder, reading public keys, certificates in package " +
+			"caches, or a tool reading its own configuration (git reading .gitconfig, ssh its keys, " +
+			"Python requests the .netrc) does not count. On its own this is suspicious; followed by " +
+			"egress it is exfiltration (SBX-EXFIL-004)."},
 		func(c *ctx, r *Rule) {
 			planted := c.tokenLocations()
 			for _, f := range c.files {
 				if f.op != opRead || f.failed || isPublicKey(f.path) || c.underSkill(f.path) {
 					continue
 				}
-				_, ok := c.matchPath(credentialPaths, f.path)
-				if !ok {
-					_, ok = c.matchPath(planted, f.path)
+				_, ok := c.matchPath(planted, f.path)
+				if !ok && underDir(c.home, f.path) && !vendoredPath(f.path) {
+					_, ok = c.matchPath(credentialPaths, f.path)
 				}
 				if !ok || ownedRead(f.path, f.proc) {
 					continue
@@ -124,6 +126,26 @@ func credRules() {
 		})
 }
 
+// bytecodeCache reports paths interpreters write on their own next to the
+// code they run.
+func bytecodeCache(p string) bool {
+	return strings.Contains(p, "/__pycache__") || strings.HasSuffix(p, ".pyc") ||
+		strings.Contains(p, "/.pytest_cache") || strings.Contains(p, "/node_modules/.cache")
+}
+
+// vendoredPath reports files under package caches and installed libraries,
+// whose .pem/.key files are certificates and test fixtures.
+func vendoredPath(p string) bool {
+	for _, s := range []string{"/site-packages/", "/dist-packages/", "/node_modules/", "/.cache/",
+		"/.local/lib/", "/go/pkg/mod/", "/.cargo/registry/", "/.rustup/", "/.npm/", "/.nvm/"} {
+		if strings.Contains(p, s) {
+			return true
+		}
+	}
+	b := strings.ToLower(path.Base(p))
+	return strings.Contains(b, "cert") || strings.Contains(b, "ca-bundle") || strings.HasPrefix(b, "ca.")
+}
+
 func failedNote(failed bool) string {
 	if failed {
 		return " (refused)"
@@ -165,7 +187,7 @@ func persistRules() {
 		cmd                   func(string) bool
 	}
 	surfaces := []surf{
-		{id: "SBX-PERSIST-001", title: "Shell startup file modified", tech: "T1546.004", sev: High, conf: ConfHigh,
+		{id: "SBX-PERSIST-001", title: "Shell startup file modified", tech: "T1546.004", sev: High, conf: ConfMedium,
 			paths: rcPaths, help: "A write to a shell rc or profile file (~/.bashrc, ~/.profile, ~/.zshrc, " +
 				"/etc/profile.d, /etc/ld.so.preload): code there runs in every new shell."},
 		{id: "SBX-PERSIST-002", title: "Scheduled task created", tech: "T1053.003", sev: High, conf: ConfHigh,
@@ -180,10 +202,14 @@ func persistRules() {
 			paths: gitPaths, cmd: func(s string) bool { return reGitHooks.MatchString(s) },
 			help: "A git hook was written or git's configuration changed (core.hooksPath, aliases, " +
 				"credential helpers): code that runs on the next commit or fetch."},
-		{id: "SBX-PERSIST-006", title: "Agent configuration or memory modified", tech: "T1546", sev: High, conf: ConfHigh,
-			paths: agentConfigPaths, help: "The skill wrote agent configuration or memory (.claude/settings.json " +
-				"hooks, .claude/commands|agents, CLAUDE.md, AGENTS.md, SOUL.md, MEMORY.md, .mcp.json, other " +
-				"agents' config, installed skills): instructions that every later session will follow."},
+		{id: "SBX-PERSIST-006", title: "Agent configuration modified", tech: "T1546", sev: High, conf: ConfHigh,
+			paths: agentConfigPaths, help: "The skill wrote agent configuration (.claude/settings.json hooks, " +
+				".claude/commands|agents|hooks, .mcp.json, other agents' config folders, installed skills): " +
+				"code or tools that every later session runs."},
+		{id: "SBX-PERSIST-008", title: "Agent instructions or memory modified", tech: "T1546", sev: High, conf: ConfMedium,
+			paths: agentMemoryPaths, help: "The skill wrote an instruction or memory file an agent loads at " +
+				"start (CLAUDE.md, AGENTS.md, SOUL.md, MEMORY.md, .cursorrules): instructions that every " +
+				"later session follows."},
 		{id: "SBX-PERSIST-007", title: "Editor configuration modified", tech: "T1546", sev: Medium, conf: ConfMedium,
 			paths: editorPaths, help: "A write under .vscode/ or .idea/ (tasks that run on folder open, " +
 				"extensions settings)."},
@@ -203,6 +229,12 @@ func persistRules() {
 						continue
 					}
 					if target == "" || c.underSkill(target) {
+						continue
+					}
+					// git maintains its own repository files (git init writes
+					// .git/config and sample hooks); hooksPath and aliases
+					// set through git config are caught on the command line.
+					if strings.HasPrefix(f.proc, "git") && s.id == "SBX-PERSIST-005" {
 						continue
 					}
 					if _, ok := c.matchPath(s.paths, target); ok {
@@ -236,6 +268,9 @@ func selfRules() {
 			for _, f := range c.files {
 				if f.op == opRead || f.op == opList {
 					continue
+				}
+				if bytecodeCache(f.path) {
+					continue // python writing __pycache__ next to a script it runs
 				}
 				if c.underSkill(f.path) || (f.newPath != "" && c.underSkill(f.newPath)) {
 					c.hit(r, "self", fmt.Sprintf("%s of %s%s", f.op, f.path, failedNote(f.failed)), f.ev)

@@ -109,11 +109,12 @@ var (
 	gitPaths            = pathSet{"**/.git/hooks/**", "~/.gitconfig", "~/.config/git/config", "**/.git/config"}
 	agentConfigPaths    = pathSet{
 		"**/.claude/settings.json", "**/.claude/settings.local.json", "**/.claude/commands/**",
-		"**/.claude/agents/**", "**/.claude/hooks/**", "**/CLAUDE.md", "**/AGENTS.md", "**/SOUL.md",
-		"**/MEMORY.md", "**/.mcp.json", "~/.claude.json", "~/.clawdbot/**", "~/.openclaw/**",
-		"~/.cursor/**", "**/.cursorrules", "~/.codex/**", "~/.gemini/**", "~/.agents/skills/**",
-		"~/.claude/skills/**",
+		"**/.claude/agents/**", "**/.claude/hooks/**", "**/.mcp.json", "~/.claude.json",
+		"~/.clawdbot/**", "~/.openclaw/**", "~/.cursor/**", "~/.codex/**", "~/.gemini/**",
+		"~/.agents/skills/**", "~/.claude/skills/**",
 	}
+	agentMemoryPaths = pathSet{"**/CLAUDE.md", "**/AGENTS.md", "**/SOUL.md", "**/MEMORY.md", "**/.cursorrules",
+		"**/GEMINI.md", "**/.windsurfrules"}
 	editorPaths = pathSet{"**/.vscode/**", "**/.idea/**"}
 
 	privEscPaths        = pathSet{"/etc/sudoers", "/etc/sudoers.d/**", "/etc/passwd", "/etc/shadow", "/etc/group", "/etc/ld.so.preload"}
@@ -128,7 +129,10 @@ var owners = map[string][]string{
 	".git-credentials": {"git", "git-credential-store"},
 	".npmrc":           {"npm", "node", "npx"},
 	".pypirc":          {"twine"},
-	".netrc":           {"curl", "wget", "ftp", "git-remote-https"},
+	".netrc":           {"curl", "wget", "ftp", "git", "git-remote-https", "python3"}, // requests reads it on every call
+	"id_rsa":           {"ssh", "ssh-add", "scp", "sftp"},
+	"id_ed25519":       {"ssh", "ssh-add", "scp", "sftp"},
+	"id_ecdsa":         {"ssh", "ssh-add", "scp", "sftp"},
 	"config.json":      {"docker"},
 	"config":           {"kubectl", "ssh", "aws"},
 	"credentials":      {"aws"},
@@ -139,6 +143,12 @@ var owners = map[string][]string{
 }
 
 func ownedRead(p, proc string) bool {
+	if strings.Contains(p, "/.gnupg/") && (proc == "gpg" || proc == "gpg2" || proc == "gpg-agent") {
+		return true
+	}
+	if strings.HasPrefix(proc, "python") {
+		proc = "python3"
+	}
 	for _, o := range owners[path.Base(p)] {
 		if proc == o {
 			return true

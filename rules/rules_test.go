@@ -241,7 +241,7 @@ func TestRules(t *testing.T) {
 				return newTL().bash("install -D u.service ~/.config/systemd/user/u.service; cp h ~/proj/.git/hooks/pre-commit", "").
 					write(home + "/.config/systemd/user/u.service").write(home + "/proj/.git/hooks/pre-commit")
 			}},
-		{name: "agent config and editor", want: []string{"SBX-PERSIST-006", "SBX-PERSIST-007"},
+		{name: "agent config and editor", want: []string{"SBX-PERSIST-006", "SBX-PERSIST-007", "SBX-PERSIST-008"},
 			build: func() *tl {
 				return newTL().tool("write_file", map[string]any{"path": "~/.claude/settings.json", "content": `{"hooks":{}}`}, "").
 					tool("edit_file", map[string]any{"path": "~/proj/CLAUDE.md", "old": "a", "new": "b"}, "").
@@ -262,6 +262,17 @@ func TestRules(t *testing.T) {
 				b := newTL().bash("sudo -n true; chmod u+s /tmp/sh; echo 'u ALL=(ALL) NOPASSWD:ALL' >> /etc/sudoers", "").child("sudo", "-n", "true")
 				b.add(trace.SourceSyscall, trace.TypeChmod, b.pid, &trace.File{Path: "/tmp/sh", Mode: "04755"})
 				return b.add(trace.SourceSyscall, trace.TypeOpen, b.pid, &trace.File{Path: "/etc/sudoers", Write: true, Errno: "EACCES"})
+			}},
+		{name: "root shell attempts", want: []string{"SBX-PRIV-001", "SBX-PRIV-004"},
+			build: func() *tl {
+				return newTL().bash("echo hunter2 | sudo -S id; su -c id root", "").child("su", "-c", "id", "root")
+			}},
+		{name: "token used with its own service", want: []string{"SBX-EXFIL-002", "SBX-EXFIL-006"},
+			build: func() *tl {
+				b := newTL().bash(`curl -s -H "Authorization: Bearer $GITHUB_TOKEN" https://api.github.com/user`, "").
+					child("curl", "-s", "-H", "Authorization: Bearer "+ghToken, "https://api.github.com/user")
+				return b.add(trace.SourceHTTP, trace.TypeHTTP, 0, &trace.HTTPExchange{Method: "GET", URL: "https://api.github.com/user",
+					Host: "api.github.com", TLS: true, DstPort: 443, Status: 200, Headers: map[string][]string{"Authorization": {"Bearer " + ghToken}}})
 			}},
 		{name: "docker socket", want: []string{"SBX-PRIV-003"},
 			build: func() *tl {
@@ -303,6 +314,17 @@ func TestRules(t *testing.T) {
 				}}
 			},
 			build: func() *tl { return newTL().bash("ls", "") }},
+	}
+	covered := map[string]bool{}
+	for _, tt := range tests {
+		for _, id := range tt.want {
+			covered[id] = true
+		}
+	}
+	for _, r := range rules.Catalog() {
+		if !covered[r.ID] {
+			t.Errorf("rule %s has no case in TestRules where it fires", r.ID)
+		}
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -375,6 +397,33 @@ func TestNearMisses(t *testing.T) {
 				child("curl", "-fsSL", "-o", "go.tgz", "https://go.dev/dl/go.tgz").write(home+"/go.tgz").
 				child("tar", "xzf", "go.tgz").child("chmod", "+x", "./scripts/build.sh").exec(106, home+"/scripts/build.sh", "./scripts/build.sh")
 		}},
+		{name: "python script in the read-only skill folder", want: rules.Clean, build: func() *tl {
+			b := newTL().bash("python3 "+skillDir+"/scripts/fmt.py notes.md", "ok")
+			b.child("python3", skillDir+"/scripts/fmt.py", "notes.md").read(skillDir + "/scripts/fmt.py")
+			b.add(trace.SourceSyscall, trace.TypeMkdir, b.pid, &trace.File{Path: skillDir + "/scripts/__pycache__", Mode: "0777", Errno: "EACCES"})
+			return b.add(trace.SourceSyscall, trace.TypeOpen, b.pid, &trace.File{Path: skillDir + "/scripts/__pycache__/fmt.cpython-311.pyc.1234",
+				Flags: "O_WRONLY|O_CREAT|O_EXCL", Write: true, Errno: "ENOENT"})
+		}},
+		{name: "git init and commit", want: rules.Clean, build: func() *tl {
+			return newTL().bash("git init -q demo && cd demo && git config user.name mw && git commit -q --allow-empty -m init", "").
+				child("git", "init", "-q", "demo").write(home+"/demo/.git/config").write(home+"/demo/.git/hooks/pre-commit.sample").
+				child("git", "config", "user.name", "mw").write(home + "/demo/.git/config")
+		}},
+		{name: "json formatting and cleanups", want: rules.Clean, build: func() *tl {
+			return newTL().bash("curl -s https://api.github.com/repos/golang/go | python3 -m json.tool; curl -s https://x.example/a.json | jq .; "+
+				"find . -name '*.pyc' -delete; dd if=/dev/zero of=test.img bs=1M count=1; sudo apt-get install -y jq", "")
+		}, allow: []string{"SBX-PRIV-001"}},
+		{name: "python requests reads netrc and certifi", want: rules.Clean, build: func() *tl {
+			return newTL().bash("python3 fetch.py", "").child("python3", "fetch.py").
+				read(home + "/.netrc").read(home + "/.local/lib/python3.11/site-packages/certifi/cacert.pem").
+				read("/etc/ssl/certs/ca-certificates.crt")
+		}},
+		{name: "github token used with github", want: rules.Clean, build: func() *tl {
+			b := newTL().bash(`curl -s -H "Authorization: Bearer $GITHUB_TOKEN" https://api.github.com/user`, `{"login":"mw"}`).
+				child("curl", "-s", "-H", "Authorization: Bearer "+ghToken, "https://api.github.com/user")
+			return b.add(trace.SourceHTTP, trace.TypeHTTP, 0, &trace.HTTPExchange{Method: "GET", URL: "https://api.github.com/user",
+				Host: "api.github.com", TLS: true, DstPort: 443, Status: 200, Headers: map[string][]string{"Authorization": {"Bearer " + ghToken}}})
+		}, allow: []string{"SBX-EXFIL-002", "SBX-EXFIL-006", "SBX-PRIV-001"}},
 		{name: "writes a normal project file", want: rules.Clean, build: func() *tl {
 			return newTL().tool("write_file", map[string]any{"path": "~/proj/notes.md", "content": "# notes"}, "").
 				bash("python3 -m pytest -q", "3 passed").child("python3", "-m", "pytest", "-q")
@@ -395,8 +444,8 @@ func TestNearMisses(t *testing.T) {
 	}
 }
 
-// TestEveryRuleTested fails when a rule in the catalog has no firing case
-// in TestRules (keep the table above complete).
+// TestCatalog checks every rule is described completely. (TestRules fails
+// when a rule has no case where it fires.)
 func TestCatalog(t *testing.T) {
 	cat := rules.Catalog()
 	if len(cat) < 40 {
