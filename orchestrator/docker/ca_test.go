@@ -31,13 +31,21 @@ try:
     urllib.request.urlopen("https://localhost:8443/", context=ssl.create_default_context(cafile=certifi.where())); print("ok")
 except Exception: print("fail")'
 for phase in before after; do
-  if [ $phase = after ]; then /usr/local/lib/agent/install-ca /tmp/ca.pem; /usr/local/lib/agent/install-ca /tmp/ca.pem; fi
+  if [ $phase = after ]; then
+    # As the orchestrator does: the PEM is copied into the local store first.
+    cp /tmp/ca.pem /usr/local/share/ca-certificates/corp-root-ca.crt
+    /usr/local/lib/agent/install-ca /usr/local/share/ca-certificates/corp-root-ca.crt
+    /usr/local/lib/agent/install-ca /usr/local/share/ca-certificates/corp-root-ca.crt
+  fi
   echo "$phase node $(su mwalker -c "node -e '$node'")"
   echo "$phase curl $(su mwalker -c 'curl -s -o /dev/null https://localhost:8443/ && echo ok || echo fail')"
   echo "$phase python $(su mwalker -c "python3 -c '$py'")"
   echo "$phase certifi $(su mwalker -c "python3 -c '$certifi'")"
 done
 echo "env $(su - mwalker -c env | grep -ciE 'ssl|cert|ca_|node_extra|proxy' || true)"
+marker=$(sed -n 2p /tmp/ca.pem)
+echo "store-files $(ls /usr/local/share/ca-certificates | wc -l)"
+echo "system-copies $(grep -cF "$marker" /etc/ssl/certs/ca-certificates.crt)"
 echo "certifi-copies $(grep -c 'BEGIN CERTIFICATE' /usr/lib/python3/dist-packages/pip/_vendor/certifi/cacert.pem)"
 `
 
@@ -73,6 +81,9 @@ func TestInstallCA(t *testing.T) {
 	}
 	if got["env"] != "0" {
 		t.Errorf("the user's environment has %s CA/proxy variables", got["env"])
+	}
+	if got["store-files"] != "1" || got["system-copies"] != "1" {
+		t.Errorf("local store holds %s files and the system bundle %s copies of the CA, want 1 and 1", got["store-files"], got["system-copies"])
 	}
 	// Installed twice, appended once.
 	n, err := strconv.Atoi(strings.TrimSpace(before))
