@@ -238,6 +238,7 @@ func setupNetwork(ctx context.Context, cfg Config) ([]string, error) {
 		}
 	}
 	steps = append(steps, ipt+" nat OUTPUT redirects")
+	steps = append(steps, hideSinks(run, ipt, cfg, "127.0.0.0/8"))
 
 	if ipv6Disabled() {
 		steps = append(steps, "ipv6 disabled")
@@ -257,7 +258,28 @@ func setupNetwork(ctx context.Context, cfg Config) ([]string, error) {
 		}
 	}
 	steps = append(steps, ip6t+" nat OUTPUT redirects")
+	steps = append(steps, hideSinks(run, ip6t, cfg, "::1/128"))
 	return steps, nil
+}
+
+// hideSinks refuses direct connections to the sinks' own ports on
+// loopback (a redirected flow is DNAT in conntrack and passes), so a skill
+// scanning localhost does not find them. It is best effort: the jail works
+// without it, so a failure is reported in the notice, not returned.
+func hideSinks(run func(...string) error, ipt string, cfg Config, loopback string) string {
+	p := strconv.Itoa
+	tcp := p(cfg.TCPPort) + "," + p(cfg.DNSPort)
+	udp := p(cfg.DNSPort) + "," + p(cfg.UDPPort)
+	rules := [][]string{
+		{"-A", "OUTPUT", "-d", loopback, "-p", "tcp", "-m", "multiport", "--dports", tcp, "-m", "conntrack", "!", "--ctstate", "DNAT", "-j", "REJECT", "--reject-with", "tcp-reset"},
+		{"-A", "OUTPUT", "-d", loopback, "-p", "udp", "-m", "multiport", "--dports", udp, "-m", "conntrack", "!", "--ctstate", "DNAT", "-j", "REJECT"},
+	}
+	for _, r := range rules {
+		if err := run(append([]string{ipt, "-w", "5"}, r...)...); err != nil {
+			return "sink ports not hidden: " + err.Error()
+		}
+	}
+	return "sink ports hidden from direct connections"
 }
 
 func runCmd(ctx context.Context, argv ...string) error {
