@@ -3,6 +3,8 @@ package canary
 import (
 	"bytes"
 	"cmp"
+	"compress/bzip2"
+	"compress/flate"
 	"compress/gzip"
 	"compress/zlib"
 	"encoding/base64"
@@ -151,41 +153,35 @@ func (f *finder) scan(data []byte, hit func(p *pattern, i int), joinedOnly bool)
 // inflateAll finds gzip and zlib streams in data and searches what they
 // inflate to.
 func (f *finder) inflateAll(data []byte, outer Encoding, base, depth int) {
-	next := func(from int, c byte) int {
-		if j := bytes.IndexByte(data[from:], c); j >= 0 {
-			return from + j
+	// One cursor per stream kind, each at its next candidate magic.
+	magics := []struct {
+		magic []byte
+		at    int
+	}{{magic: []byte{0x1f, 0x8b, 0x08}}, {magic: []byte{0x78}}, {magic: []byte("PK\x03\x04")}, {magic: []byte("BZh")}}
+	seek := func(k, from int) {
+		if j := bytes.Index(data[from:], magics[k].magic); j >= 0 {
+			magics[k].at = from + j
+		} else {
+			magics[k].at = len(data)
 		}
-		return len(data)
 	}
-	g, z := next(0, 0x1f), next(0, 0x78)
+	for k := range magics {
+		seek(k, 0)
+	}
 	for f.budget > 0 {
-		i := min(g, z)
-		if i+3 > len(data) {
+		k := 0
+		for j := range magics {
+			if magics[j].at < magics[k].at {
+				k = j
+			}
+		}
+		i := magics[k].at
+		if i+4 > len(data) {
 			return
 		}
-		if i == g {
-			g = next(i+1, 0x1f)
-		} else {
-			z = next(i+1, 0x78)
-		}
-		var r io.Reader
-		enc := Gzip
-		switch {
-		case data[i] == 0x1f && data[i+1] == 0x8b && data[i+2] == 0x08:
-			zr, err := gzip.NewReader(bytes.NewReader(data[i:]))
-			if err != nil {
-				continue
-			}
-			zr.Multistream(false)
-			r = zr
-		case data[i] == 0x78 && (uint16(data[i])<<8|uint16(data[i+1]))%31 == 0 &&
-			(data[i+1] == 0x01 || data[i+1] == 0x5e || data[i+1] == 0x9c || data[i+1] == 0xda):
-			zr, err := zlib.NewReader(bytes.NewReader(data[i:]))
-			if err != nil {
-				continue
-			}
-			r, enc = zr, Zlib
-		default:
+		seek(k, i+1)
+		r, enc := openStream(data[i:], k)
+		if r == nil {
 			continue
 		}
 		limit := min(maxInflate, f.budget)
@@ -194,11 +190,53 @@ func (f *finder) inflateAll(data []byte, outer Encoding, base, depth int) {
 			continue
 		}
 		f.budget -= len(out)
-		if enc == Gzip && isTar(out) {
+		switch {
+		case enc == Gzip && isTar(out):
 			enc = TarGz
+		case enc == Bzip2 && isTar(out):
+			enc = TarBz2
 		}
 		f.find(out, enc.wrap(outer), base+i, depth+1)
 	}
+}
+
+// openStream returns a reader of what the stream of kind k (an index of
+// inflateAll's magics) at the start of b decompresses to, or nil.
+func openStream(b []byte, k int) (io.Reader, Encoding) {
+	switch k {
+	case 0:
+		zr, err := gzip.NewReader(bytes.NewReader(b))
+		if err != nil {
+			return nil, ""
+		}
+		zr.Multistream(false)
+		return zr, Gzip
+	case 1:
+		if (uint16(b[0])<<8|uint16(b[1]))%31 != 0 || (b[1] != 0x01 && b[1] != 0x5e && b[1] != 0x9c && b[1] != 0xda) {
+			return nil, ""
+		}
+		zr, err := zlib.NewReader(bytes.NewReader(b))
+		if err != nil {
+			return nil, ""
+		}
+		return zr, Zlib
+	case 2:
+		// A zip local file header; stored entries are plain text already.
+		if len(b) < 30 || binary.LittleEndian.Uint16(b[8:]) != 8 {
+			return nil, ""
+		}
+		off := 30 + int(binary.LittleEndian.Uint16(b[26:])) + int(binary.LittleEndian.Uint16(b[28:]))
+		if off >= len(b) {
+			return nil, ""
+		}
+		return flate.NewReader(bytes.NewReader(b[off:])), Zip
+	case 3:
+		if len(b) < 10 || b[3] < '1' || b[3] > '9' || string(b[4:10]) != "1AY&SY" {
+			return nil, ""
+		}
+		return bzip2.NewReader(bytes.NewReader(b)), Bzip2
+	}
+	return nil, ""
 }
 
 // textDecoded reports whether the innermost step of outer decoded a text

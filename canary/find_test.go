@@ -2,6 +2,7 @@ package canary_test
 
 import (
 	"archive/tar"
+	"archive/zip"
 	"bytes"
 	"compress/gzip"
 	"compress/zlib"
@@ -10,6 +11,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"net/url"
+	"os"
 	"strings"
 	"testing"
 
@@ -51,6 +53,30 @@ func tarOf(t testing.TB, name string, body []byte) []byte {
 		t.Fatal(err)
 	}
 	return buf.Bytes()
+}
+
+func zipOf(t testing.TB, name string, body []byte) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	zw := zip.NewWriter(&buf)
+	w, err := zw.Create(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Write(bytes.Repeat(body, 3))
+	if err := zw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+func readFile(t testing.TB, p string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }
 
 func wrapLines(s string, n int, sep string) string {
@@ -126,6 +152,9 @@ func TestSetFind(t *testing.T) {
 			{Token: tokGH, Encoding: canary.Plain, Offset: 0},
 			{Token: tokAWS, Encoding: canary.Hex, Offset: 41},
 		}},
+		{name: "zip deflated", data: "PUT /up\r\n\r\n" + string(zipOf(t, ".aws/credentials", []byte(longText))), want: hit(tokAWS, canary.Zip, 11)},
+		{name: "bzip2", data: string(readFile(t, "testdata/credentials.bz2")), want: hit(tokAWS, canary.Bzip2, 0)},
+		{name: "tar.bz2", data: string(readFile(t, "testdata/home.tar.bz2")), want: hit(tokAWS, canary.TarBz2, 0)},
 		{name: "gzip truncated", data: string(gz(t, []byte(longText+strings.Repeat("z", 5000))))[:60]},
 	}
 	for _, tt := range tests {

@@ -2,6 +2,8 @@ package canary_test
 
 import (
 	"bytes"
+	"compress/bzip2"
+	"compress/flate"
 	"compress/gzip"
 	"compress/zlib"
 	"encoding/base32"
@@ -28,6 +30,7 @@ func FuzzFind(f *testing.F) {
 		url.QueryEscape(tokPW.Value), string(gz(f, []byte(long))), b64(string(gz(f, tarOf(f, "c", []byte(long))))),
 		wrapLines(b64("...."+long), 20, "\n"), base32.StdEncoding.EncodeToString([]byte(tokGH.Value)),
 		"\x1f\x8b\x08\x00\x00\x00", "x\x9c\x01", strings.Repeat("QUFB", 40),
+		string(zipOf(f, "a", []byte(long))), string(readFile(f, "testdata/credentials.bz2")),
 	} {
 		f.Add([]byte(s))
 	}
@@ -144,13 +147,26 @@ func present(data []byte, chain []string, tok canary.Token, at int) bool {
 				}
 			}
 		}
-	case canary.Gzip, canary.Zlib, canary.TarGz:
+	case canary.Gzip, canary.Zlib, canary.TarGz, canary.Zip, canary.Bzip2, canary.TarBz2:
 		for _, s := range starts(0) {
 			var rd io.Reader
 			var err error
-			if enc == string(canary.Zlib) {
+			switch canary.Encoding(enc) {
+			case canary.Zlib:
 				rd, err = zlib.NewReader(bytes.NewReader(data[s:]))
-			} else {
+			case canary.Bzip2, canary.TarBz2:
+				rd = bzip2.NewReader(bytes.NewReader(data[s:]))
+			case canary.Zip:
+				h := data[s:]
+				if len(h) < 30 || string(h[:4]) != "PK\x03\x04" {
+					continue
+				}
+				off := 30 + (int(h[26]) | int(h[27])<<8) + (int(h[28]) | int(h[29])<<8)
+				if off > len(h) {
+					continue
+				}
+				rd = flate.NewReader(bytes.NewReader(h[off:]))
+			default:
 				var z *gzip.Reader
 				z, err = gzip.NewReader(bytes.NewReader(data[s:]))
 				if err == nil {

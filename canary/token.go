@@ -93,8 +93,11 @@ const (
 	URL       Encoding = "url"        // percent-encoding, + for space
 	Gzip      Encoding = "gzip"       // gzip stream
 	Zlib      Encoding = "zlib"       // zlib stream (git objects, Python zlib)
+	Zip       Encoding = "zip"        // a deflated zip entry (stored entries are plain)
+	Bzip2     Encoding = "bzip2"      // bzip2 stream
 	Tar       Encoding = "tar"        // uncompressed tar archive
 	TarGz     Encoding = "tar.gz"     // gzip-compressed tar archive
+	TarBz2    Encoding = "tar.bz2"    // bzip2-compressed tar archive
 	DNSLabels Encoding = "dns-labels" // spread over DNS labels or queries
 )
 
