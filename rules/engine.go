@@ -149,6 +149,7 @@ type ctx struct {
 	windows  []callWindow
 	red      *strings.Replacer
 	compiled map[*string][]compiledPath
+	paths    map[*Finding][]string // files listed in a finding's message
 }
 
 // A callWindow is when a tool call ran.

@@ -3,6 +3,7 @@ package rules
 import (
 	"fmt"
 	"path"
+	"slices"
 	"strings"
 )
 
@@ -57,7 +58,7 @@ func credRules() {
 				if _, rc := c.matchPath(rcPaths, f.path); rc && isShell(f.proc) {
 					continue
 				}
-				c.hit(r, f.path, fmt.Sprintf("read of credential file %s", f.path), f.ev)
+				c.hitPath(r, "credential file", f)
 			}
 		})
 	def(Rule{ID: "SBX-CRED-002", Family: "credential-access", Title: "Cryptocurrency wallet read",
@@ -69,7 +70,7 @@ func credRules() {
 			for _, f := range c.files {
 				if (f.op == opRead) && !f.failed && !c.underSkill(f.path) {
 					if _, ok := c.matchPath(walletPaths, f.path); ok {
-						c.hit(r, f.path, "read of wallet file "+f.path, f.ev)
+						c.hitPath(r, "wallet file", f)
 					}
 				}
 			}
@@ -100,7 +101,7 @@ func credRules() {
 			for _, f := range c.files {
 				if f.op == opRead && !f.failed {
 					if _, ok := c.matchPath(browserPaths, f.path); ok && underDir(c.home, f.path) {
-						c.hit(r, f.path, "read of browser credential store "+f.path, f.ev)
+						c.hitPath(r, "browser credential store", f)
 					}
 				}
 			}
@@ -144,6 +145,32 @@ func vendoredPath(p string) bool {
 	}
 	b := strings.ToLower(path.Base(p))
 	return strings.Contains(b, "cert") || strings.Contains(b, "ca-bundle") || strings.HasPrefix(b, "ca.")
+}
+
+// hitPath records a file finding grouped per tool call: one finding lists
+// every such file the call touched.
+func (c *ctx) hitPath(r *Rule, what string, f fileOp) {
+	call := f.ev.ToolCallID
+	if call == "" {
+		call = c.callAt(f.ev.Time)
+	}
+	fd := c.hit(r, call, "", f.ev)
+	if c.paths == nil {
+		c.paths = map[*Finding][]string{}
+	}
+	ps := c.paths[fd]
+	if !slices.Contains(ps, f.path) {
+		ps = append(ps, f.path)
+		c.paths[fd] = ps
+	}
+	if len(ps) == 1 {
+		fd.Message = "read of " + what + " " + ps[0]
+		return
+	}
+	fd.Message = fmt.Sprintf("read of %d %ss: %s", len(ps), what, strings.Join(ps[:min(len(ps), 4)], ", "))
+	if len(ps) > 4 {
+		fd.Message += fmt.Sprintf(", … %d more", len(ps)-4)
+	}
 }
 
 func failedNote(failed bool) string {
