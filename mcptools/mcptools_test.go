@@ -33,6 +33,25 @@ func TestMain(m *testing.M) {
 			os.Exit(mcptools.Shim(os.Args[2:], os.Stdin, os.Stdout, os.Stderr))
 		case "__tool":
 			os.Exit(mcptools.Tool(context.Background(), os.Args[2:], os.Stdin, os.Stdout, os.Stderr))
+		case "__mcp": // TestInContainer
+			var cfg mcptools.Config
+			if err := json.Unmarshal([]byte(os.Getenv(testConfigVar)), &cfg); err != nil {
+				fmt.Fprintln(os.Stderr, err)
+				os.Exit(2)
+			}
+			if err := mcptools.Serve(context.Background(), os.Stdin, os.Stdout, cfg); err != nil {
+				fmt.Fprintln(os.Stderr, err)
+				os.Exit(1)
+			}
+			os.Exit(0)
+		case "__flush": // TestInContainer
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			defer cancel()
+			if err := mcptools.Flush(ctx, mcptools.DefaultLogDir); err != nil {
+				fmt.Fprintln(os.Stderr, err)
+				os.Exit(1)
+			}
+			os.Exit(0)
 		}
 	}
 	os.Exit(m.Run())
