@@ -444,3 +444,45 @@ func TestIncludeCanaryValues(t *testing.T) {
 		t.Errorf("SARIF or text holds a value")
 	}
 }
+
+// TestRealSkillReport builds a report around a skill the loader really
+// loaded (an example skill) and checks it against the schema.
+func TestRealSkillReport(t *testing.T) {
+	sk, err := skill.Load(filepath.Join("..", "examples", "skills", "fake-prereq-dropper"), skill.Options{})
+	if err != nil {
+		t.Skipf("example skill: %v", err)
+	}
+	m := meta(reports.StatusCompleted)
+	m.Skill = sk
+	r := reports.Analyze(m, nil, reports.Options{})
+	var buf bytes.Buffer
+	if err := reports.WriteJSON(&buf, r); err != nil {
+		t.Fatal(err)
+	}
+	if err := validate(t, compileSchema(t, "report.schema.json", reports.Schema), buf.Bytes()); err != nil {
+		t.Errorf("report of a loaded skill does not match the schema: %v", err)
+	}
+	if len(r.Skill.Files) == 0 || r.Skill.Files[0].Text == "" {
+		t.Errorf("skill files or text missing: %+v", r.Skill.Files)
+	}
+}
+
+// TestReprocessWithoutSecrets: without rules-input.json the hits stored in
+// events.jsonl still give the same findings.
+func TestReprocessWithoutSecrets(t *testing.T) {
+	dir := t.TempDir()
+	r := fixture(t, "canary-exfil")
+	if err := reports.WriteRunDir(dir, r, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(filepath.Join(dir, reports.FileRulesInput)); err != nil {
+		t.Fatal(err)
+	}
+	again, err := reports.Reprocess(dir, reports.ReprocessOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(r.Findings, again.Findings); diff != "" {
+		t.Errorf("findings differ without rules-input.json (-run +reprocess):\n%s", diff)
+	}
+}
