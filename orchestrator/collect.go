@@ -55,18 +55,36 @@ func (r *Runner) collect(ctx context.Context, st *run) error {
 	}
 
 	if st.sandbox != nil {
+		// The engine's diff walks the image on some storage drivers
+		// (seconds): run it while the rest is collected.
+		type diffResult struct {
+			changes []Change
+			err     error
+		}
+		diffc := make(chan diffResult, 1)
+		go func() {
+			c, err := st.sandbox.Diff(ctx)
+			diffc <- diffResult{c, err}
+		}()
+
 		sys, err := r.syscalls(ctx, st)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("syscall logs: %w", err))
 		}
-		st.events = append(st.events, sys...)
+		st.events = append(st.events, dropPlumbing(sys)...)
 
-		diff, err := st.sandbox.Diff(ctx)
+		changed, err := r.changedFiles(ctx, st)
 		if err != nil {
-			errs = append(errs, fmt.Errorf("file diff: %w", err))
+			errs = append(errs, fmt.Errorf("changed files: %w", err))
+		}
+		st.events = append(st.events, changed...)
+
+		d := <-diffc
+		if d.err != nil {
+			errs = append(errs, fmt.Errorf("file diff: %w", d.err))
 		}
 		now := r.now()
-		for _, c := range filterDiff(diff) {
+		for _, c := range filterDiff(d.changes) {
 			st.events = append(st.events, trace.Event{Time: now, Source: trace.SourceFSDiff, Type: trace.TypeFSChange,
 				Data: &trace.FSChange{Path: c.Path, Kind: c.Kind}})
 		}
@@ -82,6 +100,21 @@ func (r *Runner) collect(ctx context.Context, st *run) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// dropPlumbing removes the exec of the tool server's own shim and file-tool
+// helper that starts every call's process tree: the tool_call event already
+// says what the agent asked for, and the shim is not the skill's doing.
+func dropPlumbing(events []trace.Event) []trace.Event {
+	out := events[:0]
+	for _, e := range events {
+		if x, ok := e.Data.(*trace.Exec); ok && e.Type == trace.TypeExec && x.Path == AgentBin &&
+			len(x.Argv) > 1 && (x.Argv[1] == "__shim" || x.Argv[1] == "__tool") {
+			continue
+		}
+		out = append(out, e)
+	}
+	return out
 }
 
 // syscalls ends the tracers, copies the per-call strace logs out and parses

@@ -104,6 +104,7 @@ func (r *Runner) teardown() time.Duration {
 // is built from whatever it holds when a step fails.
 type run struct {
 	plan      Plan
+	dir       string // the run folder, "" for none
 	skill     *skill.Skill
 	home      *canaryfs.Home
 	jailCfg   netcapture.Config
@@ -131,7 +132,7 @@ func (r *Runner) Run(ctx context.Context, p Plan, dir string) (out Outcome, err 
 	if err := p.Validate(); err != nil {
 		return out, fmt.Errorf("plan: %w", err)
 	}
-	st := &run{plan: p, started: r.now(), calls: newCallLog()}
+	st := &run{plan: p, dir: dir, started: r.now(), calls: newCallLog()}
 
 	r.phase("load", "%s", p.SkillPath)
 	st.skill, err = skill.Load(p.SkillPath, skill.Options{})
@@ -381,6 +382,7 @@ const setupScript = `set -e
 rm -f /.dockerenv
 tar -x -i -p -f - -C /
 "$INSTALL_CA" "$CA" >/dev/null
+mkdir -p /run/agentd && touch /run/agentd/stamp
 `
 
 func tail(s string, n int) string {

@@ -318,6 +318,9 @@ func (r *Runtime) bootstrapBase(ctx context.Context, progress io.Writer, script 
 	cmd := exec.CommandContext(ctx, "/bin/sh", scriptPath, tarPath, mirror)
 	cmd.Stdout = progress
 	cmd.Stderr = progress
+	// debootstrap runs a tree of processes: on cancel, kill the group.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	cmd.WaitDelay = 10 * time.Second
 	if err := cmd.Run(); err != nil {
 		return fmt.Errorf("bootstrap-base.sh: %w", err)

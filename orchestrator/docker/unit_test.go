@@ -5,10 +5,14 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -386,5 +390,59 @@ func TestNewNoEngine(t *testing.T) {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error %q does not name %s", err, want)
 		}
+	}
+}
+
+func TestBootstrapCancelKillsTree(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("bootstrapBase refuses to run without root")
+	}
+	if _, err := exec.LookPath("debootstrap"); err != nil {
+		t.Skip("bootstrapBase refuses to run without debootstrap")
+	}
+	root, scratch, pids := t.TempDir(), t.TempDir(), t.TempDir()
+	if err := os.MkdirAll(filepath.Join(root, "etc", "apt"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(root, "etc", "apt", "sources.list"), []byte("deb http://mirror.invalid/debian bookworm main\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// A stand-in for debootstrap's process tree; it contacts nothing.
+	pidFile := filepath.Join(pids, "child")
+	script := "sleep 300 &\necho $! > " + pidFile + "\nwait\n"
+	r := &Runtime{cfg: config{aptRoot: root, scratch: scratch}}
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Second)
+	defer cancel()
+	begin := time.Now()
+	var progress bytes.Buffer
+	err := r.bootstrapBase(ctx, &progress, []byte(script))
+	if err == nil {
+		t.Fatal("bootstrapBase succeeded with a script that never ends")
+	}
+	if d := time.Since(begin); d > 15*time.Second {
+		t.Errorf("bootstrapBase returned %s after cancel", d)
+	}
+	if !strings.Contains(progress.String(), "from http://mirror.invalid/debian") {
+		t.Errorf("progress does not name the mirror: %q", progress.String())
+	}
+	data, err := os.ReadFile(pidFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, _ := strconv.Atoi(strings.TrimSpace(string(data)))
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		if pid <= 0 || syscall.Kill(pid, 0) != nil {
+			break
+		}
+		if stat, _ := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid)); strings.Contains(string(stat), ") Z ") {
+			break // killed, waiting for its reaper
+		}
+		if time.Now().After(deadline) {
+			syscall.Kill(pid, syscall.SIGKILL)
+			t.Fatalf("the script's child %d outlived the cancel", pid)
+		}
+	}
+	if left, _ := os.ReadDir(scratch); len(left) != 0 {
+		t.Errorf("scratch folder keeps %v", left)
 	}
 }

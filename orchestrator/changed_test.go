@@ -1,0 +1,146 @@
+package orchestrator
+
+import (
+	"archive/tar"
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/sandboxctl/sandboxctl/canaryfs"
+	"github.com/sandboxctl/sandboxctl/trace"
+)
+
+type tarEntry struct {
+	name, link string
+	typ        byte
+	body       string
+}
+
+func makeTar(t testing.TB, entries []tarEntry) []byte {
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	for _, e := range entries {
+		h := &tar.Header{Name: e.name, Typeflag: e.typ, Linkname: e.link, Mode: 0o644, Size: int64(len(e.body))}
+		if e.typ != tar.TypeReg {
+			h.Size = 0
+		}
+		if err := tw.WriteHeader(h); err != nil {
+			t.Fatal(err)
+		}
+		if e.typ == tar.TypeReg {
+			tw.Write([]byte(e.body))
+		}
+	}
+	tw.Close()
+	return buf.Bytes()
+}
+
+func testHome(t testing.TB) *canaryfs.Home {
+	h, err := canaryfs.Build(canaryfs.Options{User: "mwalker", Seed: []byte("changed"), Now: time.Unix(1.8e9, 0)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h
+}
+
+func TestReadChanged(t *testing.T) {
+	home := testHome(t)
+	tok := home.Set.Tokens()[0]
+	tests := []struct {
+		name    string
+		entries []tarEntry
+		want    []trace.FSChange
+		hits    int
+	}{
+		{name: "new file", entries: []tarEntry{{name: "tmp/x.sh", typ: tar.TypeReg, body: "echo hi\n"}},
+			want: []trace.FSChange{{Path: "/tmp/x.sh", Kind: "added", Size: 8, Copied: "files/tmp/x.sh"}}},
+		{name: "modified planted file", entries: []tarEntry{{name: "home/mwalker/.bashrc", typ: tar.TypeReg, body: "x"}},
+			want: []trace.FSChange{{Path: "/home/mwalker/.bashrc", Kind: "modified", Size: 1, Copied: "files/home/mwalker/.bashrc"}}},
+		{name: "links and dirs are skipped", entries: []tarEntry{
+			{name: "home/mwalker/l", typ: tar.TypeSymlink, link: "/etc/shadow"},
+			{name: "home/mwalker/d/", typ: tar.TypeDir}}},
+		{name: "dot-dot is skipped", entries: []tarEntry{{name: "../../etc/evil", typ: tar.TypeReg, body: "x"}}},
+		{name: "a token in a written file", entries: []tarEntry{{name: "tmp/loot.txt", typ: tar.TypeReg, body: "k=" + tok.Value}},
+			want: []trace.FSChange{{Path: "/tmp/loot.txt", Kind: "added", Size: int64(2 + len(tok.Value)), Copied: "files/tmp/loot.txt"}},
+			hits: 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			events, err := readChanged(bytes.NewReader(makeTar(t, tt.entries)), dir, home, time.Now)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []trace.FSChange
+			hits := 0
+			for _, e := range events {
+				switch d := e.Data.(type) {
+				case *trace.FSChange:
+					d.SHA256 = ""
+					got = append(got, *d)
+					if d.Copied != "" {
+						if _, err := os.Stat(filepath.Join(dir, d.Copied)); err != nil {
+							t.Errorf("copied file missing: %v", err)
+						}
+					}
+				case *trace.CanaryHit:
+					hits++
+					if d.Channel != "file" || d.TokenID != tok.ID {
+						t.Errorf("hit = %+v, want token %s on channel file", d, tok.ID)
+					}
+				}
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("changes mismatch (-want +got):\n%s", diff)
+			}
+			if hits < tt.hits {
+				t.Errorf("%d canary hits, want at least %d", hits, tt.hits)
+			}
+		})
+	}
+}
+
+// FuzzReadChanged feeds arbitrary bytes as the archive of changed files (it
+// comes from the sandbox): never a panic, never a file outside the folder.
+func FuzzReadChanged(f *testing.F) {
+	f.Add(makeTar(f, []tarEntry{{name: "tmp/a", typ: tar.TypeReg, body: "x"}}))
+	f.Add(makeTar(f, []tarEntry{{name: "../x", typ: tar.TypeReg, body: "x"}, {name: "/abs/y", typ: tar.TypeReg, body: "y"}}))
+	f.Add([]byte("not a tar"))
+	home := testHome(f)
+	f.Fuzz(func(t *testing.T, data []byte) {
+		dir := t.TempDir()
+		readChanged(bytes.NewReader(data), dir, home, time.Now)
+		filepath.Walk(dir, func(p string, info os.FileInfo, err error) error {
+			if err == nil && !strings.HasPrefix(p, dir) {
+				t.Errorf("wrote %s outside %s", p, dir)
+			}
+			return nil
+		})
+	})
+}
+
+func TestFilterDiff(t *testing.T) {
+	in := []Change{{Path: "/etc/ssl/certs/ca-certificates.crt", Kind: "modified"}, {Path: "/.dockerenv", Kind: "deleted"},
+		{Path: "/usr/local/bin/evil", Kind: "added"}, {Path: "/etc/cron.d/x", Kind: "added"},
+		{Path: "/usr/lib/python3/dist-packages/pip/_vendor/certifi/cacert.pem", Kind: "modified"}}
+	want := []Change{{Path: "/etc/cron.d/x", Kind: "added"}, {Path: "/usr/local/bin/evil", Kind: "added"}}
+	if diff := cmp.Diff(want, filterDiff(in)); diff != "" {
+		t.Errorf("filterDiff mismatch (-want +got):\n%s", diff)
+	}
+}
+
+func TestDropPlumbing(t *testing.T) {
+	ev := []trace.Event{
+		{Type: trace.TypeExec, Data: &trace.Exec{Path: AgentBin, Argv: []string{AgentBin, "__shim", "--", "bash"}}},
+		{Type: trace.TypeExec, Data: &trace.Exec{Path: "/bin/bash", Argv: []string{"bash"}}},
+		{Type: trace.TypeExec, Data: &trace.Exec{Path: AgentBin, Argv: []string{AgentBin, "__mcp"}}},
+	}
+	got := dropPlumbing(ev)
+	if len(got) != 2 || got[0].Data.(*trace.Exec).Path != "/bin/bash" {
+		t.Errorf("dropPlumbing kept %d events: %+v", len(got), got)
+	}
+}
