@@ -294,6 +294,9 @@ func (s *DNSSink) answerQuestion(q dns.Question) ([]dns.RR, int) {
 		if !ok {
 			return nil, dns.RcodeNameError
 		}
+		if ip.IsLoopback() {
+			return []dns.RR{&dns.PTR{Hdr: hdr(dns.TypePTR), Ptr: "localhost."}}, dns.RcodeSuccess
+		}
 		target, ok := s.names.Lookup(ip)
 		if !ok {
 			return nil, dns.RcodeNameError
@@ -304,7 +307,13 @@ func (s *DNSSink) answerQuestion(q dns.Question) ([]dns.RR, int) {
 		// The root: nothing to fake that a client would use.
 		return nil, dns.RcodeSuccess
 	}
-	v4, v6 := s.names.Addrs(c)
+	var v4, v6 netip.Addr
+	if c == "localhost" || strings.HasSuffix(c, ".localhost") {
+		// RFC 6761: localhost is loopback, whoever asks.
+		v4, v6 = netip.AddrFrom4([4]byte{127, 0, 0, 1}), netip.IPv6Loopback()
+	} else {
+		v4, v6 = s.names.Addrs(c)
+	}
 	zone := dns.Fqdn(registered(c))
 	switch q.Qtype {
 	case dns.TypeA:

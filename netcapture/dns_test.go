@@ -65,6 +65,8 @@ func TestDNSSinkAnswers(t *testing.T) {
 		{name: "PTR of a fake address", net: "udp", qname: reverse(t, v4), qtype: dns.TypePTR, want: []string{"PTR leak.x.example."}},
 		{name: "PTR of a fake v6 address", net: "udp", qname: reverse(t, v6), qtype: dns.TypePTR, want: []string{"PTR leak.x.example."}},
 		{name: "PTR of an unknown address", net: "udp", qname: "9.9.9.9.in-addr.arpa.", qtype: dns.TypePTR, wantRcode: dns.RcodeNameError},
+		{name: "localhost is loopback", net: "udp", qname: "api.localhost.", qtype: dns.TypeA, want: []string{"A 127.0.0.1"}},
+		{name: "PTR of loopback", net: "udp", qname: "1.0.0.127.in-addr.arpa.", qtype: dns.TypePTR, want: []string{"PTR localhost."}},
 		{name: "NXDOMAIN exact", net: "udp", qname: "blocked.example.", qtype: dns.TypeA, wantRcode: dns.RcodeNameError},
 		{name: "NXDOMAIN suffix", net: "udp", qname: "a.b.sinkhole.test.", qtype: dns.TypeA, wantRcode: dns.RcodeNameError},
 		{name: "configured A", net: "udp", qname: "pool.example.", qtype: dns.TypeA, want: []string{"A 198.51.100.7"}},

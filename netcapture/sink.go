@@ -15,6 +15,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/elazarl/goproxy"
@@ -38,6 +39,7 @@ const (
 	catchMax         = 30 * time.Second
 	httpReadTimeout  = 60 * time.Second
 	maxBodyDrain     = 64 << 20
+	maxOpenConns     = 4096
 )
 
 // OrigDstFunc returns where a connection accepted by the transparent
@@ -144,6 +146,8 @@ type session struct {
 	ctx    context.Context
 	inject chan net.Conn
 	wg     sync.WaitGroup
+
+	open atomic.Int64 // connections being served
 
 	mu   sync.Mutex
 	live map[net.Conn]struct{}
@@ -265,7 +269,22 @@ func (s *Sink) serve(ctx context.Context, ln net.Listener, explicit bool) error 
 			c.Close()
 			break
 		}
+		if n := ss.open.Add(1); n > maxOpenConns {
+			// Past the cap a flood is recorded by address only, and closed.
+			ss.open.Add(-1)
+			m := connMeta{client: c.RemoteAddr().String()}
+			if dst, derr := s.origDst(c); derr == nil && !explicit {
+				m.dst = dst
+				m.name, _ = s.names.Lookup(dst.Addr())
+			}
+			c.Close()
+			ss.wg.Done()
+			s.emitEvent(trace.SourceTCP, trace.TypeConnection, &trace.Connection{Proto: "tcp", Client: m.client,
+				DstIP: m.dstIP(), DstPort: m.dstPort(), Name: m.name})
+			continue
+		}
 		go func() {
+			defer ss.open.Add(-1)
 			defer ss.wg.Done()
 			if explicit {
 				m := connMeta{client: c.RemoteAddr().String(), proxy: true}
@@ -313,7 +332,9 @@ func (ss *session) dispatch(c net.Conn, m connMeta) {
 		}
 	}()
 	s := ss.s
-	br := bufio.NewReaderSize(c, 32<<10)
+	// A small buffer: a skill can open thousands of connections, and
+	// sniffing needs a few bytes (the ClientHello is read through it).
+	br := bufio.NewReaderSize(c, 4096)
 	banner := ""
 	wait := firstByteTimeout
 	if b, ok := s.banner(m); ok {
