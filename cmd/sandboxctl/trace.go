@@ -190,7 +190,7 @@ func runTrace(ctx context.Context, e env, args []string) int {
 	}
 	sk, err := skill.Load(path, skill.Options{})
 	if err != nil {
-		e.errorf("load skill: %v", err)
+		e.errorf("%v", err)
 		skillHint(e, err)
 		return exitUsage
 	}
