@@ -7,6 +7,8 @@ import (
 	"encoding/json"
 	"io"
 	"os"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -14,6 +16,8 @@ import (
 	"github.com/sandboxctl/sandboxctl/internal/testenv"
 	"github.com/sandboxctl/sandboxctl/mcptools"
 	"github.com/sandboxctl/sandboxctl/orchestrator"
+	"github.com/sandboxctl/sandboxctl/strace"
+	"github.com/sandboxctl/sandboxctl/trace"
 )
 
 // testConfigVar carries the Config to the test binary playing `agentd
@@ -102,6 +106,16 @@ func TestInContainer(t *testing.T) {
 	if r.Stdout != f[0]+"\ndone\n" || r.ExitCode != 0 {
 		t.Errorf("stdout %q stderr %q exit %d", r.Stdout, r.Stderr, r.ExitCode)
 	}
+	var took []time.Duration
+	for i := range 5 {
+		start := time.Now()
+		if r, err := c.Call(ctx, "t"+strconv.Itoa(i), "bash", json.RawMessage(`{"command":"true"}`)); err != nil || r.ExitCode != 0 {
+			t.Fatalf("trivial call: %+v %v", r, err)
+		}
+		took = append(took, time.Since(start))
+	}
+	slices.Sort(took)
+	t.Logf("trivial bash call in the container: median %s (min %s, max %s)", took[2].Round(time.Millisecond), took[0].Round(time.Millisecond), took[4].Round(time.Millisecond))
 	r, err = c.Call(ctx, "c2", "write_file", json.RawMessage(`{"path":"/usr/local/lib/agent/x","content":"no"}`))
 	if err != nil || !r.IsError || !strings.Contains(r.Stderr, "permission denied") {
 		t.Errorf("write_file into a root folder: %+v, %v", r, err)
@@ -122,6 +136,20 @@ func TestInContainer(t *testing.T) {
 		t.Fatalf("flush: %d %v %s", code, err, flushOut.String())
 	}
 	logs := copyOutLogs(t, ctx, sb)
+	// The host parses the copied-out log into events tagged with the call.
+	evs, _, err := strace.Parse(strings.NewReader(logs["c1.log"]), "c1", strace.Options{Cwd: cfg.Home, Agentd: mcptools.DefaultSelf})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sawID bool
+	for _, e := range evs {
+		if x, ok := e.Data.(*trace.Exec); ok && x.Path == "/usr/bin/id" {
+			sawID = e.ToolCallID == "c1" && e.PID > 0 && e.PPID > 0 && slices.Equal(x.Argv, []string{"id", "-un"})
+		}
+	}
+	if !sawID {
+		t.Errorf("no exec event of id -un with call id, pid and ppid in %d events", len(evs))
+	}
 	for id, want := range map[string][]string{
 		"c1": {`execve("/usr/bin/id", ["id", "-un"]`, `"later.txt", O_WRONLY|O_CREAT|O_TRUNC`, "/.bashrc"},
 		"c2": {`"/usr/local/lib/agent/x", O_WRONLY|O_CREAT|O_TRUNC|O_CLOEXEC, 0644) = -1 EACCES`},
