@@ -2,6 +2,7 @@ package canaryfs
 
 import (
 	"bytes"
+	"context"
 	"crypto/aes"
 	"crypto/cipher"
 	"crypto/ed25519"
@@ -15,8 +16,6 @@ import (
 	"fmt"
 	"hash/crc32"
 	"math/big"
-	"os"
-	"path/filepath"
 	"time"
 
 	"github.com/sandboxctl/sandboxctl/canary"
@@ -31,39 +30,48 @@ type sqlRow struct {
 	args []any
 }
 
-// sqlite builds a SQLite database file and returns its bytes. It works in a
-// private temporary directory that it removes.
+// sqlite builds a SQLite database in memory and returns its file image
+// (sqlite3_serialize): no file is written.
 func (b *builder) sqlite(schema []string, rows ...sqlRow) []byte {
 	if b.err != nil {
 		return nil
 	}
-	dir, err := os.MkdirTemp("", "canaryfs-sqlite-")
+	// In-memory work with no I/O to wait on: no caller context to honour.
+	ctx := context.Background()
+	db, err := sql.Open("sqlite", ":memory:")
 	if err != nil {
 		b.fail(fmt.Errorf("sqlite: %w", err))
 		return nil
 	}
-	defer os.RemoveAll(dir)
-	file := filepath.Join(dir, "db")
-	db, err := sql.Open("sqlite", file)
+	defer db.Close()
+	c, err := db.Conn(ctx)
 	if err != nil {
 		b.fail(fmt.Errorf("sqlite: %w", err))
 		return nil
 	}
+	defer c.Close()
 	for _, q := range schema {
-		if _, err := db.Exec(q); err != nil {
+		if _, err := c.ExecContext(ctx, q); err != nil {
 			b.fail(fmt.Errorf("sqlite: %s: %w", q, err))
 		}
 	}
 	for _, r := range rows {
-		if _, err := db.Exec(r.q, r.args...); err != nil {
+		if _, err := c.ExecContext(ctx, r.q, r.args...); err != nil {
 			b.fail(fmt.Errorf("sqlite: %s: %w", r.q, err))
 		}
 	}
-	if err := db.Close(); err != nil {
-		b.fail(fmt.Errorf("sqlite: %w", err))
+	var out []byte
+	err = c.Raw(func(dc any) error {
+		s, ok := dc.(interface{ Serialize() ([]byte, error) })
+		if !ok {
+			return fmt.Errorf("driver %T cannot serialize", dc)
+		}
+		out, err = s.Serialize()
+		return err
+	})
+	if err != nil {
+		b.fail(fmt.Errorf("sqlite: serialize: %w", err))
 	}
-	out, err := os.ReadFile(file)
-	b.fail(err)
 	return out
 }
 
