@@ -64,6 +64,7 @@ type htmlFinding struct {
 }
 
 type htmlCall struct {
+	Seq                       int64
 	ID, Anchor, Tool, Summary string
 	ExitCode                  int
 	Duration                  string
@@ -109,6 +110,7 @@ type htmlLine struct {
 	Marked bool
 	Rules  string
 	Anchor string
+	Refs   []string
 }
 
 func lineAnchor(fileIdx, line int) string { return fmt.Sprintf("L%d-%d", fileIdx, line) }
@@ -124,6 +126,7 @@ func WriteHTML(w io.Writer, r *Report) error {
 	// Findings, and which events and lines they point at.
 	evRefs := map[int64][]string{}
 	lineRules := map[string][]string{}
+	lineRefs := map[string][]string{}
 	callFindings := map[string][]string{}
 	for i, f := range r.Findings {
 		hf := htmlFinding{Finding: f, Anchor: fmt.Sprintf("f%d", i+1)}
@@ -140,6 +143,7 @@ func WriteHTML(w io.Writer, r *Report) error {
 					if !slices.Contains(lineRules[k], f.RuleID) {
 						lineRules[k] = append(lineRules[k], f.RuleID)
 					}
+					lineRefs[k] = append(lineRefs[k], hf.Anchor)
 				}
 			}
 		}
@@ -175,7 +179,7 @@ func WriteHTML(w io.Writer, r *Report) error {
 			continue
 		}
 		a := rules.Summarize(e)
-		c := &htmlCall{ID: d.ID, Anchor: "call-" + d.ID, Tool: d.Tool, Summary: strings.TrimPrefix(a, "tool "+d.Tool+" "),
+		c := &htmlCall{Seq: e.Seq, ID: d.ID, Anchor: "call-" + d.ID, Tool: d.Tool, Summary: strings.TrimPrefix(a, "tool "+d.Tool+" "),
 			ExitCode: d.ExitCode, Duration: d.Duration.Round(time.Millisecond).String(), Offset: off(e.Time),
 			Stdout: capString(d.Stdout, maxHTMLOutput), Stderr: capString(d.Stderr, maxHTMLOutput),
 			Findings: callFindings[d.ID], Open: len(callFindings[d.ID]) > 0}
@@ -241,7 +245,7 @@ func WriteHTML(w io.Writer, r *Report) error {
 			}
 			a := lineAnchor(i, n+1)
 			rs := lineRules[a]
-			hf.Lines = append(hf.Lines, htmlLine{N: n + 1, Text: l, Marked: len(rs) > 0, Rules: strings.Join(rs, " "), Anchor: a})
+			hf.Lines = append(hf.Lines, htmlLine{N: n + 1, Text: l, Marked: len(rs) > 0, Rules: strings.Join(rs, " "), Anchor: a, Refs: lineRefs[a]})
 		}
 		v.Files = append(v.Files, hf)
 	}

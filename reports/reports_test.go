@@ -6,6 +6,7 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -355,6 +356,30 @@ func TestHTMLSelfContained(t *testing.T) {
 	for _, want := range []string{`id="f1"`, `href="#e`, `class="line mark"`, "MALICIOUS"} {
 		if !strings.Contains(h, want) {
 			t.Errorf("HTML lacks %q", want)
+		}
+	}
+}
+
+// TestHTMLLinks: every in-page link of every fixture has a target.
+func TestHTMLLinks(t *testing.T) {
+	hrefRe := regexp.MustCompile(`href="#([^"]+)"`)
+	idRe := regexp.MustCompile(`id="([^"]+)"`)
+	for _, name := range fixtures {
+		var buf bytes.Buffer
+		if err := reports.WriteHTML(&buf, fixture(t, name)); err != nil {
+			t.Fatal(err)
+		}
+		ids := map[string]bool{}
+		for _, m := range idRe.FindAllStringSubmatch(buf.String(), -1) {
+			if ids[m[1]] {
+				t.Errorf("%s: duplicate id %q", name, m[1])
+			}
+			ids[m[1]] = true
+		}
+		for _, m := range hrefRe.FindAllStringSubmatch(buf.String(), -1) {
+			if !ids[m[1]] {
+				t.Errorf("%s: link to #%s has no target", name, m[1])
+			}
 		}
 	}
 }
