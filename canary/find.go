@@ -117,12 +117,13 @@ func (f *finder) find(data []byte, outer Encoding, base, depth int) {
 		if r.n < minDecodeRun || f.budget <= 0 {
 			continue
 		}
-		dec, enc := r.decode(data)
-		if len(dec) == 0 {
-			continue
+		for _, d := range r.decodings(data) {
+			if f.budget <= 0 {
+				break
+			}
+			f.budget -= len(d.b)
+			f.find(d.b, d.enc.wrap(outer), base+r.orig(d.at), depth+1)
 		}
-		f.budget -= len(dec)
-		f.find(dec, enc.wrap(outer), base+r.parts[0][0], depth+1)
 	}
 	f.inflateAll(data, outer, base, depth)
 }
@@ -190,13 +191,17 @@ func (f *finder) inflateAll(data []byte, outer Encoding, base, depth int) {
 			continue
 		}
 		f.budget -= len(out)
+		at := base + i
+		if outer != Plain {
+			at = base // i counts in decoded bytes, not in the caller's input
+		}
 		switch {
 		case enc == Gzip && isTar(out):
 			enc = TarGz
 		case enc == Bzip2 && isTar(out):
 			enc = TarBz2
 		}
-		f.find(out, enc.wrap(outer), base+i, depth+1)
+		f.find(out, enc.wrap(outer), at, depth+1)
 	}
 }
 
@@ -310,7 +315,7 @@ func init() {
 // base64Runs returns the runs of base64 (or hex) text in data that are worth
 // a second look: those of at least minDecodeRun characters, and those broken
 // into lines. A run continues across a line break ("\n", "\r\n", a
-// JSON-escaped "\n") or a single space when the lines before it are at least
+// JSON-escaped "\n") when the lines before it are at least
 // minWrap characters long and all of the same length, as encoders that wrap
 // lines produce.
 func base64Runs(data []byte) []run {
@@ -380,13 +385,10 @@ func base64Runs(data []byte) []run {
 }
 
 // onlyBreaks reports whether sep is a line break, possibly escaped, with
-// optional surrounding spaces or tabs, or a single space.
+// optional surrounding spaces or tabs.
 func onlyBreaks(sep []byte) bool {
 	if len(sep) == 0 || len(sep) > 8 {
 		return false
-	}
-	if string(sep) == " " {
-		return true
 	}
 	brk := false
 	for i := 0; i < len(sep); i++ {
@@ -428,25 +430,72 @@ func (r run) orig(i int) int {
 	return r.parts[len(r.parts)-1][1]
 }
 
-// decode decodes the run as hex (when it is all hex digits) or base64, and
-// says which. It returns nil when the run decodes to nothing useful.
-func (r run) decode(data []byte) ([]byte, Encoding) {
+type decoding struct {
+	b   []byte
+	enc Encoding
+	at  int // offset in the joined run where the decoded text starts
+}
+
+// Anchors: how a gzip, zip, bzip2 or zlib stream starts in base64. A run
+// holding one past its start (a URL path, a "name:" prefix) is decoded
+// again from there, so a misaligned prefix does not hide the stream.
+var streamAnchors = [][]byte{[]byte("H4sI"), []byte("UEsDB"), []byte("QlpoO"),
+	[]byte("eJw"), []byte("eJx"), []byte("eJy"), []byte("eJz"), []byte("eNq"), []byte("eNr"), []byte("eNs"), []byte("eNt")}
+
+// decodings decodes the run as hex (when it is all hex digits, or "0x" and
+// hex digits) or base64 (the alphabet its characters say), and again from
+// any stream anchor inside it.
+func (r run) decodings(data []byte) []decoding {
 	j := r.join(data)
-	if !r.nonHex && !r.url && !r.std {
+	var out []decoding
+	if d, enc := decodeText(j, !r.nonHex && !r.url && !r.std, r.url, r.std); len(d) > 0 {
+		out = append(out, decoding{d, enc, 0})
+	}
+	if len(j) > 2 && j[0] == '0' && j[1] == 'x' && isHexText(j[2:]) {
+		if d, enc := decodeText(j[2:], true, false, false); len(d) > 0 {
+			out = append(out, decoding{d, enc, 2})
+		}
+	}
+	for _, a := range streamAnchors {
+		i := bytes.Index(j, a)
+		if i <= 0 || i%4 == 0 && r.url != r.std {
+			continue // absent, or already decoded at this alignment
+		}
+		url, std := bytes.ContainsAny(j[i:], "-_"), bytes.ContainsAny(j[i:], "+/")
+		if d, enc := decodeText(j[i:], false, url, std); len(d) > 0 {
+			out = append(out, decoding{d, enc, i})
+		}
+	}
+	return out
+}
+
+func isHexText(b []byte) bool {
+	for _, c := range b {
+		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F') {
+			return false
+		}
+	}
+	return true
+}
+
+// decodeText decodes j as hex or as base64 in the alphabet that url and std
+// (which characters it holds) select; nil when it does not decode.
+func decodeText(j []byte, isHex, url, std bool) ([]byte, Encoding) {
+	if isHex {
 		if len(j)%2 == 1 {
 			j = j[:len(j)-1]
 		}
-		out, err := hex.DecodeString(string(j))
-		if err != nil {
+		out := make([]byte, len(j)/2)
+		if _, err := hex.Decode(out, j); err != nil {
 			return nil, ""
 		}
 		return out, Hex
 	}
-	if r.url && r.std {
+	if url && std {
 		return nil, ""
 	}
 	enc, typ := base64.RawStdEncoding, Base64
-	if r.url {
+	if url {
 		enc, typ = base64.RawURLEncoding, Base64URL
 	}
 	if len(j)%4 == 1 {

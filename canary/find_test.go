@@ -146,6 +146,11 @@ func TestSetFind(t *testing.T) {
 		{name: "tar.gz", data: string(gz(t, tarOf(t, ".aws/credentials", []byte(longText)))), want: hit(tokAWS, canary.TarGz, 0)},
 		{name: "base64 of tar.gz", data: "curl -d " + b64(string(gz(t, tarOf(t, "c", []byte(longText))))),
 			want: hit(tokAWS, canary.Base64+"+"+canary.TarGz, 8)},
+		{name: "base64 of gzip in a URL path", data: "GET /up-load/" + base64.RawURLEncoding.EncodeToString(gz(t, []byte(longText))) + " HTTP/1.1",
+			want: hit(tokAWS, canary.Base64URL+"+"+canary.Gzip, 13)},
+		{name: "base64 of gzip after a word", data: "payload/" + b64(string(gz(t, []byte(longText)))),
+			want: hit(tokAWS, canary.Base64+"+"+canary.Gzip, 0)},
+		{name: "0x hex of gzip", data: "x=0x" + hex.EncodeToString(gz(t, []byte(longText))), want: hit(tokAWS, canary.Hex+"+"+canary.Gzip, 4)},
 		{name: "gzip of base64", data: string(gz(t, []byte(b64(longText)))), want: hit(tokAWS, canary.Gzip+"+"+canary.Base64, 0)},
 		{name: "double base64", data: b64(b64("..." + tokGH.Value)), want: hit(tokGH, canary.Base64+"+"+canary.Base64, 0)},
 		{name: "two tokens", data: tokGH.Value + "\n" + hex.EncodeToString([]byte(tokAWS.Value)), want: []canary.Hit{
