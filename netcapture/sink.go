@@ -111,6 +111,7 @@ type connMeta struct {
 	sni         string
 	proxy       bool   // came through the explicit proxy
 	connectHost string // CONNECT target host, for tunnels
+	watch       *httpWatch
 }
 
 func (m connMeta) dstIP() string {
@@ -133,11 +134,79 @@ const (
 // buffer that sniffed it.
 type metaConn struct {
 	net.Conn
-	r    io.Reader
-	meta connMeta
+	r       io.Reader
+	meta    connMeta
+	onClose func()
+	once    sync.Once
 }
 
 func (c *metaConn) Read(p []byte) (int, error) { return c.r.Read(p) }
+
+func (c *metaConn) Close() error {
+	if c.onClose != nil {
+		c.once.Do(c.onClose)
+	}
+	return c.Conn.Close()
+}
+
+// httpWatch follows a connection handed to the HTTP server: it keeps the
+// first bytes read and counts the exchanges recorded, so that a connection
+// the server rejects before any handler runs (a malformed request gets a
+// bare 400) is still recorded, as a raw flow.
+type httpWatch struct {
+	mu        sync.Mutex
+	capN      int
+	first     []byte
+	size      int64
+	exchanges int
+}
+
+func (w *httpWatch) saw(p []byte) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.size += int64(len(p))
+	if room := w.capN - len(w.first); room > 0 {
+		w.first = append(w.first, p[:min(len(p), room)]...)
+	}
+}
+
+func (w *httpWatch) exchange() {
+	if w == nil {
+		return
+	}
+	w.mu.Lock()
+	w.exchanges++
+	w.mu.Unlock()
+}
+
+type watchReader struct {
+	r io.Reader
+	w *httpWatch
+}
+
+func (r watchReader) Read(p []byte) (int, error) {
+	n, err := r.r.Read(p)
+	if n > 0 {
+		r.w.saw(p[:n])
+	}
+	return n, err
+}
+
+// httpConn wraps c, read through r, for the HTTP server.
+func (s *Sink) httpConn(c net.Conn, r io.Reader, m connMeta) *metaConn {
+	w := &httpWatch{capN: s.cfg.FirstBytesCap}
+	m.watch = w
+	return &metaConn{Conn: c, r: watchReader{r: r, w: w}, meta: m, onClose: func() {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		if w.exchanges > 0 || w.size == 0 {
+			return
+		}
+		s.emitEvent(trace.SourceTCP, trace.TypeConnection, &trace.Connection{Proto: "tcp", Client: m.client,
+			DstIP: m.dstIP(), DstPort: m.dstPort(), Name: firstNonEmpty(m.name, m.sni, m.connectHost),
+			FirstBytes: append([]byte(nil), w.first...), Size: w.size, Truncated: w.size > int64(len(w.first))})
+	}}
+}
 
 // session is one Serve call: its HTTP server, injected connections and the
 // connections it must close when it ends.
@@ -288,7 +357,7 @@ func (s *Sink) serve(ctx context.Context, ln net.Listener, explicit bool) error 
 			defer ss.wg.Done()
 			if explicit {
 				m := connMeta{client: c.RemoteAddr().String(), proxy: true}
-				ss.handOver(&metaConn{Conn: c, r: c, meta: m})
+				ss.handOver(s.httpConn(c, c, m))
 				return
 			}
 			m := connMeta{client: c.RemoteAddr().String()}
@@ -362,7 +431,7 @@ func (ss *session) dispatch(c net.Conn, m connMeta) {
 		_ = c.SetDeadline(time.Time{})
 		handed = true
 		ss.untrack(c)
-		ss.handOver(&metaConn{Conn: c, r: br, meta: m})
+		ss.handOver(ss.s.httpConn(c, br, m))
 		return
 	}
 	ss.catchAll(c, br, m, "")
@@ -521,6 +590,7 @@ func (s *Sink) hijackConnect(req *http.Request, client net.Conn, _ *goproxy.Prox
 		host, portStr = req.URL.Host, "443"
 	}
 	port, _ := strconv.Atoi(portStr)
+	parent.watch.exchange()
 	m := connMeta{client: parent.client, proxy: true, connectHost: strings.ToLower(host)}
 	if m.client == "" {
 		m.client = client.RemoteAddr().String()
@@ -580,6 +650,7 @@ func (s *Sink) proxyResponse(req *http.Request) *http.Response {
 // exchange reads req's body (capped), picks the response and records both.
 func (s *Sink) exchange(req *http.Request) response {
 	m, _ := req.Context().Value(metaKey).(connMeta)
+	m.watch.exchange()
 	body, size := readCapped(req.Body, s.cfg.BodyCap)
 
 	host := req.Host

@@ -251,6 +251,33 @@ func TestTransparentHTTPAndCatchAll(t *testing.T) {
 	})
 }
 
+// TestRejectedHTTPIsRecorded sends a request the HTTP server refuses
+// before any handler runs: its bytes must still reach the events.
+func TestRejectedHTTPIsRecorded(t *testing.T) {
+	addr, col := startTransparent(t, testConfig(t), NewNames(), netip.MustParseAddrPort("198.51.100.30:80"))
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	req := "GET /x HTTP/1.1\r\nHost: a b\r\nX-Leak: ghp_rejected\r\n\r\n"
+	io.WriteString(c, req)
+	_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	status, _ := bufio.NewReader(c).ReadString('\n')
+	if !strings.HasPrefix(status, "HTTP/1.1 400") {
+		t.Fatalf("status = %q, want the server's 400", status)
+	}
+	cn := col.waitFor(t, "connection", isType(trace.TypeConnection)).Data.(*trace.Connection)
+	if string(cn.FirstBytes) != req || cn.DstIP != "198.51.100.30" {
+		t.Errorf("connection = %+v", cn)
+	}
+	for _, e := range col.all() {
+		if e.Type == trace.TypeHTTP {
+			t.Errorf("unexpected exchange %+v", e.Data)
+		}
+	}
+}
+
 func TestCatchAllBanner(t *testing.T) {
 	cfg := testConfig(t)
 	addr, col := startTransparent(t, cfg, NewNames(), netip.MustParseAddrPort("198.51.100.23:22"))
