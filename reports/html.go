@@ -38,6 +38,7 @@ const maxHTMLLines = 5000
 var tmpl = template.Must(template.New("report").Funcs(template.FuncMap{
 	"lower": func(s any) string { return strings.ToLower(fmt.Sprint(s)) },
 	"upper": func(s any) string { return strings.ToUpper(fmt.Sprint(s)) },
+	"pair":  func(v htmlView, seq int64) seqRef { return seqRef{V: v, Seq: seq} },
 }).Parse(htmlTemplate))
 
 type htmlView struct {
@@ -52,6 +53,14 @@ type htmlView struct {
 	Leaked     []Hit
 	KindCounts []string
 	Inconcl    bool
+	// Shown holds the seqs that have a row (and an anchor) on the page.
+	Shown map[int64]bool
+}
+
+// seqRef passes the view and one seq to the "seq" template.
+type seqRef struct {
+	V   htmlView
+	Seq int64
 }
 
 type htmlFinding struct {
@@ -117,7 +126,7 @@ func lineAnchor(fileIdx, line int) string { return fmt.Sprintf("L%d-%d", fileIdx
 
 // WriteHTML writes the report as one self-contained HTML page.
 func WriteHTML(w io.Writer, r *Report) error {
-	v := htmlView{R: r, Counts: severityCounts(r.Findings), Inconcl: r.Verdict == rules.Inconclusive,
+	v := htmlView{R: r, Counts: severityCounts(r.Findings), Inconcl: r.Verdict == rules.Inconclusive, Shown: map[int64]bool{},
 		Started: r.StartedAt.UTC().Format("2006-01-02 15:04:05Z"), Duration: msDuration(r.DurationMS).String()}
 	fileIdx := map[string]int{}
 	for i, f := range r.Skill.Files {
@@ -193,6 +202,7 @@ func WriteHTML(w io.Writer, r *Report) error {
 			}
 		}
 		calls[d.ID] = c
+		v.Shown[e.Seq] = true
 		v.Calls = append(v.Calls, *c)
 		start := d.Started
 		if start.IsZero() {
@@ -225,6 +235,7 @@ func WriteHTML(w io.Writer, r *Report) error {
 			c.Hidden++
 			continue
 		}
+		v.Shown[e.Seq] = true
 		c.Events = append(c.Events, htmlEvent{Seq: e.Seq, Offset: off(e.Time), Source: string(e.Source), Type: string(e.Type),
 			PID: e.PID, Summary: rules.Summarize(e), Evidence: len(refs) > 0, Refs: refs})
 		if len(refs) > 0 {

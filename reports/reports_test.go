@@ -362,13 +362,24 @@ func TestHTMLSelfContained(t *testing.T) {
 
 // TestHTMLLinks: every in-page link of every fixture has a target.
 func TestHTMLLinks(t *testing.T) {
-	hrefRe := regexp.MustCompile(`href="#([^"]+)"`)
-	idRe := regexp.MustCompile(`id="([^"]+)"`)
 	for _, name := range fixtures {
 		var buf bytes.Buffer
 		if err := reports.WriteHTML(&buf, fixture(t, name)); err != nil {
 			t.Fatal(err)
 		}
+		checkLinks(t, name, buf.String())
+	}
+}
+
+var (
+	hrefRe = regexp.MustCompile(`href="#([^"]+)"`)
+	idRe   = regexp.MustCompile(`id="([^"]+)"`)
+)
+
+func checkLinks(t *testing.T, name, page string) {
+	t.Helper()
+	{
+		buf := bytes.NewBufferString(page)
 		ids := map[string]bool{}
 		for _, m := range idRe.FindAllStringSubmatch(buf.String(), -1) {
 			if ids[m[1]] {
@@ -384,13 +395,14 @@ func TestHTMLLinks(t *testing.T) {
 	}
 }
 
-// TestHTMLLarge renders a report of 10,000 events and checks it stays small
+// TestHTMLLarge renders a report of over 20,000 events and checks it stays small
 // and quick.
 func TestHTMLLarge(t *testing.T) {
 	b := &builder{t: t0}
 	for i := range 20 {
 		b.bash(10, "find / -name x"+strings.Repeat("y", i), "", 0)
-		for j := range 500 {
+		b.add(trace.SourceDNS, trace.TypeDNSQuery, 0, &trace.DNSQuery{Name: "n" + strings.Repeat("x", i) + ".example.", QType: "A"})
+		for j := range 1100 {
 			b.add(trace.SourceSyscall, trace.TypeOpen, 300+i, &trace.File{Path: "/usr/share/doc/f" + string(rune('a'+j%26)) + strings.Repeat("z", j/26)})
 		}
 	}
@@ -412,6 +424,7 @@ func TestHTMLLarge(t *testing.T) {
 	if el > 10*time.Second {
 		t.Errorf("HTML took %v", el)
 	}
+	checkLinks(t, "large", buf.String())
 }
 
 func TestRunDirReprocess(t *testing.T) {
