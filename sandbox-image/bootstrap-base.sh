@@ -61,7 +61,9 @@ if [ -z "$mirror" ]; then
 	exit 1
 fi
 
-dir=$(mktemp -d /tmp/sandboxctl-rootfs.XXXXXX)
+# The rootfs sits beside OUT, so whoever owns OUT's folder can clean up
+# even after this script is killed.
+dir=$(mktemp -d "$(dirname "$out")/rootfs.XXXXXX")
 trap 'rm -rf "$dir"' EXIT INT TERM
 echo "bootstrap-base: debootstrap --variant=minbase $suite from $mirror"
 debootstrap --variant=minbase "$suite" "$dir" "$mirror"

@@ -290,7 +290,9 @@ func (s *Sandbox) Diff(ctx context.Context) ([]orchestrator.Change, error) {
 	return out, nil
 }
 
-// Stats samples the container's resource use once.
+// Stats samples the container's resource use once. Memory is the usage
+// without inactive page cache (as `docker stats` shows it); MaxMemory is the
+// engine's peak (cgroup v1 only; 0 on v2).
 func (s *Sandbox) Stats(ctx context.Context) (orchestrator.Stats, error) {
 	res, err := s.r.cli.ContainerStats(ctx, s.id, client.ContainerStatsOptions{})
 	if err != nil {
@@ -301,8 +303,16 @@ func (s *Sandbox) Stats(ctx context.Context) (orchestrator.Stats, error) {
 	if err := json.NewDecoder(io.LimitReader(res.Body, 1<<20)).Decode(&st); err != nil {
 		return orchestrator.Stats{}, fmt.Errorf("stats of %s: decode: %w", s.short(), err)
 	}
+	// Like `docker stats`: usage without the inactive page cache.
+	mem := st.MemoryStats.Usage
+	for _, k := range []string{"total_inactive_file", "inactive_file"} {
+		if v, ok := st.MemoryStats.Stats[k]; ok && v <= mem {
+			mem -= v
+			break
+		}
+	}
 	return orchestrator.Stats{
-		Memory:     int64(st.MemoryStats.Usage),
+		Memory:     int64(mem),
 		MaxMemory:  int64(st.MemoryStats.MaxUsage),
 		CPUSeconds: float64(st.CPUStats.CPUUsage.TotalUsage) / 1e9,
 		PIDs:       int64(st.PidsStats.Current),
