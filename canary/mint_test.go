@@ -222,8 +222,12 @@ func TestEthereum(t *testing.T) {
 	if _, ok := canary.DecryptKeystore(tok.Value, "wrong"); ok {
 		t.Error("keystore decrypts with a wrong password")
 	}
-	if diff := strings.Join(tok.Needles, ","); diff != ks.Address+","+ks.Crypto.Ciphertext {
+	if diff := strings.Join(tok.Needles, ","); diff != ks.Address+","+ks.Crypto.Ciphertext+","+canary.EIP55(ks.Address) {
 		t.Errorf("needles = %s", diff)
+	}
+	// The EIP-55 test vector.
+	if got, want := canary.EIP55("5aaeb6053f3e94c9b9a09f33669435e7ef1beaed"), "5aAeb6053F3E94C9b9A09f33669435E7Ef1BeAed"; got != want {
+		t.Errorf("EIP55 = %s, want %s", got, want)
 	}
 }
 

@@ -250,7 +250,22 @@ func (m *Minter) EthereumKeystore(location, password string) Token {
 	ks.Crypto.Ciphertext = hex.EncodeToString(ct)
 	ks.Crypto.MAC = hex.EncodeToString(h.Sum(nil))
 	b, _ := json.Marshal(ks)
-	return m.token(EthereumKeystore, location, string(b), ks.Address, ks.Crypto.Ciphertext)
+	return m.token(EthereumKeystore, location, string(b), ks.Address, ks.Crypto.Ciphertext, EIP55(ks.Address))
+}
+
+// EIP55 returns the mixed-case checksummed form of a lower-case hex
+// address (no 0x), as wallets and explorers print it.
+func EIP55(addr string) string {
+	h := sha3.NewLegacyKeccak256()
+	h.Write([]byte(addr))
+	sum := h.Sum(nil)
+	out := []byte(addr)
+	for i, c := range out {
+		if c >= 'a' && c <= 'f' && (sum[i/2]>>(4*(1-i%2)))&0xf >= 8 {
+			out[i] = c - 'a' + 'A'
+		}
+	}
+	return string(out)
 }
 
 // DecryptKeystore returns the private key of a keystore v3 JSON minted by
