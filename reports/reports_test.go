@@ -248,10 +248,25 @@ func TestJSONSchema(t *testing.T) {
 			t.Errorf("%s: report.json does not match its schema: %v", name, err)
 		}
 	}
-	// The schema must be able to fail.
+	// The schema must be able to fail: a wrong verdict, and an event whose
+	// payload does not fit its type.
 	bad := []byte(`{"schema_version":"1.0","verdict":"fine"}`)
 	if validate(t, s, bad) == nil {
 		t.Errorf("schema accepted an invalid report")
+	}
+	var buf bytes.Buffer
+	if err := reports.WriteJSON(&buf, fixture(t, "clean")); err != nil {
+		t.Fatal(err)
+	}
+	var doc map[string]any
+	if err := json.Unmarshal(buf.Bytes(), &doc); err != nil {
+		t.Fatal(err)
+	}
+	doc["events"] = []any{map[string]any{"seq": 1, "time": "2026-11-23T10:00:00Z", "source": "syscall", "type": "exec",
+		"data": map[string]any{"path": 5}}}
+	b, _ := json.Marshal(doc)
+	if validate(t, s, b) == nil {
+		t.Errorf("schema accepted an exec event whose path is a number")
 	}
 }
 
