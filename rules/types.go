@@ -127,7 +127,9 @@ type Input struct {
 	// AllowedTools overrides the skill's allowed-tools when not nil.
 	AllowedTools []string
 	// Status is the trace's status ("completed", "timeout", "error",
-	// "cancelled"); it only matters for the inconclusive verdict.
+	// "cancelled"), for context. The verdict does not use it: a trace that
+	// failed before any tool call is inconclusive because nothing ran, and
+	// one that failed later is judged on what it did.
 	Status string
 }
 
