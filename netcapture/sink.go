@@ -12,6 +12,7 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -20,6 +21,7 @@ import (
 
 	"github.com/elazarl/goproxy"
 	"github.com/sandboxctl/sandboxctl/trace"
+	"golang.org/x/net/http2"
 )
 
 // TCP sink policy: every accepted connection ends in exactly one of three
@@ -503,7 +505,7 @@ func (ss *session) intercept(c net.Conn, br *bufio.Reader, m connMeta) bool {
 	}
 	conf := &tls.Config{
 		MinVersion: tls.VersionTLS10,
-		NextProtos: []string{"http/1.1"},
+		NextProtos: alpnFor(th.ALPN),
 		GetCertificate: func(*tls.ClientHelloInfo) (*tls.Certificate, error) {
 			return s.minter.leaf(name)
 		},
@@ -523,8 +525,47 @@ func (ss *session) intercept(c net.Conn, br *bufio.Reader, m connMeta) bool {
 	_ = c.SetDeadline(time.Time{})
 	m.tls, m.sni = true, th.SNI
 	ss.untrack(c)
+	if tc.ConnectionState().NegotiatedProtocol == "h2" {
+		ss.serveH2(tc, m)
+		return true
+	}
 	ss.dispatch(tc, m) // owns tc, and so c
 	return true
+}
+
+// alpnFor picks what the sink offers a client: HTTP/1.1 whenever it can
+// (every HTTP client falls back to it), HTTP/2 to clients that speak only
+// h2 (gRPC), and no ALPN at all to clients asking for something else, so
+// their handshake completes and their plaintext reaches the catch-all
+// (Go's server would otherwise refuse the handshake).
+func alpnFor(client []string) []string {
+	if len(client) == 0 || slices.Contains(client, "http/1.1") {
+		return []string{"http/1.1"}
+	}
+	if slices.Contains(client, "h2") {
+		return []string{"h2"}
+	}
+	return nil
+}
+
+// serveH2 serves an intercepted HTTP/2 connection until it ends.
+func (ss *session) serveH2(tc *tls.Conn, m connMeta) {
+	if !ss.track(tc) {
+		tc.Close()
+		return
+	}
+	defer func() {
+		ss.untrack(tc)
+		tc.Close()
+	}()
+	w := &httpWatch{capN: ss.s.cfg.FirstBytesCap}
+	m.watch = w
+	srv := &http2.Server{IdleTimeout: 30 * time.Second, MaxReadFrameSize: 1 << 20}
+	srv.ServeConn(tc, &http2.ServeConnOpts{
+		Context:    context.WithValue(context.WithValue(ss.ctx, sessKey, ss), metaKey, m),
+		Handler:    http.HandlerFunc(ss.s.serveHTTP),
+		BaseConfig: &http.Server{ReadTimeout: httpReadTimeout, WriteTimeout: httpReadTimeout, ErrorLog: log.New(io.Discard, "", 0)},
+	})
 }
 
 // catchAll records a raw flow: its first bytes (capped), its size, and the

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/sandboxctl/sandboxctl/trace"
+	"golang.org/x/net/http2"
 )
 
 func caPool(t testing.TB, cfg Config) *x509.CertPool {
@@ -198,6 +199,43 @@ func TestTransparentTLS(t *testing.T) {
 		if x.URL != "https://evil.example/payload.json" || !x.TLS || x.Proxy || x.DstIP != v4.String() || x.Response != "file:json" {
 			t.Errorf("exchange = %+v", x)
 		}
+	})
+
+	t.Run("h2-only client", func(t *testing.T) {
+		tr := &http2.Transport{
+			TLSClientConfig: &tls.Config{RootCAs: caPool(t, cfg)},
+			DialTLSContext: func(ctx context.Context, _, _ string, tc *tls.Config) (net.Conn, error) {
+				tc = tc.Clone()
+				tc.ServerName = "grpc.example"
+				return (&tls.Dialer{Config: tc}).DialContext(ctx, "tcp", addr)
+			},
+		}
+		defer tr.CloseIdleConnections()
+		resp, err := (&http.Client{Transport: tr, Timeout: 10 * time.Second}).Get("https://grpc.example/pkg.Service/Method")
+		if err != nil {
+			t.Fatalf("h2 GET: %v", err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != 200 || resp.ProtoMajor != 2 {
+			t.Errorf("response %d over %s", resp.StatusCode, resp.Proto)
+		}
+		col.waitFor(t, "h2 exchange", func(e trace.Event) bool {
+			x, ok := e.Data.(*trace.HTTPExchange)
+			return ok && x.Proto == "HTTP/2.0" && x.URL == "https://grpc.example/pkg.Service/Method" && x.TLS
+		})
+	})
+
+	t.Run("other alpn completes and reaches the catch-all", func(t *testing.T) {
+		c, err := tls.Dial("tcp", addr, &tls.Config{ServerName: "mqtt.example", RootCAs: caPool(t, cfg), NextProtos: []string{"mqtt"}})
+		if err != nil {
+			t.Fatalf("handshake: %v", err)
+		}
+		io.WriteString(c, "\x10\x0cMQTT-connect")
+		c.Close()
+		col.waitFor(t, "tls catch-all", func(e trace.Event) bool {
+			cn, ok := e.Data.(*trace.Connection)
+			return ok && string(cn.FirstBytes) == "\x10\x0cMQTT-connect"
+		})
 	})
 
 	t.Run("handshake fails but the hello is recorded", func(t *testing.T) {
