@@ -36,7 +36,11 @@ func (s *Set) FindDNS(names []string) []Hit {
 	labels := make([][]string, len(names))
 	for i, n := range names {
 		n = strings.TrimSuffix(n, ".")
-		for _, h := range s.Find([]byte(n)) {
+		hits := s.Find([]byte(n))
+		if lower := strings.ToLower(n); lower != n {
+			hits = append(hits, s.Find([]byte(lower))...)
+		}
+		for _, h := range hits {
 			h.Offset = i
 			add(h, tokIndex[h.Token.ID])
 		}
@@ -76,8 +80,14 @@ func (s *Set) FindDNS(names []string) []Hit {
 					sb.WriteString(l)
 				}
 			}
-			joined := []byte(sb.String())
-			for _, h := range s.Find(joined) {
+			joined := sb.String()
+			// Resolvers may randomise the case of names (DNS 0x20): hex
+			// and base32 are also looked for in lower case.
+			hits := s.Find([]byte(joined))
+			if lower := strings.ToLower(joined); lower != joined {
+				hits = append(hits, s.Find([]byte(lower))...)
+			}
+			for _, h := range hits {
 				first := 0
 				for j, st := range starts {
 					if st <= h.Offset {

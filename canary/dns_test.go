@@ -21,6 +21,17 @@ func chunks(s string, n int) []string {
 	return append(out, s)
 }
 
+// randCase flips the case of every other letter, as DNS 0x20 does.
+func randCase(s string) string {
+	b := []byte(s)
+	for i := range b {
+		if i%2 == 0 && b[i] >= 'a' && b[i] <= 'z' {
+			b[i] -= 'a' - 'A'
+		}
+	}
+	return string(b)
+}
+
 func TestSetFindDNS(t *testing.T) {
 	set := canary.NewSet(tokAWS, tokGH, tokPW)
 	ghHex := hex.EncodeToString([]byte(tokGH.Value))
@@ -50,6 +61,8 @@ func TestSetFindDNS(t *testing.T) {
 			want: []canary.Hit{{Token: tokGH, Encoding: canary.DNSLabels + "+" + canary.Hex, Offset: 0}}},
 		{name: "session id label", names: sessQuery,
 			want: []canary.Hit{{Token: tokGH, Encoding: canary.DNSLabels + "+" + canary.Hex, Offset: 0}}},
+		{name: "hex with 0x20 case randomisation", names: []string{randCase(ghHex[:50]) + ".r.example", randCase(ghHex[50:]) + ".r.example"},
+			want: []canary.Hit{{Token: tokGH, Encoding: canary.DNSLabels + "+" + canary.Hex, Offset: 0}}},
 		{name: "base32 labels", names: []string{strings.Join(chunks(ghB32, 20), ".") + ".b.example"},
 			want: []canary.Hit{{Token: tokGH, Encoding: canary.DNSLabels + "+" + canary.Base32, Offset: 0}}},
 		{name: "base64url labels", names: []string{pwB64[:10] + ".q.example", pwB64[10:] + ".q.example"},
@@ -63,4 +76,23 @@ func TestSetFindDNS(t *testing.T) {
 			}
 		})
 	}
+}
+
+// FuzzFindDNS checks that FindDNS never panics on hostile names and reports
+// only tokens of the set, each once.
+func FuzzFindDNS(f *testing.F) {
+	set := canary.NewSet(tokAWS, tokGH, tokPW)
+	ghHex := hex.EncodeToString([]byte(tokGH.Value))
+	f.Add(ghHex[:40]+".a.example", ghHex[40:]+".a.example", "x")
+	f.Add("...", "", ".")
+	f.Add(tokAWS.Value+".example", "a.b.c.d.e", "1.2.3.4.in-addr.arpa")
+	f.Fuzz(func(t *testing.T, a, b, c string) {
+		seen := map[string]bool{}
+		for _, h := range set.FindDNS([]string{a, b, c}) {
+			if _, ok := set.Lookup(h.Token.ID); !ok || seen[h.Token.ID] || h.Offset < 0 || h.Offset > 2 {
+				t.Errorf("bad hit %v", h)
+			}
+			seen[h.Token.ID] = true
+		}
+	})
 }
