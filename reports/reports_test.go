@@ -520,6 +520,40 @@ func TestRealSkillReport(t *testing.T) {
 	}
 }
 
+// TestRewriteLoadedKeepsRawEvents: writing a loaded report back into its
+// folder keeps the raw events.jsonl (a loaded report's events are redacted).
+func TestRewriteLoadedKeepsRawEvents(t *testing.T) {
+	dir := t.TempDir()
+	if err := reports.WriteRunDir(dir, fixture(t, "canary-exfil"), nil); err != nil {
+		t.Fatal(err)
+	}
+	before, err := os.ReadFile(filepath.Join(dir, reports.FileEvents))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := reports.Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := reports.WriteRunDir(dir, r, nil); err != nil {
+		t.Fatal(err)
+	}
+	after, err := os.ReadFile(filepath.Join(dir, reports.FileEvents))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(before, after) {
+		t.Errorf("events.jsonl changed when a loaded report was written back")
+	}
+	again, err := reports.Reprocess(dir, reports.ReprocessOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(r.Findings, again.Findings); diff != "" {
+		t.Errorf("findings changed (-loaded +reprocessed):\n%s", diff)
+	}
+}
+
 // TestReprocessWithoutSecrets: without rules-input.json the hits stored in
 // events.jsonl still give the same findings.
 func TestReprocessWithoutSecrets(t *testing.T) {

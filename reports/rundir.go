@@ -49,8 +49,9 @@ func WriteJSON(w io.Writer, r *Report) error {
 }
 
 // WriteRunDir writes the run folder: report.json, report.sarif, report.txt,
-// report.html, events.jsonl (the raw timeline), rules-input.json and, when
-// transcript is not nil, transcript.jsonl. It creates dir if needed, writes
+// report.html, events.jsonl (the raw timeline; a loaded report keeps the
+// folder's own), rules-input.json and, when transcript is not nil,
+// transcript.jsonl. It creates dir if needed, writes
 // each file through a temporary name, and keeps going after a failure so
 // that as much as possible is written; the error joins every failure.
 func WriteRunDir(dir string, r *Report, transcript []byte) error {
@@ -72,11 +73,13 @@ func WriteRunDir(dir string, r *Report, transcript []byte) error {
 	put(FileSARIF, 0o644, func(w io.Writer) error { return WriteSARIF(w, r) })
 	put(FileText, 0o644, func(w io.Writer) error { return WriteText(w, r, TextOptions{}) })
 	put(FileHTML, 0o644, func(w io.Writer) error { return WriteHTML(w, r) })
-	events := r.raw
-	if events == nil {
-		events = r.Events
+	// A report from Load has no raw timeline: its events are redacted, and
+	// the folder's events.jsonl (the raw record) is left as it is.
+	if r.raw != nil {
+		put(FileEvents, 0o600, func(w io.Writer) error { return trace.WriteJSONL(w, r.raw) })
+	} else if _, err := os.Stat(filepath.Join(dir, FileEvents)); errors.Is(err, os.ErrNotExist) {
+		put(FileEvents, 0o600, func(w io.Writer) error { return trace.WriteJSONL(w, r.Events) })
 	}
-	put(FileEvents, 0o600, func(w io.Writer) error { return trace.WriteJSONL(w, events) })
 	if r.secrets != nil {
 		put(FileRulesInput, 0o600, func(w io.Writer) error {
 			enc := json.NewEncoder(w)
