@@ -180,9 +180,14 @@ func (r *Runtime) scratchDir() string {
 }
 
 // lockFile takes an exclusive advisory lock on path, waiting until it is
-// free or ctx ends. The returned func releases it.
+// free or ctx ends. The returned func releases it. A lock file another user
+// created and this one cannot open is no reason to fail: the build then goes
+// ahead unlocked (the worst case is a duplicate build).
 func lockFile(ctx context.Context, path string) (func(), error) {
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	f, err := os.OpenFile(path, os.O_RDONLY|os.O_CREATE, 0o644)
+	if errors.Is(err, os.ErrPermission) {
+		return func() {}, nil
+	}
 	if err != nil {
 		return nil, fmt.Errorf("lock %s: %w", path, err)
 	}
