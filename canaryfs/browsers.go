@@ -81,6 +81,32 @@ func (b *builder) plantBrowsers() {
 			[]any{chromeTime(cr), c.host, c.name, enc, chromeTime(cr.Add(400 * 24 * time.Hour)), chromeTime(b.recent()), chromeTime(cr)}})
 	}
 	b.put(chromeProfile+"/Cookies", 0o600, b.sqlite(chromeCookieSchema, rows...), b.recent())
+	// History: a browsing history is what "is this a real profile" probes
+	// look for.
+	var hrows []sqlRow
+	sites := []struct{ url, title string }{
+		{"https://github.com/" + b.company.org, b.company.name + " · GitHub"},
+		{"https://mail.google.com/mail/u/0/#inbox", "Inbox - " + b.email + " - Gmail"},
+		{"https://console.aws.amazon.com/console/home?region=us-east-1", "Console Home"},
+		{"https://stackoverflow.com/questions/tagged/kubernetes", "Newest 'kubernetes' Questions - Stack Overflow"},
+		{"https://" + b.company.org + ".atlassian.net/jira/your-work", "Your work - Jira"},
+		{"https://www.youtube.com/", "YouTube"},
+		{"https://news.ycombinator.com/", "Hacker News"},
+		{"https://chatgpt.com/", "ChatGPT"},
+		{"https://app.slack.com/client", "Slack"},
+		{"https://grafana." + b.company.domain + "/d/api-latency", "API latency - Grafana"},
+	}
+	for i, s := range sites {
+		hrows = append(hrows, sqlRow{`INSERT INTO urls (id, url, title, visit_count, typed_count, last_visit_time, hidden) VALUES (?, ?, ?, ?, ?, ?, 0)`,
+			[]any{i + 1, s.url, s.title, 1 + b.m.Intn(200), b.m.Intn(20), chromeTime(b.recent())}})
+	}
+	b.put(chromeProfile+"/History", 0o600, b.sqlite([]string{
+		`CREATE TABLE meta(key LONGVARCHAR NOT NULL UNIQUE PRIMARY KEY, value LONGVARCHAR)`,
+		`CREATE TABLE urls(id INTEGER PRIMARY KEY AUTOINCREMENT,url LONGVARCHAR,title LONGVARCHAR,visit_count INTEGER DEFAULT 0 NOT NULL,typed_count INTEGER DEFAULT 0 NOT NULL,last_visit_time INTEGER NOT NULL,hidden INTEGER DEFAULT 0 NOT NULL)`,
+		`CREATE TABLE visits(id INTEGER PRIMARY KEY AUTOINCREMENT,url INTEGER NOT NULL,visit_time INTEGER NOT NULL,from_visit INTEGER,external_referrer_url TEXT,transition INTEGER DEFAULT 0 NOT NULL,segment_id INTEGER,visit_duration INTEGER DEFAULT 0 NOT NULL,incremented_omnibox_typed_score BOOLEAN DEFAULT FALSE NOT NULL,opener_visit INTEGER,originator_cache_guid TEXT,originator_visit_id INTEGER,originator_from_visit INTEGER,originator_opener_visit INTEGER,is_known_to_sync BOOLEAN DEFAULT FALSE NOT NULL,consider_for_ntp_most_visited BOOLEAN DEFAULT FALSE NOT NULL,visited_link_id INTEGER DEFAULT 0 NOT NULL,app_id TEXT)`,
+		`CREATE INDEX urls_url_index ON urls (url)`,
+		`INSERT INTO meta VALUES ('mmap_status', '-1'), ('version', '68'), ('last_compatible_version', '16')`,
+	}, hrows...), b.recent())
 	b.putJSON(".config/google-chrome/Local State", 0o600, map[string]any{
 		"browser": map[string]any{"enabled_labs_experiments": []string{}},
 		"profile": map[string]any{"last_used": "Default", "info_cache": map[string]any{"Default": map[string]any{

@@ -407,6 +407,10 @@ func TestSQLite(t *testing.T) {
 	if n < 3 {
 		t.Errorf("Cookies: %d rows", n)
 	}
+	var visited int
+	if err := openDB(t, file(t, h, chrome+"History")).QueryRow(`SELECT count(*) FROM urls`).Scan(&visited); err != nil || visited < 5 {
+		t.Errorf("History: %v, %d urls", err, visited)
+	}
 	var cred []byte
 	if err := openDB(t, file(t, h, "~/.config/gcloud/credentials.db")).QueryRow(`SELECT value FROM credentials`).Scan(&cred); err != nil {
 		t.Fatal(err)
