@@ -167,7 +167,7 @@ func parseCallLogs(rc io.Reader, cwd string, log interface{ Warn(string, ...any)
 			break
 		}
 		lr := io.LimitReader(tr, min(maxLogBytes, maxLogsBytes-total))
-		ev, stats, err := strace.Parse(lr, m[1], strace.Options{Cwd: cwd, MaxLineBytes: maxStraceLine})
+		ev, stats, err := strace.Parse(lr, m[1], strace.Options{Cwd: cwd, MaxLineBytes: maxStraceLine, Agentd: AgentBin})
 		total += hdr.Size
 		if err != nil {
 			log.Warn("parse syscall log", "call", m[1], "err", err)

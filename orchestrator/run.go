@@ -120,6 +120,7 @@ type run struct {
 	jailEv    *jailStream
 	resources *resourceSampler
 	events    []trace.Event
+	deadline  bool // the trace's deadline ended the agent loop
 }
 
 // Run runs one trace: load, plan, image, jail, seeded home, sandbox, driver
@@ -197,7 +198,7 @@ func traceStatus(ctx context.Context, err error, st *run) (reports.Status, strin
 	switch {
 	case ctx.Err() != nil:
 		return reports.StatusCancelled, "interrupted"
-	case errors.Is(err, ErrTimeout) || errors.Is(st.loopErr, ErrTimeout) || st.loop.Stop == agent.StopWall:
+	case st.deadline || errors.Is(err, ErrTimeout) || errors.Is(st.loopErr, ErrTimeout) || st.loop.Stop == agent.StopWall:
 		return reports.StatusTimeout, "trace deadline reached"
 	case err != nil:
 		return reports.StatusError, err.Error()
@@ -236,6 +237,7 @@ func (r *Runner) execute(ctx context.Context, st *run) error {
 	r.phase("agent", "%s driver", p.Driver.Kind)
 	loopErr := r.drive(tctx, st)
 	st.loopErr = causeOf(tctx, loopErr)
+	st.deadline = errors.Is(context.Cause(tctx), ErrTimeout)
 
 	// Collect on a fresh context: the trace's may have ended.
 	r.phase("collect", "syscall logs, file diff, resources")

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"os"
 	"time"
 
@@ -55,7 +56,9 @@ func runFlush(ctx context.Context, e env, args []string) int {
 	}
 	ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
 	defer cancel()
-	if err := mcptools.Flush(ctx, *dir); err != nil {
+	if err := mcptools.Flush(ctx, *dir); errors.Is(err, mcptools.ErrTracersKilled) {
+		e.warnf("%v", err) // the logs are complete but for a last line
+	} else if err != nil {
 		e.errorf("%v", err)
 		return exitFailed
 	}

@@ -36,7 +36,7 @@ type traceFlags struct {
 	turns, tokens                                                   int
 	out, format, failOn                                             string
 	keep, dryRun, includeSecrets                                    bool
-	user, hostname, seed, image, networkConfig                      string
+	user, hostname, seed, image, networkConfig, traceID             string
 	memory                                                          int64
 	pids                                                            int64
 	cpus                                                            float64
@@ -72,6 +72,7 @@ func (f *traceFlags) register(fs interface {
 	fs.StringVar(&f.hostname, "hostname", "", "hostname of the sandbox (default: a plausible random one)")
 	fs.StringVar(&f.seed, "seed", "", "make the seeded home deterministic from this seed")
 	fs.StringVar(&f.image, "image", "", "sandbox image (default: built from the embedded Dockerfile.sandbox)")
+	fs.StringVar(&f.traceID, "trace-id", "", "id of the trace, on its containers' sandboxctl.trace label (default: a new unique id)")
 	fs.StringVar(&f.networkConfig, "network-config", "", "JSON file of DNS answers, NXDOMAIN names and HTTP responses for the jail")
 	fs.Int64Var(&f.memory, "memory", d.Memory, "memory limit of the sandbox, bytes")
 	fs.Int64Var(&f.pids, "pids", d.PIDs, "process limit of the sandbox")
@@ -98,6 +99,9 @@ func (f *traceFlags) plan(e env, path string, now time.Time) (orchestrator.Plan,
 		Hostname:      f.hostname,
 		Keep:          f.keep,
 		NetworkConfig: f.networkConfig,
+	}
+	if f.traceID != "" {
+		p.TraceID = f.traceID
 	}
 	if f.seed != "" {
 		p.Seed = []byte(f.seed)
