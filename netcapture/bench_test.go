@@ -40,7 +40,15 @@ func BenchmarkHTTPSInterception(b *testing.B) {
 	b.Cleanup(direct.Close)
 	names := NewNames()
 	v4, _ := names.Addrs("bench.example")
-	sinkAddr, _ := startTransparent(b, cfg, names, netip.AddrPortFrom(v4, 443))
+	// Events are encoded as the jail does (JSON lines), then dropped.
+	ew := NewEventWriter(io.Discard)
+	sink, err := NewSink(ew.Emit, names, cfg, func(net.Conn) (netip.AddrPort, error) { return netip.AddrPortFrom(v4, 443), nil })
+	if err != nil {
+		b.Fatal(err)
+	}
+	ln := listenTCP(b)
+	serveInBackground(b, func(ctx context.Context) error { return sink.ServeTransparent(ctx, ln) })
+	sinkAddr := ln.Addr().String()
 	pool := caPool(b, cfg)
 
 	for _, shape := range []struct {
