@@ -74,7 +74,8 @@ func TestLayering(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		if d.IsDir() && (path == "cmd" || path == "internal" || strings.HasPrefix(d.Name(), ".") && path != ".") {
+		// cmd/ and bench/ hold commands; internal/testenv is test support.
+		if d.IsDir() && (path == "cmd" || path == "bench" || path == "internal" || strings.HasPrefix(d.Name(), ".") && path != ".") {
 			return filepath.SkipDir
 		}
 		if d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
