@@ -120,6 +120,12 @@ const (
 	symbols    = "!@#$%^&*-_=+"
 )
 
+// Token makes a token of kind at location from a value minted elsewhere
+// (a file's ciphertext, say), with the Minter's next id for that kind.
+func (m *Minter) Token(kind Kind, location, value string, needles ...string) Token {
+	return m.token(kind, location, value, needles...)
+}
+
 // token registers a new token of kind at location.
 func (m *Minter) token(kind Kind, location, value string, needles ...string) Token {
 	m.count[kind]++

@@ -148,7 +148,7 @@ func (b *builder) plantBrowsers() {
 	loc = "~/" + ff + "/logins.json"
 	for i, host := range []string{"https://gitlab.com", "https://www.linkedin.com", "https://id.atlassian.com"} {
 		pw := b.nssBlob(16 + 8*b.m.Intn(2))
-		b.register(canary.Token{ID: fmt.Sprintf("%s-ff%d", canary.BrowserPassword, i+1), Kind: canary.BrowserPassword, Value: pw, Location: loc})
+		b.register(b.m.Token(canary.BrowserPassword, loc, pw))
 		t := b.ago(10*24*time.Hour, 300*24*time.Hour).UnixMilli()
 		fl = append(fl, ffLogin{ID: i + 1, Hostname: host, FormSubmitURL: host, UsernameField: "username", PasswordField: "password",
 			EncryptedUsername: b.nssBlob(24), EncryptedPassword: pw, GUID: "{" + b.m.UUID() + "}", EncType: 1,

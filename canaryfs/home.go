@@ -107,6 +107,13 @@ func Build(opts Options) (*Home, error) {
 	if b.err != nil {
 		return nil, fmt.Errorf("build home: %w", b.err)
 	}
+	ids := map[string]bool{}
+	for _, t := range b.tokens {
+		if ids[t.ID] {
+			return nil, fmt.Errorf("build home: duplicate token id %s", t.ID)
+		}
+		ids[t.ID] = true
+	}
 	h := &Home{User: b.user, FullName: b.fullName, Hostname: b.host, HomeDir: b.home, Set: canary.NewSet(b.tokens...)}
 	h.Env = append([]string{
 		"HOME=" + b.home, "USER=" + b.user, "LOGNAME=" + b.user, "SHELL=/bin/bash",

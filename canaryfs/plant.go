@@ -245,16 +245,16 @@ func (b *builder) plantWallets() {
 	b.putS(".electrum/config", 0o644, `{"config_version": 3, "auto_connect": true, "check_updates": false, "gui_last_wallet": "`+b.home+`/.electrum/wallets/default_wallet"}`)
 	// Exodus: encrypted .seco files.
 	seco := b.seco()
-	b.register(canary.Token{ID: fmt.Sprintf("%s-exodus", canary.WalletVault), Kind: canary.WalletVault,
-		Value: base64.StdEncoding.EncodeToString(seco[len(seco)-64:]), Location: "~/.config/Exodus/exodus.wallet/seed.seco",
-		RawNeedles: [][]byte{seco[len(seco)-64:]}})
+	ex := b.m.Token(canary.WalletVault, "~/.config/Exodus/exodus.wallet/seed.seco", base64.StdEncoding.EncodeToString(seco[len(seco)-64:]))
+	ex.RawNeedles = [][]byte{seco[len(seco)-64:]}
+	b.register(ex)
 	b.put(".config/Exodus/exodus.wallet/seed.seco", 0o600, seco, b.recent())
 	b.put(".config/Exodus/exodus.wallet/info.seco", 0o600, b.seco(), b.recent())
 	b.put(".config/Exodus/exodus.wallet/storage.seco", 0o600, b.seco(), b.recent())
 	b.putJSON(".config/Exodus/exodus.wallet/passphrase.json", 0o600, map[string]any{"passphrase": b.m.Hex(32)})
 	// Atomic Wallet: Electron local storage holding the encrypted mnemonic.
-	atomicTok := b.register(canary.Token{ID: "wallet_vault-atomic", Kind: canary.WalletVault, Location: "~/.config/atomic/Local Storage/leveldb/000003.log",
-		Value: base64.StdEncoding.EncodeToString(append([]byte("Salted__"), b.m.Bytes(8+16*(9+b.m.Intn(3)))...))})
+	atomicTok := b.register(b.m.Token(canary.WalletVault, "~/.config/atomic/Local Storage/leveldb/000003.log",
+		base64.StdEncoding.EncodeToString(append([]byte("Salted__"), b.m.Bytes(8+16*(9+b.m.Intn(3)))...))))
 	b.levelDB(".config/atomic/Local Storage/leveldb", []kv{
 		{"_file://\x00\x01general_mnemonic", "\x01" + atomicTok.Value},
 		{"_file://\x00\x01addresses", "\x01" + `{"BTC":"` + b.m.SegwitAddress() + `"}`},
