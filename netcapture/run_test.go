@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/miekg/dns"
 	"github.com/sandboxctl/sandboxctl/trace"
 )
@@ -95,4 +96,21 @@ func TestRunRefusesConfigWithoutCA(t *testing.T) {
 func itoa(n int) string {
 	b, _ := json.Marshal(n)
 	return string(b)
+}
+
+// TestNatRulesOrder pins the order that makes the jail work: DNS to any
+// address first, then loopback left alone, then everything else.
+func TestNatRulesOrder(t *testing.T) {
+	cfg := Config{TCPPort: 1, DNSPort: 2, UDPPort: 3}
+	want := [][]string{
+		{"-F", "OUTPUT"},
+		{"-A", "OUTPUT", "-p", "udp", "--dport", "53", "-j", "REDIRECT", "--to-ports", "2"},
+		{"-A", "OUTPUT", "-p", "tcp", "--dport", "53", "-j", "REDIRECT", "--to-ports", "2"},
+		{"-A", "OUTPUT", "-d", "127.0.0.0/8", "-j", "RETURN"},
+		{"-A", "OUTPUT", "-p", "tcp", "-j", "REDIRECT", "--to-ports", "1"},
+		{"-A", "OUTPUT", "-p", "udp", "-j", "REDIRECT", "--to-ports", "3"},
+	}
+	if diff := cmp.Diff(want, natRules(cfg, "127.0.0.0/8")); diff != "" {
+		t.Errorf("natRules (-want +got):\n%s", diff)
+	}
 }
