@@ -20,6 +20,7 @@ import (
 	"path"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -35,8 +36,30 @@ var update = flag.Bool("update", false, "rewrite testdata/*.golden files")
 
 var now = time.Date(2026, 11, 23, 10, 0, 0, 0, time.UTC)
 
-// build is a seeded home shared by the format tests.
+var (
+	homesMu sync.Mutex
+	homes   = map[string]*canaryfs.Home{}
+)
+
+// build returns the home of seed, built once per test binary: tests only
+// read it.
 func build(t testing.TB, seed string) *canaryfs.Home {
+	t.Helper()
+	homesMu.Lock()
+	defer homesMu.Unlock()
+	if h, ok := homes[seed]; ok {
+		return h
+	}
+	h, err := canaryfs.Build(canaryfs.Options{Seed: []byte(seed), Now: now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	homes[seed] = h
+	return h
+}
+
+// fresh builds a home that no other test shares.
+func fresh(t testing.TB, seed string) *canaryfs.Home {
 	t.Helper()
 	h, err := canaryfs.Build(canaryfs.Options{Seed: []byte(seed), Now: now})
 	if err != nil {
@@ -85,11 +108,11 @@ func findID(h *canaryfs.Home, v string) string {
 }
 
 func TestDeterministic(t *testing.T) {
-	a, b := tarBytes(t, build(t, "same")), tarBytes(t, build(t, "same"))
+	a, b := tarBytes(t, fresh(t, "same")), tarBytes(t, fresh(t, "same"))
 	if !bytes.Equal(a, b) {
 		t.Fatal("same seed, different tar")
 	}
-	if c := tarBytes(t, build(t, "other")); bytes.Equal(a, c) {
+	if c := tarBytes(t, build(t, "fixture")); bytes.Equal(a, c) {
 		t.Fatal("different seeds, same tar")
 	}
 }
@@ -119,7 +142,7 @@ func TestTwoBuildsShareNoToken(t *testing.T) {
 }
 
 func TestEveryTaxonomyFilePlanted(t *testing.T) {
-	h := build(t, "taxonomy")
+	h := build(t, "fixture")
 	for _, spec := range canary.Files {
 		pattern := spec.Path
 		for _, ph := range []string{"<project>", "<profile>", "<keygrip>", "<time>--<address>"} {
@@ -142,7 +165,7 @@ func TestEveryTaxonomyFilePlanted(t *testing.T) {
 }
 
 func TestEveryTokenPlantedAndFound(t *testing.T) {
-	h := build(t, "tokens")
+	h := build(t, "fixture")
 	env := strings.Join(h.Env, "\n") + "\n"
 	for _, tok := range h.Set.Tokens() {
 		var data []byte
@@ -170,7 +193,7 @@ func TestEveryTokenPlantedAndFound(t *testing.T) {
 }
 
 func TestEnv(t *testing.T) {
-	h := build(t, "env")
+	h := build(t, "fixture")
 	got := map[string]string{}
 	for _, kv := range h.Env {
 		k, v, _ := strings.Cut(kv, "=")
@@ -200,7 +223,7 @@ func TestEnv(t *testing.T) {
 }
 
 func TestSSH(t *testing.T) {
-	h := build(t, "ssh")
+	h := build(t, "fixture")
 	dir := t.TempDir()
 	for _, name := range []string{"id_ed25519", "id_rsa"} {
 		priv := file(t, h, "~/.ssh/"+name)
@@ -276,7 +299,7 @@ func ini(t *testing.T, b []byte) map[string]map[string]string {
 }
 
 func TestCloudFormats(t *testing.T) {
-	h := build(t, "cloud")
+	h := build(t, "fixture")
 	creds := ini(t, file(t, h, "~/.aws/credentials"))
 	for _, sec := range []string{"default", "prod-admin"} {
 		tok, ok := h.Set.Lookup(findID(h, creds[sec]["aws_access_key_id"]))
@@ -364,7 +387,7 @@ func openDB(t *testing.T, content []byte) *sql.DB {
 }
 
 func TestSQLite(t *testing.T) {
-	h := build(t, "sqlite")
+	h := build(t, "fixture")
 	chrome := "~/.config/google-chrome/Default/"
 	rows, err := openDB(t, file(t, h, chrome+"Login Data")).Query(`SELECT origin_url, username_value, password_value FROM logins ORDER BY id`)
 	if err != nil {
@@ -450,7 +473,7 @@ func TestSQLite(t *testing.T) {
 }
 
 func TestWallets(t *testing.T) {
-	h := build(t, "wallets")
+	h := build(t, "fixture")
 	ks := glob(h, "~/.ethereum/keystore/UTC--*")
 	if len(ks) != 1 {
 		t.Fatalf("%d keystores", len(ks))
@@ -490,7 +513,7 @@ func TestWallets(t *testing.T) {
 }
 
 func TestLivedIn(t *testing.T) {
-	h := build(t, "livedin")
+	h := build(t, "fixture")
 	count := func(dir string) int {
 		n := 0
 		for _, f := range h.Files {
@@ -540,7 +563,7 @@ func TestGitRepos(t *testing.T) {
 	if err != nil {
 		t.Skip("no git on this host")
 	}
-	h := build(t, "git")
+	h := build(t, "fixture")
 	root := t.TempDir()
 	if err := h.WriteDir(root); err != nil {
 		t.Fatal(err)
@@ -579,7 +602,7 @@ func TestGitRepos(t *testing.T) {
 }
 
 func TestWriteTar(t *testing.T) {
-	h := build(t, "tar")
+	h := build(t, "fixture")
 	tr := tar.NewReader(bytes.NewReader(tarBytes(t, h)))
 	n := 0
 	for {
@@ -614,7 +637,7 @@ func TestOptions(t *testing.T) {
 		t.Errorf("got %s %s %s", h.User, h.Hostname, h.HomeDir)
 	}
 	users := map[string]bool{}
-	for i := range 8 {
+	for i := range 5 {
 		h := build(t, fmt.Sprint("names", i))
 		users[h.User] = true
 		if strings.Contains(h.Hostname, "sandbox") || !strings.HasPrefix(h.HomeDir, "/home/") {
@@ -631,7 +654,7 @@ func TestOptions(t *testing.T) {
 // generated one, and neither the real git identity nor the host name
 // appears anywhere in it.
 func TestNothingOfTheHostHome(t *testing.T) {
-	h := build(t, "host")
+	h := build(t, "fixture")
 	real, err := os.UserHomeDir()
 	if err != nil {
 		t.Skip("no home directory")
