@@ -29,9 +29,7 @@ type gitCommit struct {
 }
 
 type gitRepo struct {
-	b       *builder
-	dir     string // home-relative
-	objects map[string][]byte
+	objects map[string][]byte // id → zlib-compressed object
 }
 
 func (r *gitRepo) store(typ string, body []byte) string {
@@ -95,7 +93,7 @@ func (r *gitRepo) tree(files map[string]gitFile, prefix string) string {
 // history, its working tree (the last state plus untracked files), and an
 // origin remote.
 func (b *builder) writeRepo(dir, remote string, history []gitCommit, untracked []gitFile, start time.Time) {
-	r := &gitRepo{b: b, dir: dir, objects: map[string][]byte{}}
+	r := &gitRepo{objects: map[string][]byte{}}
 	state := map[string]gitFile{}
 	parent := ""
 	t := start

@@ -2,7 +2,6 @@ package canaryfs
 
 import (
 	"encoding/base64"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io/fs"
@@ -333,5 +332,3 @@ func (b *builder) putJSON(rel string, mode fs.FileMode, v any) {
 	b.fail(err)
 	b.put(rel, mode, append(out, '\n'), b.recent())
 }
-
-func hexUpper(p []byte) string { return strings.ToUpper(hex.EncodeToString(p)) }
