@@ -82,3 +82,12 @@ func udpOriginalDst(client netip.AddrPort, port uint16) (netip.AddrPort, error) 
 	}
 	return netip.AddrPort{}, errors.New("udp original destination: no conntrack entry")
 }
+
+// udpDstAvailable reports whether UDP original destinations can be read.
+func udpDstAvailable() error {
+	f, err := os.Open(conntrackPath)
+	if err != nil {
+		return err
+	}
+	return f.Close()
+}

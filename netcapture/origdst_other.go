@@ -16,3 +16,5 @@ func OriginalDst(c net.Conn) (netip.AddrPort, error) {
 func udpOriginalDst(client netip.AddrPort, port uint16) (netip.AddrPort, error) {
 	return netip.AddrPort{}, errors.New("udp original destination: needs linux")
 }
+
+func udpDstAvailable() error { return errors.New("needs linux") }

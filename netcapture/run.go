@@ -130,6 +130,11 @@ func Run(ctx context.Context, cfg Config, events io.Writer) error {
 		if err != nil {
 			return fail(fmt.Errorf("jail network: %w", err))
 		}
+		if err := udpDstAvailable(); err != nil {
+			steps = append(steps, "udp original destinations unavailable: "+err.Error())
+		} else {
+			steps = append(steps, "udp original destinations from conntrack")
+		}
 		notice("network: " + strings.Join(steps, "; "))
 	}
 

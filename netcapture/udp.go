@@ -33,7 +33,7 @@ type UDPCatchAll struct {
 	now     func() time.Time
 
 	mu    sync.Mutex
-	flows map[[2]netip.AddrPort]*udpFlow
+	flows map[netip.AddrPort]*udpFlow
 }
 
 type udpFlow struct {
@@ -56,7 +56,7 @@ func NewUDPCatchAll(emit func(trace.Event), names *Names, capN int, origDst UDPO
 		capN = DefaultConfig().FirstBytesCap
 	}
 	return &UDPCatchAll{emit: emit, names: names, capN: capN, origDst: origDst, now: time.Now,
-		flows: map[[2]netip.AddrPort]*udpFlow{}}
+		flows: map[netip.AddrPort]*udpFlow{}}
 }
 
 // Serve records datagrams on pc until ctx ends, then closes pc, reports
@@ -83,24 +83,19 @@ func (u *UDPCatchAll) Serve(ctx context.Context, pc net.PacketConn) error {
 	}
 }
 
+// record reports one datagram. A flow is keyed by its client address (one
+// socket); past maxUDPPerFlow datagrams it is only counted, without the
+// conntrack lookup, so a flood costs little.
 func (u *UDPCatchAll) record(client netip.AddrPort, port uint16, b []byte) {
-	c := trace.Connection{Proto: "udp", Client: client.String(), FirstBytes: capBytes(b, u.capN),
-		Size: int64(len(b)), Truncated: len(b) > u.capN}
-	dst, err := u.origDst(client, port)
-	if err == nil {
-		c.DstIP, c.DstPort = dst.Addr().Unmap().String(), int(dst.Port())
-		c.Name, _ = u.names.Lookup(dst.Addr())
-	}
-	key := [2]netip.AddrPort{client, dst}
 	u.mu.Lock()
-	f := u.flows[key]
+	f := u.flows[client]
 	if f == nil {
 		if len(u.flows) >= 4*maxNames {
 			u.mu.Unlock()
 			return // past this a flood is a flood; the events already show it
 		}
-		f = &udpFlow{conn: c}
-		u.flows[key] = f
+		f = &udpFlow{}
+		u.flows[client] = f
 	}
 	f.seen++
 	over := f.seen > maxUDPPerFlow
@@ -109,9 +104,19 @@ func (u *UDPCatchAll) record(client netip.AddrPort, port uint16, b []byte) {
 		f.bytes += int64(len(b))
 	}
 	u.mu.Unlock()
-	if !over {
-		u.emit(trace.Event{Time: u.now().UTC(), Source: trace.SourceUDP, Type: trace.TypeConnection, Data: &c})
+	if over {
+		return
 	}
+	c := trace.Connection{Proto: "udp", Client: client.String(), FirstBytes: capBytes(b, u.capN),
+		Size: int64(len(b)), Truncated: len(b) > u.capN}
+	if dst, err := u.origDst(client, port); err == nil {
+		c.DstIP, c.DstPort = dst.Addr().Unmap().String(), int(dst.Port())
+		c.Name, _ = u.names.Lookup(dst.Addr())
+	}
+	u.mu.Lock()
+	f.conn = c
+	u.mu.Unlock()
+	u.emit(trace.Event{Time: u.now().UTC(), Source: trace.SourceUDP, Type: trace.TypeConnection, Data: &c})
 }
 
 // flush reports flows that went past the per-flow cap.
@@ -127,5 +132,5 @@ func (u *UDPCatchAll) flush() {
 		u.emit(trace.Event{Time: u.now().UTC(), Source: trace.SourceUDP, Type: trace.TypeConnection,
 			Count: int(f.dropped), Data: &c})
 	}
-	u.flows = map[[2]netip.AddrPort]*udpFlow{}
+	u.flows = map[netip.AddrPort]*udpFlow{}
 }
