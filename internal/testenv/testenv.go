@@ -96,13 +96,13 @@ var (
 	binOnce sync.Once
 	binPath string
 	binErr  error
-	binDir  string
 )
 
 // SandboxctlBinary builds a static (CGO_ENABLED=0) sandboxctl from
 // ./cmd/sandboxctl once per test binary and returns its path. The binary is
-// what the orchestrator copies into the containers. The binary's temporary
-// folder outlives the test binary (a few MB in the system temp folder).
+// what the orchestrator copies into the containers. The file outlives the
+// test binary, in $TMPDIR/sandboxctl-testbin, until a build a day later
+// removes it.
 func SandboxctlBinary(t testing.TB) string {
 	t.Helper()
 	binOnce.Do(func() {
@@ -111,12 +111,21 @@ func SandboxctlBinary(t testing.TB) string {
 			binErr = err
 			return
 		}
-		binDir, err = os.MkdirTemp("", "sandboxctl-testbin-")
+		// One shared folder; each test binary builds its own file there and
+		// removes the ones older than a day that earlier runs left.
+		binDir := filepath.Join(os.TempDir(), "sandboxctl-testbin")
+		if err := os.MkdirAll(binDir, 0o755); err != nil {
+			binErr = err
+			return
+		}
+		pruneOld(binDir, 24*time.Hour)
+		f, err := os.CreateTemp(binDir, "sandboxctl-*")
 		if err != nil {
 			binErr = err
 			return
 		}
-		binPath = filepath.Join(binDir, "sandboxctl")
+		f.Close()
+		binPath = f.Name()
 		cmd := exec.Command("go", "build", "-trimpath", "-o", binPath, "./cmd/sandboxctl")
 		cmd.Dir = root
 		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
@@ -128,6 +137,19 @@ func SandboxctlBinary(t testing.TB) string {
 		t.Fatalf("build sandboxctl: %v", binErr)
 	}
 	return binPath
+}
+
+// pruneOld removes the files in dir last modified more than age ago.
+func pruneOld(dir string, age time.Duration) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		if info, err := e.Info(); err == nil && info.Mode().IsRegular() && time.Since(info.ModTime()) > age {
+			os.Remove(filepath.Join(dir, e.Name()))
+		}
+	}
 }
 
 type buildError struct {
