@@ -25,7 +25,8 @@ var (
 	tokKey = canary.Token{ID: "ssh_private_key-1", Kind: canary.SSHPrivateKey, Location: "~/.ssh/id_ed25519",
 		Value:   "-----BEGIN OPENSSH PRIVATE KEY-----\nAAAA\nQmT5x8Wv3kR0LpZa7NcYd2Hs9Ue4Jb1Gq6Fo\n-----END OPENSSH PRIVATE KEY-----\n",
 		Needles: []string{"QmT5x8Wv3kR0LpZa7NcYd2Hs9Ue4Jb1Gq6Fo"}}
-	tokPW = canary.Token{ID: "password-1", Kind: canary.Password, Value: "~~~v9#Lm2/pQ+x7 Rz=k4", Location: "~/.netrc"}
+	tokAmp = canary.Token{ID: "password-2", Kind: canary.Password, Value: "Qm7&vR2<x9Lp>Wz4", Location: "~/.netrc"}
+	tokPW  = canary.Token{ID: "password-1", Kind: canary.Password, Value: "~~~v9#Lm2/pQ+x7 Rz=k4", Location: "~/.netrc"}
 )
 
 func b64(s string) string { return base64.StdEncoding.EncodeToString([]byte(s)) }
@@ -90,6 +91,13 @@ func wrapLines(s string, n int, sep string) string {
 	return b.String()
 }
 
+func must[T any](v T, err error) T {
+	if err != nil {
+		panic(err)
+	}
+	return v
+}
+
 func lowerEscapes(s string) string {
 	b := []byte(s)
 	for i := range b {
@@ -101,7 +109,7 @@ func lowerEscapes(s string) string {
 }
 
 func TestSetFind(t *testing.T) {
-	set := canary.NewSet(tokAWS, tokGH, tokKey, tokPW)
+	set := canary.NewSet(tokAWS, tokGH, tokKey, tokPW, tokAmp)
 	hit := func(tok canary.Token, enc canary.Encoding, off int) []canary.Hit {
 		return []canary.Hit{{Token: tok, Encoding: enc, Offset: off}}
 	}
@@ -139,6 +147,8 @@ func TestSetFind(t *testing.T) {
 		{name: "url query escape", data: "p=" + url.QueryEscape(tokPW.Value), want: hit(tokPW, canary.URL, 2)},
 		{name: "url path escape", data: "/" + url.PathEscape(tokPW.Value), want: hit(tokPW, canary.URL, 1)},
 		{name: "url lower-case percent", data: "p=" + lowerEscapes(url.QueryEscape(tokPW.Value)), want: hit(tokPW, canary.URL, 2)},
+		{name: "json go escapes", data: `{"p":` + string(must(json.Marshal(tokAmp.Value))) + `}`, want: hit(tokAmp, canary.JSON, 6)},
+		{name: "json escaped slash", data: `{"p":"` + strings.ReplaceAll(tokPW.Value, "/", `\/`) + `"}`, want: hit(tokPW, canary.JSON, 6)},
 		{name: "url-escaped base64", data: "d=" + url.QueryEscape(b64(tokPW.Value)), want: hit(tokPW, canary.URL+"+"+canary.Base64, 2)},
 		{name: "gzip", data: "HDR" + string(gz(t, []byte(longText))), want: hit(tokAWS, canary.Gzip, 3)},
 		{name: "zlib", data: zl.String(), want: hit(tokAWS, canary.Zlib, 0)},

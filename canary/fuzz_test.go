@@ -9,6 +9,7 @@ import (
 	"encoding/base32"
 	"encoding/base64"
 	"encoding/hex"
+	"encoding/json"
 	"io"
 	"net/url"
 	"strings"
@@ -23,11 +24,11 @@ import (
 // real: the region at the hit's offset, decoded per the hit's encoding,
 // holds one of the token's needles.
 func FuzzFind(f *testing.F) {
-	set := canary.NewSet(tokAWS, tokGH, tokKey, tokPW)
+	set := canary.NewSet(tokAWS, tokGH, tokKey, tokPW, tokAmp)
 	long := "aws_access_key_id = " + tokAWS.Value + "\n"
 	for _, s := range []string{
 		"", tokAWS.Value, b64(tokAWS.Value), b64("x" + tokGH.Value), hex.EncodeToString([]byte(tokPW.Value)),
-		url.QueryEscape(tokPW.Value), string(gz(f, []byte(long))), b64(string(gz(f, tarOf(f, "c", []byte(long))))),
+		url.QueryEscape(tokPW.Value), string(must(json.Marshal(tokAmp.Value))), strings.ReplaceAll(tokPW.Value, "/", `\/`), string(gz(f, []byte(long))), b64(string(gz(f, tarOf(f, "c", []byte(long))))),
 		wrapLines(b64("...."+long), 20, "\n"), base32.StdEncoding.EncodeToString([]byte(tokGH.Value)),
 		"\x1f\x8b\x08\x00\x00\x00", "x\x9c\x01", strings.Repeat("QUFB", 40),
 		string(zipOf(f, "a", []byte(long))), string(readFile(f, "testdata/credentials.bz2")),
@@ -127,6 +128,15 @@ func present(data []byte, chain []string, tok canary.Token, at int) bool {
 						break
 					}
 					r = r[:len(r)-1]
+				}
+			}
+		}
+	case canary.JSON:
+		for _, s := range starts(0) {
+			for end := len(data); end > s; end-- {
+				var str string
+				if json.Unmarshal([]byte(`"`+string(data[s:end])+`"`), &str) == nil && present([]byte(str), rest, tok, -1) {
+					return true
 				}
 			}
 		}

@@ -6,9 +6,11 @@ import (
 	"encoding/base64"
 	"encoding/binary"
 	"encoding/hex"
+	"encoding/json"
 	"net/url"
 	"slices"
 	"strings"
+	"unicode/utf8"
 )
 
 // MinNeedle is the shortest needle detection looks for: shorter ones would
@@ -75,7 +77,7 @@ func NewSet(tokens ...Token) *Set {
 			}
 			for _, v := range variants(n) {
 				s.add(pattern{s: v.s, tok: i, enc: v.enc, edge: v.edge,
-					joined: v.enc != Plain && v.enc != URL && !strings.HasPrefix(string(v.enc), "url+")})
+					joined: v.enc != Plain && v.enc != URL && v.enc != JSON && !strings.HasPrefix(string(v.enc), "url+")})
 			}
 		}
 	}
@@ -146,6 +148,18 @@ func variants(n []byte) []variant {
 	out := []variant{{s: n, enc: Plain}}
 	out = append(out, variant{s: []byte(hex.EncodeToString(n)), enc: Hex})
 	out = append(out, variant{s: bytes.ToUpper([]byte(hex.EncodeToString(n))), enc: Hex})
+	if utf8.Valid(n) {
+		// JSON string escaping: Go's encoder writes \u0026 for &, < and >,
+		// PHP's writes \/ for a slash (AWS secrets hold slashes).
+		if js, err := json.Marshal(string(n)); err == nil {
+			if e := js[1 : len(js)-1]; !bytes.Equal(e, n) {
+				out = append(out, variant{s: e, enc: JSON})
+			}
+			if bytes.IndexByte(n, '/') >= 0 {
+				out = append(out, variant{s: bytes.ReplaceAll(js[1:len(js)-1], []byte("/"), []byte(`\/`)), enc: JSON})
+			}
+		}
+	}
 	for _, u := range []string{url.QueryEscape(string(n)), url.PathEscape(string(n))} {
 		if u != string(n) {
 			out = append(out, variant{s: []byte(u), enc: URL}, variant{s: lowerPercent(u), enc: URL})

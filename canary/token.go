@@ -91,6 +91,7 @@ const (
 	Base32    Encoding = "base32"     // RFC 4648, either case, no padding
 	Hex       Encoding = "hex"        // either case
 	URL       Encoding = "url"        // percent-encoding, + for space
+	JSON      Encoding = "json"       // JSON string escapes (\u0026, \/, \")
 	Gzip      Encoding = "gzip"       // gzip stream
 	Zlib      Encoding = "zlib"       // zlib stream (git objects, Python zlib)
 	Zip       Encoding = "zip"        // a deflated zip entry (stored entries are plain)
