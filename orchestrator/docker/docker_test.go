@@ -376,6 +376,11 @@ func TestRefusedSpecs(t *testing.T) {
 		{"hostname with container network", func(s *orchestrator.Spec) { s.NetworkMode = "container:abc" }},
 		{"no trace label", func(s *orchestrator.Spec) { s.Labels = map[string]string{"x": "y"} }},
 		{"relative file", func(s *orchestrator.Spec) { s.Files = []orchestrator.File{{Path: "etc/x"}} }},
+		{"file on a read-only root", func(s *orchestrator.Spec) {
+			s.ReadOnlyRootfs = true
+			s.Tmpfs = map[string]string{"/tmp": ""}
+			s.Files = []orchestrator.File{{Path: "/tmp/ok"}, {Path: "/etc/x"}}
+		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			spec := hardened(t, "sandboxctl-sandbox:none", trace)
@@ -385,5 +390,23 @@ func TestRefusedSpecs(t *testing.T) {
 				t.Fatalf("Create(%+v) succeeded", spec)
 			}
 		})
+	}
+}
+
+func TestReadOnlyRootWithTmpfsFiles(t *testing.T) {
+	image := testenv.Image(t)
+	rt := testenv.RequireDocker(t)
+	trace := testenv.TraceID(t)
+	testenv.CleanupLabel(t, trace)
+	spec := hardened(t, image, trace)
+	spec.ReadOnlyRootfs = true
+	spec.Tmpfs = map[string]string{"/tmp": "rw,nosuid,nodev,size=16m,mode=1777"}
+	spec.Files = []orchestrator.File{{Path: "/tmp/seed/x", Content: []byte("seeded"), Mode: 0o644, UID: 1000, GID: 1000}}
+	sb := start(t, rt, spec)
+	if out, stderr, _ := run(t, sb, "1000:1000", "cat", "/tmp/seed/x"); out != "seeded" {
+		t.Errorf("cat /tmp/seed/x = %q (%s)", out, stderr)
+	}
+	if _, _, code := run(t, sb, "", "touch", "/etc/x"); code == 0 {
+		t.Error("root wrote to the read-only root file system")
 	}
 }

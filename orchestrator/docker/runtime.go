@@ -148,6 +148,12 @@ func checkSpec(spec orchestrator.Spec) error {
 			return fmt.Errorf("spec %q: file path %q is not absolute", spec.Name, f.Path)
 		}
 	}
+	if spec.ReadOnlyRootfs {
+		// The engine refuses to copy into a read-only root.
+		if layer, _ := splitFiles(spec.Files, spec.Tmpfs); len(layer) > 0 {
+			return fmt.Errorf("spec %q: %s cannot be placed on a read-only root file system (only under a tmpfs)", spec.Name, layer[0].Path)
+		}
+	}
 	return nil
 }
 
