@@ -23,6 +23,7 @@ const (
 	maxDecodeBudget = 64 << 20 // bytes decoded or inflated per Find call
 	minDecodeRun    = 32       // shortest base64/hex run worth decoding
 	minWrap         = 40       // shortest line width of wrapped base64/hex (PEM: 64, MIME: 76, xxd -p: 60)
+	maxStreams      = 512      // compressed-stream openings tried per Find call (each allocates a window)
 )
 
 type hitKey struct {
@@ -31,9 +32,10 @@ type hitKey struct {
 }
 
 type finder struct {
-	s      *Set
-	hits   map[hitKey]int
-	budget int
+	s       *Set
+	hits    map[hitKey]int
+	budget  int
+	streams int // openings left
 }
 
 // Find reports every token of the set present in data, once per token and
@@ -46,7 +48,7 @@ func (s *Set) Find(data []byte) []Hit {
 	if s == nil || len(s.pats) == 0 {
 		return nil
 	}
-	f := &finder{s: s, hits: map[hitKey]int{}, budget: maxDecodeBudget}
+	f := &finder{s: s, hits: map[hitKey]int{}, budget: maxDecodeBudget, streams: maxStreams}
 	f.find(data, Plain, 0, 0)
 	return f.result()
 }
@@ -181,7 +183,13 @@ func (f *finder) inflateAll(data []byte, outer Encoding, base, depth int) {
 			return
 		}
 		seek(k, i+1)
+		if f.streams <= 0 {
+			return
+		}
 		r, enc := openStream(data[i:], k)
+		if r != nil {
+			f.streams--
+		}
 		if r == nil {
 			continue
 		}

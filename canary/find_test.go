@@ -14,6 +14,7 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/sandboxctl/sandboxctl/canary"
@@ -234,5 +235,34 @@ func TestPlanted(t *testing.T) {
 	}
 	if diff := cmp.Diff(want, set.Planted()); diff != "" {
 		t.Errorf("Planted (-want +got):\n%s", diff)
+	}
+}
+
+// TestFindHostile checks that inputs built to make Find work hard finish
+// quickly: stream magics everywhere, one huge base64 run, a gzip bomb.
+func TestFindHostile(t *testing.T) {
+	set := canary.NewSet(tokAWS, tokGH)
+	var bomb bytes.Buffer
+	zw := gzip.NewWriter(&bomb)
+	zw.Write(bytes.Repeat([]byte{0}, 64<<20))
+	zw.Close()
+	for name, data := range map[string][]byte{
+		"zlib magic": bytes.Repeat([]byte("x\x9c"), 2<<20),
+		"gzip magic": bytes.Repeat([]byte("\x1f\x8b\x08\x00"), 1<<20),
+		"zip magic":  bytes.Repeat([]byte("PK\x03\x04\x14\x00\x00\x00\x08\x00"), 400<<10),
+		"base64 run": bytes.Repeat([]byte("QUFB"), 4<<20),
+		"anchors":    bytes.Repeat([]byte("AH4sIUEsDBeJweNq"), 1<<20),
+		"gzip bomb":  bomb.Bytes(),
+		"wrapped":    []byte(wrapLines(strings.Repeat("A", 8<<20), 64, "\n")),
+	} {
+		t.Run(name, func(t *testing.T) {
+			start := time.Now()
+			if hits := set.Find(data); len(hits) > 0 {
+				t.Errorf("hits in noise: %v", hits)
+			}
+			if d := time.Since(start); d > time.Minute {
+				t.Errorf("Find took %v on %d bytes", d, len(data))
+			}
+		})
 	}
 }
