@@ -39,6 +39,10 @@ func (r *Runner) collect(ctx context.Context, st *run) error {
 		res.MemoryLimit, res.PIDsLimit = st.plan.Limits.Memory, st.plan.Limits.PIDs
 		if s, err := st.sandbox.State(ctx); err == nil && s.OOMKilled {
 			res.OOMKilled = true
+		}
+		// A process killed by the cgroup's OOM killer does not mark the
+		// container; usage at the limit does.
+		if res.OOMKilled || res.MemoryLimit > 0 && res.PeakMemory >= res.MemoryLimit*95/100 {
 			res.Exceeded = append(res.Exceeded, "memory")
 		}
 		if res.PIDsLimit > 0 && res.PeakPIDs >= res.PIDsLimit-2 {

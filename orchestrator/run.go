@@ -151,6 +151,10 @@ func (r *Runner) Run(ctx context.Context, p Plan, dir string) (out Outcome, err 
 	}
 
 	runErr := r.execute(ctx, st)
+	if ctx.Err() != nil && !errors.Is(runErr, context.Canceled) {
+		// Interrupted: the trace did not finish what it meant to observe.
+		runErr = errors.Join(runErr, context.Cause(ctx))
+	}
 
 	// Whatever happened, take down what this trace created, on a fresh
 	// bounded context so that Ctrl-C still cleans up.

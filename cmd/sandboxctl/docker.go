@@ -18,6 +18,9 @@ func init() {
 // openDocker connects to the engine, with hints for the usual reasons it
 // does not answer.
 func openDocker(ctx context.Context, e env, opts ...docker.Option) (*docker.Runtime, bool) {
+	if h := e.getenv("DOCKER_HOST"); h != "" {
+		opts = append([]docker.Option{docker.WithHost(h)}, opts...)
+	}
 	rt, err := docker.New(ctx, opts...)
 	if err != nil {
 		e.errorf("%v", err)
