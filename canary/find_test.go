@@ -12,6 +12,7 @@ import (
 	"encoding/json"
 	"net/url"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -92,6 +93,24 @@ func wrapLines(s string, n int, sep string) string {
 	return b.String()
 }
 
+func reverse(s string) string {
+	b := []byte(s)
+	slices.Reverse(b)
+	return string(b)
+}
+
+func rot13(s string) string {
+	return strings.Map(func(r rune) rune {
+		switch {
+		case r >= 'a' && r <= 'z':
+			return 'a' + (r-'a'+13)%26
+		case r >= 'A' && r <= 'Z':
+			return 'A' + (r-'A'+13)%26
+		}
+		return r
+	}, s)
+}
+
 func must[T any](v T, err error) T {
 	if err != nil {
 		panic(err)
@@ -148,6 +167,8 @@ func TestSetFind(t *testing.T) {
 		{name: "url query escape", data: "p=" + url.QueryEscape(tokPW.Value), want: hit(tokPW, canary.URL, 2)},
 		{name: "url path escape", data: "/" + url.PathEscape(tokPW.Value), want: hit(tokPW, canary.URL, 1)},
 		{name: "url lower-case percent", data: "p=" + lowerEscapes(url.QueryEscape(tokPW.Value)), want: hit(tokPW, canary.URL, 2)},
+		{name: "reversed", data: "x=" + reverse(tokGH.Value), want: hit(tokGH, canary.Reversed, 2)},
+		{name: "rot13", data: rot13(tokGH.Value) + "\n", want: hit(tokGH, canary.ROT13, 0)},
 		{name: "json go escapes", data: `{"p":` + string(must(json.Marshal(tokAmp.Value))) + `}`, want: hit(tokAmp, canary.JSON, 6)},
 		{name: "json escaped slash", data: `{"p":"` + strings.ReplaceAll(tokPW.Value, "/", `\/`) + `"}`, want: hit(tokPW, canary.JSON, 6)},
 		{name: "url-escaped base64", data: "d=" + url.QueryEscape(b64(tokPW.Value)), want: hit(tokPW, canary.URL+"+"+canary.Base64, 2)},

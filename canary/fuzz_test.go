@@ -131,6 +131,16 @@ func present(data []byte, chain []string, tok canary.Token, at int) bool {
 				}
 			}
 		}
+	case canary.Reversed, canary.ROT13:
+		for _, n := range needlesOf(tok) {
+			want := reverse(n)
+			if enc == string(canary.ROT13) {
+				want = rot13(n)
+			}
+			if at >= 0 && bytes.HasPrefix(data[at:], []byte(want)) || at < 0 && bytes.Contains(data, []byte(want)) {
+				return len(rest) == 0
+			}
+		}
 	case canary.JSON:
 		for _, s := range starts(0) {
 			for end := len(data); end > s; end-- {

@@ -9,7 +9,6 @@ import (
 	"encoding/json"
 	"net/url"
 	"slices"
-	"strings"
 	"unicode/utf8"
 )
 
@@ -77,7 +76,7 @@ func NewSet(tokens ...Token) *Set {
 			}
 			for _, v := range variants(n) {
 				s.add(pattern{s: v.s, tok: i, enc: v.enc, edge: v.edge,
-					joined: v.enc != Plain && v.enc != URL && v.enc != JSON && !strings.HasPrefix(string(v.enc), "url+")})
+					joined: v.enc == Hex || v.enc == Base64 || v.enc == Base64URL || v.enc == Base32})
 			}
 		}
 	}
@@ -148,6 +147,15 @@ func variants(n []byte) []variant {
 	out := []variant{{s: n, enc: Plain}}
 	out = append(out, variant{s: []byte(hex.EncodeToString(n)), enc: Hex})
 	out = append(out, variant{s: bytes.ToUpper([]byte(hex.EncodeToString(n))), enc: Hex})
+	// Cheap obfuscations seen in the wild: rev and tr-based ROT13.
+	rev := make([]byte, len(n))
+	for i, c := range n {
+		rev[len(n)-1-i] = c
+	}
+	out = append(out, variant{s: rev, enc: Reversed})
+	if r := rot13(n); !bytes.Equal(r, n) {
+		out = append(out, variant{s: r, enc: ROT13})
+	}
 	if utf8.Valid(n) {
 		// JSON string escaping: Go's encoder writes \u0026 for &, < and >,
 		// PHP's writes \/ for a slash (AWS secrets hold slashes).
@@ -188,6 +196,20 @@ func variants(n []byte) []variant {
 			v, ed := aligned(enc.EncodeToString, alpha, 5, n, k)
 			out = append(out, variant{v, Base32, ed})
 		}
+	}
+	return out
+}
+
+func rot13(n []byte) []byte {
+	out := make([]byte, len(n))
+	for i, c := range n {
+		switch {
+		case c >= 'a' && c <= 'z':
+			c = 'a' + (c-'a'+13)%26
+		case c >= 'A' && c <= 'Z':
+			c = 'A' + (c-'A'+13)%26
+		}
+		out[i] = c
 	}
 	return out
 }

@@ -91,6 +91,8 @@ const (
 	Base32    Encoding = "base32"     // RFC 4648, either case, no padding
 	Hex       Encoding = "hex"        // either case
 	URL       Encoding = "url"        // percent-encoding, + for space
+	Reversed  Encoding = "reversed"   // the needle backwards (rev)
+	ROT13     Encoding = "rot13"      // letters rotated by 13 (tr A-Za-z N-ZA-Mn-za-m)
 	JSON      Encoding = "json"       // JSON string escapes (\u0026, \/, \")
 	Gzip      Encoding = "gzip"       // gzip stream
 	Zlib      Encoding = "zlib"       // zlib stream (git objects, Python zlib)
