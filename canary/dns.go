@@ -1,6 +1,9 @@
 package canary
 
 import (
+	"cmp"
+	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -68,13 +71,25 @@ func (s *Set) FindDNS(names []string) []Hit {
 		for j, i := range idx {
 			data[j] = labels[i][:len(labels[i])-suffix]
 		}
-		for pass := range 2 {
+		inOrder := make([]int, len(idx))
+		for j := range inOrder {
+			inOrder[j] = j
+		}
+		byCounter := counterOrder(data)
+		for pass := range 3 {
+			order := inOrder
+			if pass == 2 {
+				if byCounter == nil {
+					break
+				}
+				order = byCounter
+			}
 			var sb strings.Builder
 			var starts []int // offset in sb where each name's data starts
-			for j := range idx {
+			for _, j := range order {
 				starts = append(starts, sb.Len())
 				for p, l := range data[j] {
-					if pass == 1 && (isCounter(l) || sameAtPosition(data, p, l)) {
+					if pass > 0 && (isCounter(l) || sameAtPosition(data, p, l)) {
 						continue
 					}
 					sb.WriteString(l)
@@ -94,7 +109,7 @@ func (s *Set) FindDNS(names []string) []Hit {
 						first = j
 					}
 				}
-				h.Offset = idx[first]
+				h.Offset = idx[order[first]]
 				h.Encoding = h.Encoding.wrap(DNSLabels)
 				add(h, tokIndex[h.Token.ID])
 			}
@@ -125,6 +140,43 @@ func commonSuffix(labels [][]string, idx []int) int {
 			}
 		}
 		n++
+	}
+}
+
+// counterOrder returns the names of a group (indexes into data) sorted by
+// the sequence number they all carry at one label position, or nil when
+// they carry none or are already in order: queries sent in parallel arrive
+// shuffled, and exfiltration tools number their chunks.
+func counterOrder(data [][]string) []int {
+	if len(data) < 2 {
+		return nil
+	}
+	for p := 0; ; p++ {
+		all, any := true, false
+		for _, ls := range data {
+			if p >= len(ls) {
+				return nil
+			}
+			if !isCounter(ls[p]) {
+				all = false
+				break
+			}
+			any = true
+		}
+		if !all || !any {
+			continue
+		}
+		n := make([]int, len(data))
+		order := make([]int, len(data))
+		for j, ls := range data {
+			n[j], _ = strconv.Atoi(ls[p])
+			order[j] = j
+		}
+		slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(n[a], n[b]) })
+		if slices.IsSorted(order) {
+			return nil
+		}
+		return order
 	}
 }
 

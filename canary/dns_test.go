@@ -59,6 +59,8 @@ func TestSetFindDNS(t *testing.T) {
 			want: []canary.Hit{{Token: tokGH, Encoding: canary.DNSLabels + "+" + canary.Hex, Offset: 0}}},
 		{name: "sequence numbers", names: seqQuery,
 			want: []canary.Hit{{Token: tokGH, Encoding: canary.DNSLabels + "+" + canary.Hex, Offset: 0}}},
+		{name: "sequence numbers, shuffled", names: []string{seqQuery[2], seqQuery[0], "www.example.org", seqQuery[1]},
+			want: []canary.Hit{{Token: tokGH, Encoding: canary.DNSLabels + "+" + canary.Hex, Offset: 1}}},
 		{name: "session id label", names: sessQuery,
 			want: []canary.Hit{{Token: tokGH, Encoding: canary.DNSLabels + "+" + canary.Hex, Offset: 0}}},
 		{name: "hex with 0x20 case randomisation", names: []string{randCase(ghHex[:50]) + ".r.example", randCase(ghHex[50:]) + ".r.example"},
