@@ -106,6 +106,10 @@ func TestJailInDocker(t *testing.T) {
 	}
 	cfg := netcapture.DefaultConfig()
 	cfg.CACert, cfg.CAKey = caPEM, keyPEM
+	leafPEM, leafKey, err := netcapture.MintLeafPEM(caPEM, keyPEM, "localhost")
+	if err != nil {
+		t.Fatal(err)
+	}
 	cfgJSON, err := json.Marshal(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -146,7 +150,13 @@ func TestJailInDocker(t *testing.T) {
 		Cmd: []string{"sleep", "infinity"}, User: "0:0", NetworkMode: "container:" + jail.ID(),
 		CapDrop: []string{"ALL"}, CapAdd: []string{"CHOWN", "DAC_OVERRIDE", "FOWNER", "KILL", "SETUID", "SETGID", "SYS_PTRACE"},
 		NoNewPrivileges: true, Memory: 512 << 20, PIDs: 256,
-		Files: []orchestrator.File{{Path: "/tmp/trace-ca.pem", Mode: 0o644, Content: caPEM}},
+		Files: []orchestrator.File{
+			{Path: "/tmp/trace-ca.pem", Mode: 0o644, Content: caPEM},
+			{Path: "/opt/bench/leaf.pem", Mode: 0o644, Content: leafPEM},
+			{Path: "/opt/bench/leaf.key", Mode: 0o644, Content: leafKey},
+			{Path: "/opt/bench/server.py", Mode: 0o644, Content: []byte(benchServer)},
+			{Path: "/opt/bench/client.py", Mode: 0o644, Content: []byte(benchClient)},
+		},
 	}
 	sb := create(t, rt, sbSpec)
 	if err := sb.Start(t.Context()); err != nil {
@@ -241,6 +251,18 @@ func TestJailInDocker(t *testing.T) {
 		}
 	})
 
+	t.Run("throughput", func(t *testing.T) {
+		// 1000 small HTTPS GETs from the sandbox through the jail, against
+		// the same to a local server in the sandbox (loopback is not
+		// redirected), both from python3: a figure of what a skill sees.
+		execIn(t, sb, user, "sh", "-c", "python3 /opt/bench/server.py >/dev/null 2>&1 &")
+		out, code := execIn(t, sb, user, "python3", "/opt/bench/client.py", "1000")
+		if code != 0 {
+			t.Fatalf("bench client: exit %d: %s", code, out)
+		}
+		t.Logf("python3 in the sandbox, 1000 GETs each (shape, direct s, through the jail s, ratio):\n%s", out)
+	})
+
 	// The stream has no gap and every line parsed.
 	evs := events.snapshot()
 	for i, e := range evs {
@@ -255,6 +277,61 @@ func TestJailInDocker(t *testing.T) {
 		t.Logf("jail stderr: %s", jailErr.String())
 	}
 }
+
+const benchServer = `import http.server, ssl
+class H(http.server.BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    disable_nagle_algorithm = True  # else each response waits for a delayed ACK
+    def do_GET(self):
+        b = b'{"status":"ok"}\n'
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(b)))
+        self.end_headers()
+        self.wfile.write(b)
+    def log_message(self, *a):
+        pass
+s = http.server.ThreadingHTTPServer(("127.0.0.1", 8443), H)
+ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+ctx.load_cert_chain("/opt/bench/leaf.pem", "/opt/bench/leaf.key")
+s.socket = ctx.wrap_socket(s.socket, server_side=True)
+s.serve_forever()
+`
+
+const benchClient = `import http.client, ssl, sys, time
+n = int(sys.argv[1])
+ctx = ssl.create_default_context()
+def fresh(host, port):
+    t = time.perf_counter()
+    for _ in range(n):
+        c = http.client.HTTPSConnection(host, port, context=ctx, timeout=10)
+        c.request("GET", "/v1/ping")
+        r = c.getresponse(); r.read(); c.close()
+        assert r.status == 200, r.status
+    return time.perf_counter() - t
+def kept(host, port):
+    c = http.client.HTTPSConnection(host, port, context=ctx, timeout=10)
+    t = time.perf_counter()
+    for _ in range(n):
+        c.request("GET", "/v1/ping")
+        r = c.getresponse(); r.read()
+        assert r.status == 200, r.status
+    c.close()
+    return time.perf_counter() - t
+for _ in range(50):
+    try:
+        c = http.client.HTTPSConnection("localhost", 8443, context=ctx, timeout=2)
+        c.request("GET", "/")
+        c.getresponse().read()
+        c.close()
+        break
+    except OSError:
+        time.sleep(0.1)
+for name, f in (("keepalive", kept), ("conn-per-request", fresh)):
+    d = f("localhost", 8443)
+    j = f("bench.example", 443)
+    print("%s %.3f %.3f %.2f" % (name, d, j, j / d))
+`
 
 func create(t *testing.T, rt orchestrator.Runtime, spec orchestrator.Spec) orchestrator.Sandbox {
 	t.Helper()

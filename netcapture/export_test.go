@@ -1,0 +1,26 @@
+package netcapture
+
+import (
+	"crypto/x509"
+	"encoding/pem"
+	"time"
+)
+
+// MintLeafPEM mints a leaf for name from the CA, as the sink would, for
+// tests that need a server of their own trusted through the same CA.
+func MintLeafPEM(caCert, caKey []byte, name string) (certPEM, keyPEM []byte, err error) {
+	m, err := newCertMinter(caCert, caKey, time.Now)
+	if err != nil {
+		return nil, nil, err
+	}
+	leaf, err := m.leaf(name)
+	if err != nil {
+		return nil, nil, err
+	}
+	kb, err := x509.MarshalPKCS8PrivateKey(m.leafKey)
+	if err != nil {
+		return nil, nil, err
+	}
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: leaf.Certificate[0]}),
+		pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: kb}), nil
+}
