@@ -176,6 +176,9 @@ func TestEventWriterNumbersWithoutGaps(t *testing.T) {
 		})
 	}
 	wg.Wait()
+	if err := ew.Flush(); err != nil {
+		t.Fatal(err)
+	}
 	sc := bufio.NewScanner(strings.NewReader(buf.String()))
 	seen := map[int64]bool{}
 	for sc.Scan() {
@@ -196,7 +199,17 @@ func TestEventWriterNumbersWithoutGaps(t *testing.T) {
 	if len(seen) != 400 || ew.Seq() != 400 || ew.Err() != nil {
 		t.Errorf("got %d events, seq %d, err %v", len(seen), ew.Seq(), ew.Err())
 	}
+	// A failing reader: the error is kept and later events are dropped.
+	bad := NewEventWriter(failWriter{})
+	bad.Emit(trace.Event{Type: trace.TypeJailNotice, Data: &trace.Notice{Message: "x"}})
+	if err := bad.Flush(); err == nil {
+		t.Error("Flush after a failed write = nil")
+	}
 }
+
+type failWriter struct{}
+
+func (failWriter) Write([]byte) (int, error) { return 0, io.ErrClosedPipe }
 
 type syncBuffer struct {
 	mu sync.Mutex

@@ -62,6 +62,7 @@ func Run(ctx context.Context, cfg Config, events io.Writer) error {
 	var closers []io.Closer
 	fail := func(err error) error {
 		closeAll(closers)
+		_ = ew.Flush()
 		return err
 	}
 	listen := func(network string, port int) (net.Listener, []net.PacketConn, error) {
@@ -153,8 +154,8 @@ func Run(ctx context.Context, cfg Config, events io.Writer) error {
 	notice(ReadyMessage)
 	err = g.Wait()
 	closeAll(closers)
-	if err == nil {
-		err = ew.Err()
+	if ferr := ew.Flush(); err == nil {
+		err = ferr
 	}
 	return err
 }
