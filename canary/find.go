@@ -130,26 +130,40 @@ func (f *finder) find(data []byte, outer Encoding, base, depth int) {
 	f.inflateAll(data, outer, base, depth)
 }
 
-// scan runs the prefilter over data and calls hit for every pattern found.
-// With joinedOnly only patterns of line-breakable encodings count.
+// scan runs the prefilter over data and calls hit for every pattern found,
+// in order of offset. With joinedOnly only patterns of line-breakable
+// encodings count.
 func (f *finder) scan(data []byte, hit func(p *pattern, i int), joinedOnly bool) {
 	s := f.s
 	filter := s.filter
-	for i := 0; i+window <= len(data); i++ {
+	type match struct {
+		p  *pattern
+		at int
+	}
+	var found []match
+	for i := 0; i+window <= len(data); i += s.stride {
 		k := binary.LittleEndian.Uint64(data[i:])
 		h := hashKey(k)
 		if filter[h>>6]&(1<<(h&63)) == 0 {
 			continue
 		}
-		for _, j := range s.byKey[k] {
-			p := &s.pats[j]
+		for _, e := range s.byKey[k] {
+			at := i - int(e.off)
+			if at < 0 {
+				continue
+			}
+			p := &s.pats[e.pat]
 			if joinedOnly && !p.joined {
 				continue
 			}
-			if bytes.HasPrefix(data[i:], p.s) && p.edge.ok(data, i, i+len(p.s)) {
-				hit(p, i)
+			if bytes.HasPrefix(data[at:], p.s) && p.edge.ok(data, at, at+len(p.s)) {
+				found = append(found, match{p, at})
 			}
 		}
+	}
+	slices.SortStableFunc(found, func(a, b match) int { return cmp.Compare(a.at, b.at) })
+	for _, m := range found {
+		hit(m.p, m.at)
 	}
 }
 
@@ -327,68 +341,64 @@ func init() {
 // minWrap characters long and all of the same length, as encoders that wrap
 // lines produce.
 func base64Runs(data []byte) []run {
+	// Every run worth keeping has a part of at least minDecodeRun
+	// characters (a wrapped run's first line is longer still), so probing
+	// every minDecodeRun-th byte finds them all: most text is skipped.
+	const stride = minDecodeRun
+	isAlpha := func(i int) bool { return cls[data[i]]&clsAlpha != 0 }
 	var runs []run
-	var parts [][2]int // backing store shared by all runs
-	var cur run
-	from := 0 // where cur's parts start in parts
-	flush := func() {
-		// Keep what is worth a second look: line-broken runs (to scan
-		// joined) and runs long enough to decode.
-		if len(parts)-from > 1 || cur.n >= minDecodeRun {
-			cur.parts = parts[from:len(parts):len(parts)]
-			runs = append(runs, cur)
-		} else {
-			parts = parts[:from]
-		}
-		from = len(parts)
-		cur = run{}
-	}
 	n := len(data)
-	i := 0
-	for i < n {
-		// Skip to the next alphabet character.
-		for j, c := range data[i:] {
-			k := cls[c]
-			if k&clsAlpha != 0 {
-				i += j
-				goto alpha
-			}
-			if k == clsPad && len(parts) > from {
-				flush() // padding ends a run
-			}
-		}
-		break
-	alpha:
-		start := i
-		var flags uint8
-		i = n
-		for j, c := range data[start:] {
-			k := cls[c]
-			if k&clsAlpha == 0 {
-				i = start + j
-				break
-			}
-			flags |= k
-		}
-		end := i
-		if len(parts) > from {
-			// Encoders wrap at a fixed width: every line before this one
-			// has the first line's length.
-			first, prev := parts[from], parts[len(parts)-1]
-			if first[1]-first[0] < minWrap || prev[1]-prev[0] != first[1]-first[0] || !onlyBreaks(data[prev[1]:start]) {
-				flush()
-			}
-		}
-		if len(parts) == from && end-start < 16 {
+	for p := stride - 1; p < n; {
+		if !isAlpha(p) {
+			p += stride
 			continue
 		}
-		parts = append(parts, [2]int{start, end})
-		cur.n += end - start
-		cur.url = cur.url || flags&clsURL != 0
-		cur.std = cur.std || flags&clsStd != 0
-		cur.nonHex = cur.nonHex || flags&clsNonHex != 0
+		s, e := p, p+1
+		for s > 0 && isAlpha(s-1) {
+			s--
+		}
+		for e < n && isAlpha(e) {
+			e++
+		}
+		cur := run{parts: [][2]int{{s, e}}}
+		first := e - s
+		// Follow the lines of a wrapped run: each line before the next
+		// has the first line's length, and only a line break separates
+		// them; padding ends the run.
+		for first >= minWrap {
+			last := cur.parts[len(cur.parts)-1]
+			if last[1]-last[0] != first || last[1] < n && data[last[1]] == '=' {
+				break
+			}
+			j := last[1]
+			for j < n && j-last[1] <= 8 && !isAlpha(j) {
+				j++
+			}
+			if j >= n || j-last[1] > 8 || !onlyBreaks(data[last[1]:j]) {
+				break
+			}
+			k := j
+			for k < n && isAlpha(k) {
+				k++
+			}
+			cur.parts = append(cur.parts, [2]int{j, k})
+		}
+		end := cur.parts[len(cur.parts)-1][1]
+		for _, pt := range cur.parts {
+			cur.n += pt[1] - pt[0]
+			var flags uint8
+			for _, c := range data[pt[0]:pt[1]] {
+				flags |= cls[c]
+			}
+			cur.url = cur.url || flags&clsURL != 0
+			cur.std = cur.std || flags&clsStd != 0
+			cur.nonHex = cur.nonHex || flags&clsNonHex != 0
+		}
+		if len(cur.parts) > 1 || cur.n >= minDecodeRun {
+			runs = append(runs, cur)
+		}
+		p = end + stride
 	}
-	flush()
 	return runs
 }
 

@@ -287,3 +287,48 @@ func TestFindHostile(t *testing.T) {
 		})
 	}
 }
+
+// TestFindAtEveryOffset checks completeness where the scan strides: each
+// encoding of each token is found whatever the length of what precedes it
+// and follows it.
+func TestFindAtEveryOffset(t *testing.T) {
+	toks := []canary.Token{tokAWS, tokGH, tokPW, tokAmp, tokKey}
+	set := canary.NewSet(toks...)
+	encs := map[canary.Encoding]func(string) string{
+		canary.Plain:     func(s string) string { return s },
+		canary.Hex:       func(s string) string { return hex.EncodeToString([]byte(s)) },
+		canary.Base64:    func(s string) string { return base64.StdEncoding.EncodeToString([]byte(s)) },
+		canary.Base64URL: func(s string) string { return base64.RawURLEncoding.EncodeToString([]byte(s)) },
+		canary.Base32:    func(s string) string { return base32.StdEncoding.EncodeToString([]byte(s)) },
+		canary.Reversed:  reverse,
+	}
+	for _, tok := range toks {
+		n := tok.Value
+		if len(tok.Needles) > 0 {
+			n = tok.Needles[0]
+		}
+		for enc, f := range encs {
+			for pre := range 9 {
+				for post := range 3 {
+					// Shift the byte alignment too for the block encodings.
+					for lead := range 3 {
+						text := f(strings.Repeat("\x01", lead) + n)
+						if enc == canary.Plain || enc == canary.Hex || enc == canary.Reversed {
+							if lead > 0 {
+								continue
+							}
+						}
+						data := strings.Repeat("#", pre) + text + strings.Repeat("#", post)
+						found := false
+						for _, h := range set.Find([]byte(data)) {
+							found = found || h.Token.ID == tok.ID && h.Encoding == enc
+						}
+						if !found && !(enc == canary.Base64URL && !strings.ContainsAny(text, "-_")) {
+							t.Errorf("%s %s, %d+%d bytes around, lead %d: not found in %q", tok.ID, enc, pre, post, lead, data)
+						}
+					}
+				}
+			}
+		}
+	}
+}

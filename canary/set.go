@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"net/url"
 	"slices"
+	"strconv"
 	"unicode/utf8"
 )
 
@@ -27,10 +28,18 @@ const filterBits = 20
 type Set struct {
 	tokens []Token
 	pats   []pattern
-	// byKey maps the first 8 bytes of a pattern (little-endian) to the
-	// patterns that start with them.
-	byKey  map[uint64][]int32
+	// byKey maps 8 bytes (little-endian) to the patterns that hold them at
+	// an offset below stride: every pattern is at least stride+7 bytes
+	// long, so probing every stride-th byte of the input meets each
+	// occurrence exactly once.
+	byKey  map[uint64][]entry
+	stride int
 	filter []uint64
+}
+
+type entry struct {
+	pat int32
+	off int32 // where the 8 indexed bytes sit in the pattern
 }
 
 // A pattern is one encoded form of one needle.
@@ -58,7 +67,7 @@ type edge struct {
 
 // NewSet indexes tokens. Tokens with the same ID are kept once (the first).
 func NewSet(tokens ...Token) *Set {
-	s := &Set{byKey: map[uint64][]int32{}, filter: make([]uint64, 1<<filterBits/64)}
+	s := &Set{byKey: map[uint64][]entry{}, filter: make([]uint64, 1<<filterBits/64)}
 	seen := map[string]bool{}
 	for _, t := range tokens {
 		if seen[t.ID] {
@@ -69,34 +78,36 @@ func NewSet(tokens ...Token) *Set {
 		t.RawNeedles = slices.Clone(t.RawNeedles)
 		s.tokens = append(s.tokens, t)
 	}
+	dup := map[string]bool{}
 	for i, t := range s.tokens {
 		for _, n := range t.needles() {
 			if len(n) < MinNeedle {
 				continue
 			}
 			for _, v := range variants(n) {
-				s.add(pattern{s: v.s, tok: i, enc: v.enc, edge: v.edge,
+				key := strconv.Itoa(i) + "\x00" + string(v.s)
+				if len(v.s) < window || dup[key] {
+					continue
+				}
+				dup[key] = true
+				s.pats = append(s.pats, pattern{s: v.s, tok: i, enc: v.enc, edge: v.edge,
 					joined: v.enc == Hex || v.enc == Base64 || v.enc == Base64URL || v.enc == Base32})
 			}
 		}
 	}
-	return s
-}
-
-func (s *Set) add(p pattern) {
-	if len(p.s) < window {
-		return
+	s.stride = 1 << 30
+	for _, p := range s.pats {
+		s.stride = min(s.stride, len(p.s)-window+1)
 	}
-	k := binary.LittleEndian.Uint64(p.s)
-	for _, j := range s.byKey[k] {
-		if q := s.pats[j]; q.tok == p.tok && bytes.Equal(q.s, p.s) {
-			return
+	for j, p := range s.pats {
+		for off := 0; off < s.stride; off++ {
+			k := binary.LittleEndian.Uint64(p.s[off:])
+			s.byKey[k] = append(s.byKey[k], entry{int32(j), int32(off)})
+			h := hashKey(k)
+			s.filter[h>>6] |= 1 << (h & 63)
 		}
 	}
-	s.pats = append(s.pats, p)
-	s.byKey[k] = append(s.byKey[k], int32(len(s.pats)-1))
-	h := hashKey(k)
-	s.filter[h>>6] |= 1 << (h & 63)
+	return s
 }
 
 func hashKey(k uint64) uint64 { return (k * 0x9E3779B97F4A7C15) >> (64 - filterBits) }
