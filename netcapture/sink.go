@@ -692,6 +692,14 @@ func (s *Sink) proxyResponse(req *http.Request) *http.Response {
 func (s *Sink) exchange(req *http.Request) response {
 	m, _ := req.Context().Value(metaKey).(connMeta)
 	m.watch.exchange()
+	// The session waits for exchanges in flight, so none is emitted after
+	// Serve returns.
+	if ss, ok := req.Context().Value(sessKey).(*session); ok {
+		if !ss.add() {
+			return s.resp.newResponse(http.StatusServiceUnavailable, "text/plain", nil, "shutting-down")
+		}
+		defer ss.wg.Done()
+	}
 	body, size := readCapped(req.Body, s.cfg.BodyCap)
 
 	host := req.Host
