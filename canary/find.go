@@ -347,6 +347,7 @@ func base64Runs(data []byte) []run {
 	const stride = minDecodeRun
 	isAlpha := func(i int) bool { return cls[data[i]]&clsAlpha != 0 }
 	var runs []run
+	var buf [][2]int // the parts of the run being looked at
 	n := len(data)
 	for p := stride - 1; p < n; {
 		if !isAlpha(p) {
@@ -360,7 +361,8 @@ func base64Runs(data []byte) []run {
 		for e < n && isAlpha(e) {
 			e++
 		}
-		cur := run{parts: [][2]int{{s, e}}}
+		buf = append(buf[:0], [2]int{s, e})
+		cur := run{parts: buf}
 		first := e - s
 		// Follow the lines of a wrapped run: each line before the next
 		// has the first line's length, and only a line break separates
@@ -394,7 +396,9 @@ func base64Runs(data []byte) []run {
 			cur.std = cur.std || flags&clsStd != 0
 			cur.nonHex = cur.nonHex || flags&clsNonHex != 0
 		}
+		buf = cur.parts[:0] // reuse the scratch array, grown or not
 		if len(cur.parts) > 1 || cur.n >= minDecodeRun {
+			cur.parts = slices.Clone(cur.parts)
 			runs = append(runs, cur)
 		}
 		p = end + stride
