@@ -264,7 +264,7 @@ func (h *Home) WriteTar(w io.Writer, uid, gid int) error {
 	for _, f := range h.Files {
 		hdr := &tar.Header{
 			Name: strings.TrimPrefix(f.Path, "/"), Mode: int64(f.Mode.Perm()), ModTime: f.ModTime,
-			Uid: uid, Gid: gid, Uname: h.User, Gname: h.User, Format: tar.FormatPAX,
+			Uid: uid, Gid: gid, Format: tar.FormatPAX, // no names: extraction uses the numbers
 		}
 		switch {
 		case f.Dir:
