@@ -320,3 +320,24 @@ func TestFindMinted(t *testing.T) {
 		}
 	}
 }
+
+func TestMintEveryKind(t *testing.T) {
+	m := canary.NewMinter(canary.SeededReader([]byte("kinds")))
+	seen := map[canary.Kind]bool{}
+	for _, k := range canary.Kinds {
+		if seen[k] {
+			t.Errorf("%s listed twice", k)
+		}
+		seen[k] = true
+		tok := m.Mint(k, "~/x")
+		if tok.Kind != k || tok.ID == "" || len(tok.Value) < canary.MinNeedle {
+			t.Errorf("Mint(%s) = %+v", k, tok)
+		}
+		if hits := canary.NewSet(tok).Find([]byte(tok.Value)); len(hits) == 0 {
+			t.Errorf("Mint(%s): its value is not found", k)
+		}
+	}
+	if len(canary.Kinds) < len(formats) {
+		t.Errorf("Kinds has %d entries, formats %d", len(canary.Kinds), len(formats))
+	}
+}

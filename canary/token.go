@@ -45,6 +45,13 @@ const (
 	GenericAPIKey    Kind = "api_key"            // anything else key-shaped
 )
 
+// Kinds lists every Kind, in the order above.
+var Kinds = []Kind{AWSAccessKey, AWSSecretKey, AWSSessionToken, GitHubToken, GitHubOAuthToken, GitHubPAT,
+	OpenAIKey, AnthropicKey, AnthropicOAuth, OpenRouterKey, SlackToken, StripeKey, NPMToken, PyPIToken,
+	HuggingFaceToken, TelegramBotToken, GCPRefreshToken, AzureToken, KubeToken, DockerAuth, SSHPrivateKey,
+	PEMPrivateKey, GPGPrivateKey, DatabaseURL, Password, BrowserPassword, BrowserCookie, EthereumKeystore,
+	SolanaKeypair, SeedPhrase, BitcoinWallet, WalletVault, GenericAPIKey}
+
 // A Token is one planted secret. Value is exactly what was planted (for a
 // key file, the whole block). Needles are the substrings detection looks
 // for; when empty, Value is the only needle. For multi-line values (keys,
