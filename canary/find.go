@@ -40,10 +40,12 @@ type finder struct {
 
 // Find reports every token of the set present in data, once per token and
 // encoding (at its first sighting), ordered by offset. It looks for each
-// needle in plain text, hex, URL-encoding, base64 (both alphabets, every
-// alignment, with or without padding and line breaks), base32, and inside
-// gzip, zlib and tar.gz streams and decoded base64/hex runs, up to a small
-// depth. data is untrusted; Find never panics on it and bounds its work.
+// needle in plain text, hex, URL-encoding, JSON escapes, reversed, ROT13,
+// base64 (both alphabets, every alignment, with or without padding and line
+// breaks) and base32, and inside gzip, zlib, zip, bzip2 and tar streams and
+// decoded base64/hex runs, up to a small depth (see docs/canary.md). data
+// is untrusted; Find never panics on it and bounds its work. Find is safe
+// for concurrent use.
 func (s *Set) Find(data []byte) []Hit {
 	if s == nil || len(s.pats) == 0 {
 		return nil
