@@ -36,8 +36,9 @@ type FileSpec struct {
 }
 
 // Files lists every secret-bearing file canaryfs plants, in TAXONOMY.md's
-// order. <project> stands for each git project under ~/projects and
-// <profile> for the browser profile folder.
+// order. <project> stands for each git project under ~/projects, <profile>
+// for the browser profile folder, <email> for the user's address and
+// <keygrip>, <time> and <address> for names derived from the key inside.
 var Files = []FileSpec{
 	{"~/.ssh/id_rsa", "openssh-private-key", CatSSH, []Kind{SSHPrivateKey}},
 	{"~/.ssh/id_rsa.pub", "openssh-public-key", CatSSH, nil},
@@ -50,6 +51,7 @@ var Files = []FileSpec{
 	{"~/.aws/config", "ini", CatCloud, nil},
 	{"~/.config/gcloud/application_default_credentials.json", "json", CatCloud, []Kind{GCPRefreshToken}},
 	{"~/.config/gcloud/credentials.db", "sqlite", CatCloud, []Kind{GCPRefreshToken}},
+	{"~/.config/gcloud/legacy_credentials/<email>/adc.json", "json", CatCloud, []Kind{GCPRefreshToken}},
 	{"~/.azure/msal_token_cache.json", "json", CatCloud, []Kind{AzureToken}},
 	{"~/.azure/azureProfile.json", "json", CatCloud, nil},
 	{"~/.kube/config", "yaml", CatCloud, []Kind{KubeToken}},

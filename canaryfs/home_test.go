@@ -145,7 +145,7 @@ func TestEveryTaxonomyFilePlanted(t *testing.T) {
 	h := build(t, "fixture")
 	for _, spec := range canary.Files {
 		pattern := spec.Path
-		for _, ph := range []string{"<project>", "<profile>", "<keygrip>", "<time>--<address>"} {
+		for _, ph := range []string{"<project>", "<profile>", "<keygrip>", "<time>--<address>", "<email>"} {
 			pattern = strings.ReplaceAll(pattern, ph, "*")
 		}
 		files := glob(h, pattern)

@@ -110,6 +110,9 @@ func (b *builder) plantCloud() {
 	b.put(".config/gcloud/credentials.db", 0o600, b.sqlite(
 		[]string{"CREATE TABLE credentials (account_id TEXT PRIMARY KEY, value BLOB)"},
 		sqlRow{"INSERT INTO credentials VALUES (?, ?)", []any{b.email, cred}}), b.recent())
+	legacy := ".config/gcloud/legacy_credentials/" + b.email + "/adc.json"
+	b.putJSON(legacy, 0o600, map[string]string{"client_id": "32555940559.apps.googleusercontent.com",
+		"client_secret": "ZmssLNjJy2998hD4CTg2ejr2", "refresh_token": b.mint(canary.GCPRefreshToken, legacy), "type": "authorized_user"})
 	b.putS(".config/gcloud/active_config", 0o644, "default")
 	b.putS(".config/gcloud/configurations/config_default", 0o644, fmt.Sprintf("[core]\naccount = %s\nproject = %s-prod\n\n[compute]\nregion = us-central1\nzone = us-central1-a\n", b.email, b.company.org))
 
