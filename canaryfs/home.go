@@ -84,6 +84,11 @@ func Build(opts Options) (*Home, error) {
 		b.user = opts.User
 		if b.user != p.login {
 			b.fullName = strings.ToUpper(b.user[:1]) + b.user[1:]
+			for _, q := range people {
+				if q.login == b.user {
+					b.fullName = q.name
+				}
+			}
 		}
 	}
 	b.host = b.user + "-" + laptops[m.Intn(len(laptops))]
