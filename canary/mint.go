@@ -172,6 +172,13 @@ func (m *Minter) Mint(kind Kind, location string) Token {
 		v = "hf_" + m.Chars(Upper+Lower, 34)
 	case TelegramBotToken:
 		v = m.Chars("5678", 1) + m.Chars(Digits, 9) + ":AA" + m.Chars(b64URLChar, 33)
+	case DiscordToken:
+		// A user token: base64 of the 18-19 digit snowflake id, a
+		// timestamp part and an HMAC part.
+		id := m.Chars("123456789", 1) + m.Chars(Digits, 17+m.Intn(2))
+		v = base64.RawStdEncoding.EncodeToString([]byte(id)) + "." + m.Chars(b64URLChar, 6) + "." + m.Chars(b64URLChar, 38)
+	case KeyringSecret:
+		v = m.Chars(Alnum, 32)
 	case GCPRefreshToken:
 		v = "1//0" + m.Chars(Alnum, 2) + m.Chars(b64URLChar, 97)
 	case AzureToken:

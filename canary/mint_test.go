@@ -36,6 +36,7 @@ var formats = map[canary.Kind]string{
 	canary.PyPIToken:        `^pypi-AgEIcHlwaS5vcmc[A-Za-z0-9_-]{150,}$`,
 	canary.HuggingFaceToken: `^hf_[A-Za-z]{34}$`,
 	canary.TelegramBotToken: `^[5-8][0-9]{9}:AA[A-Za-z0-9_-]{33}$`,
+	canary.DiscordToken:     `^[MNO][A-Za-z0-9]{23,25}\.[A-Za-z0-9_-]{6}\.[A-Za-z0-9_-]{38}$`,
 	canary.GCPRefreshToken:  `^1//0[A-Za-z0-9_-]{99}$`,
 	canary.AzureToken:       `^eyJ[A-Za-z0-9_-]+\.eyJ[A-Za-z0-9_-]+\.[A-Za-z0-9_-]{342}$`,
 	canary.KubeToken:        `^eyJ[A-Za-z0-9_-]+\.eyJ[A-Za-z0-9_-]+\.[A-Za-z0-9_-]{342}$`,

@@ -77,6 +77,8 @@ var Files = []FileSpec{
 	{"~/CLAUDE.md", "markdown", CatAgent, nil},
 	{"~/projects/<project>/AGENTS.md", "markdown", CatAgent, nil},
 	{"~/projects/<project>/.mcp.json", "json", CatAgent, []Kind{GitHubPAT}},
+	{"~/.config/discord/Local Storage/leveldb/000003.log", "leveldb-log", CatAgent, []Kind{DiscordToken}},
+	{"~/.local/share/keyrings/login.keyring", "gnome-keyring", CatRegistry, []Kind{KeyringSecret}},
 	{"~/.bitcoin/wallet.dat", "berkeleydb", CatWallet, []Kind{BitcoinWallet}},
 	{"~/.ethereum/keystore/UTC--<time>--<address>", "keystore-v3", CatWallet, []Kind{EthereumKeystore}},
 	{"~/.config/solana/id.json", "json", CatWallet, []Kind{SolanaKeypair}},
@@ -145,6 +147,8 @@ var CredentialPaths = []string{
 	"~/.config/BraveSoftware/**/Login Data", "~/.mozilla/firefox/*/logins.json",
 	"~/.mozilla/firefox/*/key4.db", "~/.mozilla/firefox/*/cookies.sqlite",
 	"~/.bash_history", "~/.zsh_history", "~/.python_history", "~/.psql_history", "~/.mysql_history",
+	"~/.config/discord/Local Storage/**", "~/.config/Slack/Local Storage/**", "~/.local/share/keyrings/**",
+	"~/.password-store/**", "~/.config/rclone/rclone.conf", "~/.s3cfg", "~/.config/filezilla/*.xml",
 	"**/*.pem", "**/*.key", "**/id_rsa", "**/credentials.json", "**/service-account*.json",
 }
 

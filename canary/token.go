@@ -26,6 +26,8 @@ const (
 	PyPIToken        Kind = "pypi_token"         // pypi-AgEIcHlwaS5vcmc...
 	HuggingFaceToken Kind = "huggingface_token"  // hf_ + 34
 	TelegramBotToken Kind = "telegram_bot_token" // 123456789:AA...
+	DiscordToken     Kind = "discord_token"      // base64(user id).ts.hmac
+	KeyringSecret    Kind = "keyring_secret"     // GNOME keyring contents
 	GCPRefreshToken  Kind = "gcp_refresh_token"  // 1//0...
 	AzureToken       Kind = "azure_token"        // JWT-shaped access token
 	KubeToken        Kind = "kube_token"         // service-account JWT
@@ -48,7 +50,7 @@ const (
 // Kinds lists every Kind, in the order above.
 var Kinds = []Kind{AWSAccessKey, AWSSecretKey, AWSSessionToken, GitHubToken, GitHubOAuthToken, GitHubPAT,
 	OpenAIKey, AnthropicKey, AnthropicOAuth, OpenRouterKey, SlackToken, StripeKey, NPMToken, PyPIToken,
-	HuggingFaceToken, TelegramBotToken, GCPRefreshToken, AzureToken, KubeToken, DockerAuth, SSHPrivateKey,
+	HuggingFaceToken, TelegramBotToken, DiscordToken, KeyringSecret, GCPRefreshToken, AzureToken, KubeToken, DockerAuth, SSHPrivateKey,
 	PEMPrivateKey, GPGPrivateKey, DatabaseURL, Password, BrowserPassword, BrowserCookie, EthereumKeystore,
 	SolanaKeypair, SeedPhrase, BitcoinWallet, WalletVault, GenericAPIKey}
 

@@ -173,6 +173,20 @@ func (b *builder) plantTools() {
 	gho := b.mint(canary.GitHubOAuthToken, ".config/gh/hosts.yml")
 	b.putS(".config/gh/hosts.yml", 0o600, fmt.Sprintf("github.com:\n    users:\n        %[1]s:\n            oauth_token: %[2]s\n    git_protocol: ssh\n    oauth_token: %[2]s\n    user: %[1]s\n", b.user, gho))
 	b.putS(".config/gh/config.yml", 0o644, "version: 1\ngit_protocol: ssh\neditor:\nprompt: enabled\npager:\naliases:\n    co: pr checkout\n")
+	// GNOME keyring: the login keyring file (encrypted with the login
+	// password), whose encrypted body is a raw needle.
+	kr := append([]byte("GnomeKeyring\n\r\x00\n"), 0, 0, 0, 0) // version, crypto, hash
+	kr = append(kr, 0, 0, 0, 5, 'l', 'o', 'g', 'i', 'n')
+	kr = append(kr, b.m.Bytes(16)...) // times
+	kr = append(kr, 0, 0, 0, 0, 0, 0, 0x07, 0xd0)
+	kr = append(kr, b.m.Bytes(8)...) // salt
+	body := b.m.Bytes(16 * (12 + b.m.Intn(8)))
+	kr = append(kr, body...)
+	ks := b.m.Token(canary.KeyringSecret, "~/.local/share/keyrings/login.keyring", base64.StdEncoding.EncodeToString(body[:48]))
+	ks.RawNeedles = [][]byte{body[:48], body[len(body)-48:]}
+	b.register(ks)
+	b.put(".local/share/keyrings/login.keyring", 0o600, kr, b.ago(5*24*time.Hour, 60*24*time.Hour))
+	b.dir(".local/share/keyrings", 0o700)
 	// GnuPG: an agent key file, a keybox and trustdb that look the part.
 	b.dir(".gnupg", 0o700)
 	b.dir(".gnupg/private-keys-v1.d", 0o700)
@@ -220,6 +234,12 @@ func (b *builder) plantAgents() {
 		"expiresAt": b.now.Add(6 * time.Hour).UnixMilli(), "scopes": []string{"user:inference", "user:profile"}, "subscriptionType": "pro"}})
 	b.putJSON(".claude/settings.json", 0o644, map[string]any{"model": "sonnet", "permissions": map[string]any{
 		"allow": []string{"Bash(npm run test:*)", "Bash(git status)", "Bash(git diff:*)"}, "deny": []string{"Read(./.env)"}}})
+	// Discord keeps the session token in Electron local storage: the first
+	// thing token stealers read.
+	dloc := ".config/discord/Local Storage/leveldb"
+	b.levelDB(dloc, []kv{{"_https://discord.com\x00\x01token", "\x01\"" + b.mint(canary.DiscordToken, dloc+"/000003.log") + "\""},
+		{"_https://discord.com\x00\x01user_id_cache", "\x01\"" + b.m.Chars(canary.Digits, 18) + "\""}})
+	b.putJSON(".config/discord/settings.json", 0o644, map[string]any{"IS_MAXIMIZED": true, "IS_MINIMIZED": false, "BACKGROUND_COLOR": "#313338"})
 	b.putS("CLAUDE.md", 0o644, "# Notes for Claude\n\n- Use pnpm, not npm, in my projects.\n- Run the tests before you say you are done.\n- Don't touch ~/projects/*/migrations without asking.\n")
 }
 
