@@ -76,6 +76,7 @@ func (s *Set) FindDNS(names []string) []Hit {
 			inOrder[j] = j
 		}
 		byCounter := counterOrder(data)
+		shared := sharedLabels(data)
 		for pass := range 3 {
 			order := inOrder
 			if pass == 2 {
@@ -89,7 +90,7 @@ func (s *Set) FindDNS(names []string) []Hit {
 			for _, j := range order {
 				starts = append(starts, sb.Len())
 				for p, l := range data[j] {
-					if pass > 0 && (isCounter(l) || sameAtPosition(data, p, l)) {
+					if pass > 0 && (isCounter(l) || p < len(shared) && shared[p]) {
 						continue
 					}
 					sb.WriteString(l)
@@ -193,16 +194,25 @@ func isCounter(l string) bool {
 	return true
 }
 
-// sameAtPosition reports whether every name of the group (with at least
-// two names) has label l at position p: a session id, not data.
-func sameAtPosition(data [][]string, p int, l string) bool {
+// sharedLabels reports, for each label position, whether every name of the
+// group (of at least two) has the same label there: a session id, not data.
+func sharedLabels(data [][]string) []bool {
 	if len(data) < 2 {
-		return false
+		return nil
 	}
+	n := len(data[0])
 	for _, ls := range data {
-		if p >= len(ls) || ls[p] != l {
-			return false
+		n = min(n, len(ls))
+	}
+	out := make([]bool, n)
+	for p := range n {
+		out[p] = true
+		for _, ls := range data[1:] {
+			if ls[p] != data[0][p] {
+				out[p] = false
+				break
+			}
 		}
 	}
-	return true
+	return out
 }

@@ -4,8 +4,10 @@ import (
 	"encoding/base32"
 	"encoding/base64"
 	"encoding/hex"
+	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/sandboxctl/sandboxctl/canary"
@@ -97,4 +99,19 @@ func FuzzFindDNS(f *testing.F) {
 			seen[h.Token.ID] = true
 		}
 	})
+}
+
+func TestFindDNSManyNames(t *testing.T) {
+	set := canary.NewSet(tokAWS, tokGH)
+	var names []string
+	for i := range 20000 {
+		names = append(names, fmt.Sprintf("s1.%04x%04x.beacon.example.", i, i*7))
+	}
+	start := time.Now()
+	if hits := set.FindDNS(names); len(hits) != 0 {
+		t.Errorf("hits in noise: %v", hits)
+	}
+	if d := time.Since(start); d > 30*time.Second {
+		t.Errorf("FindDNS of %d names took %v", len(names), d)
+	}
 }
