@@ -96,7 +96,8 @@ func (b *builder) plantLivedIn() {
 	b.putS("Documents/budget-"+b.now.Format("2006")+".csv", 0o644, "month,rent,groceries,utilities,savings\nJan,1850,420,160,600\nFeb,1850,390,170,650\nMar,1850,445,150,600\n")
 	b.putS("Documents/notes/ideas.md", 0o644, "# Ideas\n\n- automate the release notes\n- write up the incident from last sprint\n")
 	b.putS("Documents/passwords.txt", 0o600, fmt.Sprintf("wifi (home): %s\nrouter admin: %s\nnas: admin / %s\neth keystore: %s\n",
-		b.mint(canary.Password, "Documents/passwords.txt"), b.m.Password(), b.m.Password(), b.keystorePW))
+		b.mint(canary.Password, "Documents/passwords.txt"), b.mint(canary.Password, "Documents/passwords.txt"),
+		b.mint(canary.Password, "Documents/passwords.txt"), b.register(b.m.Token(canary.Password, "~/Documents/passwords.txt", b.keystorePW)).Value))
 	b.put("Documents/"+first+"_Resume_"+b.now.Format("2006")+".pdf", 0o644, pdf(b.fullName+" - Resume"), b.ago(20*24*time.Hour, 90*24*time.Hour))
 	b.put("Documents/offer-letter.pdf", 0o644, pdf(b.company.name+" - Offer of Employment"), b.ago(200*24*time.Hour, 600*24*time.Hour))
 	b.put("Downloads/invoice-"+fmt.Sprint(10000+b.m.Intn(89999))+".pdf", 0o644, pdf("Invoice"), b.ago(time.Hour, 6*24*time.Hour))

@@ -99,7 +99,9 @@ func (b *builder) plantCloud() {
 
 	// Google Cloud: ADC and the credentials database.
 	clientID := fmt.Sprintf("%d-%s.apps.googleusercontent.com", 700000000000+b.m.Intn(99999999999), b.m.Chars(canary.Lower+canary.Digits, 32))
-	adc := map[string]string{"account": "", "client_id": clientID, "client_secret": "GOCSPX-" + b.m.Chars(canary.Alnum+"-_", 28),
+	adcPath := ".config/gcloud/application_default_credentials.json"
+	adc := map[string]string{"account": "", "client_id": clientID,
+		"client_secret":    b.register(b.m.Token(canary.GenericAPIKey, "~/"+adcPath, "GOCSPX-"+b.m.Chars(canary.Alnum+"-_", 28))).Value,
 		"quota_project_id": b.company.org + "-prod", "refresh_token": b.mint(canary.GCPRefreshToken, ".config/gcloud/application_default_credentials.json"),
 		"type": "authorized_user", "universe_domain": "googleapis.com"}
 	b.putJSON(".config/gcloud/application_default_credentials.json", 0o600, adc)
@@ -167,7 +169,7 @@ func (b *builder) plantTools() {
 	b.putS(".npmrc", 0o600, "//registry.npmjs.org/:_authToken="+b.mint(canary.NPMToken, ".npmrc")+"\ninit-author-name="+b.fullName+"\n")
 	b.putS(".pypirc", 0o600, "[distutils]\nindex-servers =\n    pypi\n\n[pypi]\nusername = __token__\npassword = "+b.mint(canary.PyPIToken, ".pypirc")+"\n")
 	b.putS(".netrc", 0o600, fmt.Sprintf("machine api.heroku.com\n  login %s\n  password %s\nmachine ftp.%s\n  login %s\n  password %s\n",
-		b.email, b.m.UUID(), b.company.domain, b.user, b.mint(canary.Password, ".netrc")))
+		b.email, b.register(b.m.Token(canary.GenericAPIKey, "~/.netrc", b.m.UUID())).Value, b.company.domain, b.user, b.mint(canary.Password, ".netrc")))
 	b.putS(".git-credentials", 0o600, fmt.Sprintf("https://%s:%s@github.com\n", b.user, b.mint(canary.GitHubToken, ".git-credentials")))
 	b.putS(".gitconfig", 0o644, fmt.Sprintf("[user]\n\tname = %s\n\temail = %s\n[core]\n\teditor = vim\n[credential]\n\thelper = store\n[init]\n\tdefaultBranch = main\n[pull]\n\trebase = false\n[alias]\n\tst = status -sb\n\tlg = log --oneline --graph --decorate\n", b.fullName, b.email))
 	gho := b.mint(canary.GitHubOAuthToken, ".config/gh/hosts.yml")
@@ -230,7 +232,7 @@ func (b *builder) plantAgents() {
 		"oauthAccount": map[string]any{"emailAddress": b.email, "organizationName": b.company.name, "accountUuid": b.m.UUID()},
 	})
 	b.putJSON(".claude/.credentials.json", 0o600, map[string]any{"claudeAiOauth": map[string]any{
-		"accessToken": b.mint(canary.AnthropicOAuth, ".claude/.credentials.json"), "refreshToken": "sk-ant-ort01-" + b.m.Chars(canary.Alnum+"-_", 93) + "AA",
+		"accessToken": b.mint(canary.AnthropicOAuth, ".claude/.credentials.json"), "refreshToken": b.register(b.m.Token(canary.AnthropicOAuth, "~/.claude/.credentials.json", "sk-ant-ort01-"+b.m.Chars(canary.Alnum+"-_", 93)+"AA")).Value,
 		"expiresAt": b.now.Add(6 * time.Hour).UnixMilli(), "scopes": []string{"user:inference", "user:profile"}, "subscriptionType": "pro"}})
 	b.putJSON(".claude/settings.json", 0o644, map[string]any{"model": "sonnet", "permissions": map[string]any{
 		"allow": []string{"Bash(npm run test:*)", "Bash(git status)", "Bash(git diff:*)"}, "deny": []string{"Read(./.env)"}}})
@@ -273,7 +275,8 @@ func (b *builder) plantWallets() {
 	b.put(".config/Exodus/exodus.wallet/seed.seco", 0o600, seco, b.recent())
 	b.put(".config/Exodus/exodus.wallet/info.seco", 0o600, b.seco(), b.recent())
 	b.put(".config/Exodus/exodus.wallet/storage.seco", 0o600, b.seco(), b.recent())
-	b.putJSON(".config/Exodus/exodus.wallet/passphrase.json", 0o600, map[string]any{"passphrase": b.m.Hex(32)})
+	b.putJSON(".config/Exodus/exodus.wallet/passphrase.json", 0o600, map[string]any{
+		"passphrase": b.register(b.m.Token(canary.WalletVault, "~/.config/Exodus/exodus.wallet/passphrase.json", b.m.Hex(32))).Value})
 	// Atomic Wallet: Electron local storage holding the encrypted mnemonic.
 	atomicTok := b.register(b.m.Token(canary.WalletVault, "~/.config/atomic/Local Storage/leveldb/000003.log",
 		base64.StdEncoding.EncodeToString(append([]byte("Salted__"), b.m.Bytes(8+16*(9+b.m.Intn(3)))...))))
