@@ -144,3 +144,20 @@ func TestDropPlumbing(t *testing.T) {
 		t.Errorf("dropPlumbing kept %d events: %+v", len(got), got)
 	}
 }
+
+func TestParseRootfs(t *testing.T) {
+	out := "f 12 /usr/local/bin/dropper\nd 4096 /etc/cron.d\nl 7 /usr/bin/sudo\nf 3 /run/agentd/stamp\n" +
+		"f 9 /etc/ssl/certs/ca-certificates.crt\ngarbage\nf x relative/path\n"
+	var got []trace.FSChange
+	for _, e := range parseRootfs(out, time.Unix(0, 0)) {
+		got = append(got, *e.Data.(*trace.FSChange))
+	}
+	want := []trace.FSChange{
+		{Path: "/usr/local/bin/dropper", Kind: "modified", Size: 12},
+		{Path: "/etc/cron.d", Kind: "dir-changed"},
+		{Path: "/usr/bin/sudo", Kind: "symlink"},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("parseRootfs mismatch (-want +got):\n%s", diff)
+	}
+}

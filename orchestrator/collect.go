@@ -9,7 +9,9 @@ import (
 	"io"
 	"path"
 	"regexp"
+	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -59,19 +61,9 @@ func (r *Runner) collect(ctx context.Context, st *run) error {
 	}
 
 	if st.sandbox != nil {
-		// The engine's diff walks the image on some storage drivers
-		// (seconds): run it while the rest is collected.
-		type diffResult struct {
-			changes []Change
-			err     error
-		}
-		diffc := make(chan diffResult, 1)
-		go func() {
-			c, err := st.sandbox.Diff(ctx)
-			diffc <- diffResult{c, err}
-		}()
-
+		t0 := time.Now()
 		sys, err := r.syscalls(ctx, st)
+		r.log().Debug("collect: syscall logs", "took", time.Since(t0))
 		if err != nil {
 			errs = append(errs, fmt.Errorf("syscall logs: %w", err))
 		}
@@ -83,19 +75,37 @@ func (r *Runner) collect(ctx context.Context, st *run) error {
 		}
 		st.events = append(st.events, changed...)
 
-		d := <-diffc
-		if d.err != nil {
-			errs = append(errs, fmt.Errorf("file diff: %w", d.err))
+		r.log().Debug("collect: changed files", "took", time.Since(t0))
+		rootfs, err := r.rootfsChanges(ctx, st)
+		r.log().Debug("collect: rootfs", "took", time.Since(t0))
+		if err != nil {
+			errs = append(errs, fmt.Errorf("root file system changes: %w", err))
 		}
-		now := r.now()
-		for _, c := range filterDiff(d.changes) {
-			st.events = append(st.events, trace.Event{Time: now, Source: trace.SourceFSDiff, Type: trace.TypeFSChange,
-				Data: &trace.FSChange{Path: c.Path, Kind: c.Kind}})
+
+		if r.EngineDiff {
+			// The engine's diff is read host-side, out of the sandbox's
+			// reach. On storage drivers without a native diff
+			// (fuse-overlayfs) it walks the whole image and holds up the
+			// engine's other work on the container, so it is opt-in.
+			d, err := st.sandbox.Diff(ctx)
+			r.log().Debug("collect: engine diff", "took", time.Since(t0))
+			if err != nil {
+				errs = append(errs, fmt.Errorf("file diff: %w", err))
+			}
+			seen := map[string]bool{}
+			now := r.now()
+			for _, c := range filterDiff(d) {
+				seen[c.Path] = true
+				st.events = append(st.events, trace.Event{Time: now, Source: trace.SourceFSDiff, Type: trace.TypeFSChange,
+					Data: &trace.FSChange{Path: c.Path, Kind: c.Kind}})
+			}
+			rootfs = slices.DeleteFunc(rootfs, func(e trace.Event) bool { return seen[e.Data.(*trace.FSChange).Path] })
 		}
+		st.events = append(st.events, rootfs...)
 	}
 
 	if st.jailEv != nil {
-		st.jailEv.stop(time.Second)
+		st.jailEv.stop(300 * time.Millisecond)
 		ev, lost, bad := st.jailEv.all()
 		st.events = append(st.events, ev...)
 		if lost > 0 || bad > 0 {
@@ -104,6 +114,52 @@ func (r *Runner) collect(ctx context.Context, st *run) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// rootfsScript lists, as root, what changed on the container's root file
+// system after the stamp (ctime, which cannot be set back): files with their
+// size, and folders (a deleted entry changes its folder). tmpfs places are
+// other mounts and are left to changedFiles.
+const rootfsScript = `find / -xdev -cnewer "$STAMP" \( -type f -o -type d -o -type l \) -printf '%y %s %p\n' 2>/dev/null | head -n 2000`
+
+// rootfsChanges runs rootfsScript and turns its lines (untrusted) into
+// fs_change events.
+func (r *Runner) rootfsChanges(ctx context.Context, st *run) ([]trace.Event, error) {
+	var out bytes.Buffer
+	_, err := st.sandbox.Exec(ctx, ExecSpec{
+		Argv: []string{"/bin/sh", "-c", rootfsScript}, User: "0:0", Env: []string{"STAMP=" + stampPath},
+		Stdout: &limitedBuffer{max: 1 << 20, buf: &out}, Stderr: io.Discard,
+	})
+	if err != nil {
+		return nil, err
+	}
+	return parseRootfs(out.String(), r.now()), nil
+}
+
+// parseRootfs parses "TYPE SIZE PATH" lines.
+func parseRootfs(out string, now time.Time) []trace.Event {
+	var events []trace.Event
+	for _, line := range strings.Split(out, "\n") {
+		typ, rest, ok := strings.Cut(line, " ")
+		if !ok {
+			continue
+		}
+		size, p, ok := strings.Cut(rest, " ")
+		if !ok || !strings.HasPrefix(p, "/") || setupPath(p) || p == stampPath || p == "/run/agentd" {
+			continue
+		}
+		ch := &trace.FSChange{Path: path.Clean(p), Kind: "modified"}
+		switch typ {
+		case "d":
+			ch.Kind = "dir-changed"
+		case "l":
+			ch.Kind = "symlink"
+		default:
+			ch.Size, _ = strconv.ParseInt(size, 10, 64)
+		}
+		events = append(events, trace.Event{Time: now, Source: trace.SourceFSDiff, Type: trace.TypeFSChange, Data: ch})
+	}
+	return events
 }
 
 // dropPlumbing removes the exec of the tool server's own shim and file-tool
@@ -203,6 +259,8 @@ var setupPrefixes = []string{
 
 var setupFiles = map[string]bool{
 	"/etc/passwd": true, "/etc/group": true, "/etc/shadow": true, "/.dockerenv": true,
+	"/etc/pip.conf": true, "/usr/lib": true, "/usr/lib/python3": true, "/usr/lib/python3/dist-packages": true,
+	"/usr/lib/python3/dist-packages/pip": true, "/usr/lib/python3/dist-packages/pip/_vendor": true,
 	"/etc/hostname": true, "/etc/hosts": true, "/etc/resolv.conf": true, "/etc/mtab": true,
 	"/usr": true, "/usr/local": true, "/usr/local/share": true, "/usr/local/lib": true, "/var": true,
 	"/var/lib": true, "/run": true, "/etc": true, "/etc/ssl": true, "/home": true, "/tmp": true, "/var/tmp": true,

@@ -61,6 +61,10 @@ type Runner struct {
 	Now           func() time.Time // nil: time.Now
 	Log           *slog.Logger     // nil: discard
 	Teardown      time.Duration    // 0: 30s
+	// EngineDiff adds the engine's own file diff of the container, read
+	// host-side, to the in-sandbox scan of changed files. It is slow on
+	// storage drivers without a native diff (fuse-overlayfs).
+	EngineDiff bool
 	// IncludeSecrets puts planted token values in report.json.
 	IncludeSecrets bool
 }
@@ -364,6 +368,8 @@ func (r *Runner) startSandbox(ctx context.Context, st *run) error {
 		return fmt.Errorf("pack home and skill: %w", err)
 	}
 	var stderr bytes.Buffer
+	t0 := time.Now()
+	defer func() { r.log().Debug("sandbox: setup exec", "took", time.Since(t0)) }()
 	code, err := sb.Exec(ctx, ExecSpec{
 		Argv:   []string{"/bin/sh", "-c", setupScript},
 		User:   "0:0",

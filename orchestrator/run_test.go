@@ -78,7 +78,7 @@ func TestRunRemovesContainersOnEveryPath(t *testing.T) {
 		runtimetest.StepExec, runtimetest.StepLogs, runtimetest.StepCopyOut, runtimetest.StepDiff} {
 		t.Run("fail="+step, func(t *testing.T) {
 			rt := &runtimetest.Fake{FailAt: step, Logs: readyLogs, Exec: deadToolServer}
-			r := &orchestrator.Runner{Runtime: rt, Binary: binary(t), Teardown: 5 * time.Second}
+			r := &orchestrator.Runner{Runtime: rt, Binary: binary(t), Teardown: 5 * time.Second, EngineDiff: true}
 			dir := t.TempDir()
 			out, err := r.Run(t.Context(), testPlan(t), dir)
 			calls, live := rt.Snapshot()

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"runtime/debug"
 	"strings"
@@ -145,4 +146,13 @@ func dryRun(ctx context.Context, e env, p orchestrator.Plan, sk *skill.Skill) in
 	}
 	fmt.Fprintln(e.stderr, "sandboxctl: dry run: skill, plan and provider settings are valid; nothing was run")
 	return exitClean
+}
+
+// debugLog logs the orchestrator's debug lines to stderr when
+// SANDBOXCTL_DEBUG=1, and nothing otherwise.
+func debugLog(e env) *slog.Logger {
+	if e.getenv("SANDBOXCTL_DEBUG") != "1" {
+		return nil
+	}
+	return slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
 }

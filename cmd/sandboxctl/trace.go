@@ -35,7 +35,7 @@ type traceFlags struct {
 	timeout, toolTimeout                                            time.Duration
 	turns, tokens                                                   int
 	out, format, failOn                                             string
-	keep, dryRun, includeSecrets                                    bool
+	keep, dryRun, includeSecrets, engineDiff                        bool
 	user, hostname, seed, image, networkConfig, traceID             string
 	memory                                                          int64
 	pids                                                            int64
@@ -67,6 +67,7 @@ func (f *traceFlags) register(fs interface {
 	fs.StringVar(&f.failOn, "fail-on", "high", "exit 1 on findings at or above: critical, high, medium, low, info, or never")
 	fs.BoolVar(&f.keep, "keep", false, "leave the containers for debugging and print how to enter them")
 	fs.BoolVar(&f.dryRun, "dry-run", false, "validate the skill, the plan and the provider settings, run nothing")
+	fs.BoolVar(&f.engineDiff, "engine-diff", false, "also read the engine's host-side file diff of the container (slow on fuse-overlayfs)")
 	fs.BoolVar(&f.includeSecrets, "include-secrets", false, "put the planted token values in report.json (for corpus use)")
 	fs.StringVar(&f.user, "user", "", "user name of the seeded home (default: a plausible random one)")
 	fs.StringVar(&f.hostname, "hostname", "", "hostname of the sandbox (default: a plausible random one)")
@@ -224,6 +225,8 @@ func runTrace(ctx context.Context, e env, args []string) int {
 		Binary:         bin,
 		Version:        version(),
 		IncludeSecrets: f.includeSecrets,
+		Log:            debugLog(e),
+		EngineDiff:     f.engineDiff,
 		ImageProgress:  imageProgress{ui: ui},
 		Progress: func(pr orchestrator.Progress) {
 			switch {
