@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sandboxctl/sandboxctl/canary"
 	"github.com/sandboxctl/sandboxctl/internal/testenv"
 	"github.com/sandboxctl/sandboxctl/orchestrator"
 	"github.com/sandboxctl/sandboxctl/reports"
@@ -256,4 +257,46 @@ func ruleIDs(r *reports.Report) []string {
 		ids = append(ids, f.RuleID)
 	}
 	return ids
+}
+
+// TestTraceSeededHome: inside a real sandbox, the planted AWS key shows in
+// ~/.aws/credentials and is known to the trace's registry (the report
+// names it by token id), every planted variable is in the environment, and
+// the planted SSH key is one ssh-keygen accepts.
+func TestTraceSeededHome(t *testing.T) {
+	out := realRun(t, basePlan(writeSkill(t, "home",
+		"cat ~/.aws/credentials",
+		"env",
+		"ssh-keygen -y -f ~/.ssh/id_ed25519 >/dev/null && echo key-ok",
+		"ls -A ~ | wc -l; ls ~/Desktop | wc -l",
+	)))
+	rep := out.Report
+	if c := callByID(rep, "t001"); c == nil || !strings.Contains(c.Result.Stdout, "[canary:aws_access_key") ||
+		!strings.Contains(c.Result.Stdout, "[canary:aws_secret_key") {
+		t.Errorf("~/.aws/credentials does not show registered keys: %+v", c)
+	}
+	env := callByID(rep, "t002")
+	if env == nil {
+		t.Fatal("no env call")
+	}
+	for _, v := range canary.EnvVars {
+		if !strings.Contains(env.Result.Stdout, v.Name+"=[canary:") {
+			t.Errorf("planted variable %s missing from env (or not registered)", v.Name)
+		}
+	}
+	for _, tell := range []string{"SANDBOX", "TRACE", "LD_PRELOAD", "SSL_CERT_FILE", "NODE_EXTRA_CA_CERTS", "HTTP_PROXY", "http_proxy"} {
+		if strings.Contains(env.Result.Stdout, "\n"+tell+"=") || strings.HasPrefix(env.Result.Stdout, tell+"=") {
+			t.Errorf("the environment holds a sandbox tell: %s", tell)
+		}
+	}
+	if c := callByID(rep, "t003"); c == nil || !strings.Contains(c.Result.Stdout, "key-ok") {
+		t.Errorf("ssh-keygen -y rejected the planted key: %+v", c)
+	}
+	if c := callByID(rep, "t004"); c != nil {
+		var home, desk int
+		fmt.Sscan(c.Result.Stdout, &home, &desk)
+		if home < 10 || desk < 3 {
+			t.Errorf("home looks empty: %d entries, %d on the Desktop", home, desk)
+		}
+	}
 }
