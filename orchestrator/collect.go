@@ -37,7 +37,7 @@ func (r *Runner) collect(ctx context.Context, st *run) error {
 	st.events = append(st.events, st.calls.all()...)
 
 	if st.resources != nil {
-		res := st.resources.stop()
+		res := st.resources.stop(ctx, st.sandbox)
 		res.MemoryLimit, res.PIDsLimit = st.plan.Limits.Memory, st.plan.Limits.PIDs
 		if s, err := st.sandbox.State(ctx); err == nil && s.OOMKilled {
 			res.OOMKilled = true
@@ -47,7 +47,7 @@ func (r *Runner) collect(ctx context.Context, st *run) error {
 		if res.OOMKilled || res.MemoryLimit > 0 && res.PeakMemory >= res.MemoryLimit*95/100 {
 			res.Exceeded = append(res.Exceeded, "memory")
 		}
-		if res.PIDsLimit > 0 && res.PeakPIDs >= res.PIDsLimit-2 {
+		if res.PIDsLimit > 0 && res.PeakPIDs >= res.PIDsLimit*9/10 {
 			res.Exceeded = append(res.Exceeded, "pids")
 		}
 		for _, c := range st.loop.Calls {
@@ -354,9 +354,14 @@ func (s *resourceSampler) sample(ctx context.Context, sb Sandbox) {
 	s.res.CPUSeconds = max(s.res.CPUSeconds, st.CPUSeconds)
 }
 
-func (s *resourceSampler) stop() trace.Resource {
+// stop ends the sampling and takes one last sample on ctx, so that a trace
+// shorter than a sampling round still gets figures.
+func (s *resourceSampler) stop(ctx context.Context, sb Sandbox) trace.Resource {
 	s.cancel()
 	<-s.done
+	sctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	s.sample(sctx, sb)
+	cancel()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.res

@@ -1,0 +1,154 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sandboxctl/sandboxctl/internal/testenv"
+	"github.com/sandboxctl/sandboxctl/orchestrator/docker"
+)
+
+// TestTraceForkBomb: a fork bomb left running is held by the pids limit,
+// reported as such, and removed with the sandbox.
+func TestTraceForkBomb(t *testing.T) {
+	if testing.Short() {
+		t.Skip("end-to-end")
+	}
+	testenv.Image(t)
+	dir := skillDir(t, "bomb", "bomb() { bomb | bomb & }; bomb", "sleep 5; echo after")
+	r := traceCLI(t, nil, "--format", "json", "--timeout", "90s", "--pids", "128", dir)
+	defer assertNothingLeft(t, r.report.TraceID)
+	if r.code != exitClean && r.code != exitFindings {
+		t.Errorf("exit %d, want 0 or 1; stderr:\n%s", r.code, r.stderr)
+	}
+	var rep struct {
+		Events []struct {
+			Type string `json:"type"`
+			Data struct {
+				PeakPIDs int64    `json:"peak_pids"`
+				Exceeded []string `json:"exceeded"`
+			} `json:"data"`
+		} `json:"events"`
+	}
+	json.Unmarshal([]byte(r.stdout), &rep)
+	found := false
+	for _, e := range rep.Events {
+		if e.Type == "resource" {
+			found = true
+			if !slices.Contains(e.Data.Exceeded, "pids") || e.Data.PeakPIDs > 128 {
+				t.Errorf("resource event %+v: want pids exceeded, peak <= 128", e.Data)
+			}
+		}
+	}
+	if !found {
+		t.Errorf("no resource event in the report")
+	}
+}
+
+// TestTraceSleepsForever: a command that never ends stops the trace at its
+// deadline with status timeout and an exit code that is not a failure.
+func TestTraceSleepsForever(t *testing.T) {
+	if testing.Short() {
+		t.Skip("end-to-end")
+	}
+	testenv.Image(t)
+	start := time.Now()
+	r := traceCLI(t, nil, "--format", "json", "--timeout", "20s", "--tool-timeout", "10m", skillDir(t, "forever", "sleep infinity"))
+	defer assertNothingLeft(t, r.report.TraceID)
+	if took := time.Since(start); took > 90*time.Second {
+		t.Errorf("trace took %s with a 20s deadline", took)
+	}
+	if r.code != exitClean && r.code != exitFindings {
+		t.Errorf("exit %d, want 0 or 1; stderr:\n%s", r.code, r.stderr)
+	}
+	if r.report.Status != "timeout" {
+		t.Errorf("status %q (%s), want timeout", r.report.Status, r.report.Error)
+	}
+}
+
+// TestImageBuildInterrupted: Ctrl-C during an image build ends with exit 3
+// and a hint, leaves no half-built image under the tag, and a later build
+// still works. The build is forced by a base under a new name (a retag of the
+// existing base), so the real image is not touched.
+func TestImageBuildInterrupted(t *testing.T) {
+	if testing.Short() {
+		t.Skip("end-to-end")
+	}
+	testenv.Image(t)
+	bin := testenv.SandboxctlBinary(t)
+	// A base with its own image id (a label-only child of the real base)
+	// misses the build cache, so the toolset step really runs.
+	base := fmt.Sprintf("sandboxctl-test-base:%d", time.Now().UnixNano())
+	mk := exec.Command("docker", "build", "-q", "-t", base, "--label", "sandboxctl.test=1", "-")
+	mk.Stdin = strings.NewReader("FROM sandboxctl-base:bookworm\nLABEL sandboxctl.test.base=" + base + "\n")
+	if out, err := mk.CombinedOutput(); err != nil {
+		t.Fatalf("make test base: %v\n%s", err, out)
+	}
+	t.Cleanup(func() { exec.Command("docker", "rmi", base).Run() })
+
+	cmd := exec.Command(bin, "image", "build", "--base", base)
+	stderr, _ := cmd.StderrPipe()
+	var stdout strings.Builder
+	cmd.Stdout = &stdout
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	building := make(chan struct{})
+	var lines []string
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		sc := bufio.NewScanner(stderr)
+		signalled := false
+		for sc.Scan() {
+			lines = append(lines, sc.Text())
+			if !signalled && strings.Contains(sc.Text(), "RUN sh") {
+				signalled = true
+				close(building)
+			}
+		}
+	}()
+	select {
+	case <-building:
+	case <-time.After(3 * time.Minute):
+		cmd.Process.Kill()
+		t.Fatal("the build never started")
+	}
+	time.Sleep(3 * time.Second) // into apt-get
+	cmd.Process.Signal(os.Interrupt)
+	waited := make(chan error, 1)
+	go func() { waited <- cmd.Wait() }()
+	select {
+	case <-waited:
+	case <-time.After(2 * time.Minute):
+		cmd.Process.Kill()
+		t.Fatal("image build did not end within 2 minutes of Ctrl-C")
+	}
+	<-done
+	all := strings.Join(lines, "\n")
+	if code := cmd.ProcessState.ExitCode(); code != exitFailed {
+		t.Errorf("exit %d after Ctrl-C, want %d; stderr:\n%s", code, exitFailed, all)
+	}
+	if !strings.Contains(all, "hint: interrupted") {
+		t.Errorf("no interrupted hint:\n%s", all)
+	}
+	if stdout.Len() != 0 {
+		t.Errorf("an image reference was printed after Ctrl-C: %q", stdout.String())
+	}
+	// No image was tagged from the interrupted build.
+	ref, err := docker.ImageRef(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := exec.Command("docker", "image", "inspect", ref).Run(); err == nil {
+		t.Errorf("image %s exists after the interrupted build", ref)
+		exec.Command("docker", "rmi", ref).Run()
+	}
+}
