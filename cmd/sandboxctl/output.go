@@ -66,20 +66,25 @@ func version() string {
 // selfBinary is this program's own binary, which is copied into the
 // containers. It must run there: a static binary always does; a dynamically
 // linked one (go run with cgo) only against the image's libc.
-func selfBinary() (string, error) {
-	exe, err := os.Executable()
+func selfBinary() (exe string, dynamic bool, err error) {
+	exe, err = os.Executable()
 	if err != nil {
-		return "", fmt.Errorf("find own binary: %w", err)
+		return "", false, fmt.Errorf("find own binary: %w", err)
 	}
 	f, err := elf.Open(exe)
 	if err != nil {
-		return "", fmt.Errorf("own binary %s: %w", exe, err)
+		return "", false, fmt.Errorf("own binary %s: %w", exe, err)
 	}
 	defer f.Close()
 	if f.Machine != elf.EM_X86_64 && f.Machine != elf.EM_AARCH64 {
-		return "", fmt.Errorf("own binary %s is for %v; the sandbox needs linux/amd64 or arm64", exe, f.Machine)
+		return "", false, fmt.Errorf("own binary %s is for %v; the sandbox needs linux/amd64 or arm64", exe, f.Machine)
 	}
-	return exe, nil
+	for _, p := range f.Progs {
+		if p.Type == elf.PT_INTERP {
+			dynamic = true
+		}
+	}
+	return exe, dynamic, nil
 }
 
 // skillHint explains the usual reasons a skill is refused.

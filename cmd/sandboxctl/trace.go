@@ -208,10 +208,16 @@ func runTrace(ctx context.Context, e env, args []string) int {
 		return exitFailed
 	}
 	defer rt.Close()
-	bin, err := selfBinary()
+	bin, dynamic, err := selfBinary()
 	if err != nil {
 		e.errorf("%v", err)
 		return exitFailed
+	}
+	if dynamic {
+		// It runs inside the Debian bookworm sandbox too: fine when the
+		// host's libc is not newer than the image's.
+		e.warnf("this sandboxctl is dynamically linked (built with cgo); the sandbox runs this same binary")
+		e.hintf("if the sandbox's tools fail to start, build a static binary: make (CGO_ENABLED=0)")
 	}
 	dir := f.out
 	if dir == "" {
