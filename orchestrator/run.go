@@ -12,6 +12,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"runtime/debug"
 	"strconv"
 	"sync"
 	"time"
@@ -154,7 +155,7 @@ func (r *Runner) Run(ctx context.Context, p Plan, dir string) (out Outcome, err 
 		return out, err
 	}
 
-	runErr := r.execute(ctx, st)
+	runErr := r.safeExecute(ctx, st)
 	if ctx.Err() != nil && !errors.Is(runErr, context.Canceled) {
 		// Interrupted: the trace did not finish what it meant to observe.
 		runErr = errors.Join(runErr, context.Cause(ctx))
@@ -199,6 +200,20 @@ func (r *Runner) Run(ctx context.Context, p Plan, dir string) (out Outcome, err 
 		}
 	}
 	return out, runErr
+}
+
+// ErrInternal marks a panic inside sandboxctl during a trace.
+var ErrInternal = errors.New("internal error")
+
+// safeExecute runs execute and turns a panic into an error, so that the
+// containers are still removed and a report is still written.
+func (r *Runner) safeExecute(ctx context.Context, st *run) (err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			err = fmt.Errorf("%w: %v\n%s", ErrInternal, v, debug.Stack())
+		}
+	}()
+	return r.execute(ctx, st)
 }
 
 // traceStatus maps how the trace ended to the report's status.
