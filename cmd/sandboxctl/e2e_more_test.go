@@ -91,7 +91,20 @@ func TestImageBuildInterrupted(t *testing.T) {
 	if out, err := mk.CombinedOutput(); err != nil {
 		t.Fatalf("make test base: %v\n%s", err, out)
 	}
-	t.Cleanup(func() { exec.Command("docker", "rmi", base).Run() })
+	t.Cleanup(func() {
+		exec.Command("docker", "rmi", base).Run()
+		// The interrupted build's intermediate layers inherit the test
+		// base's label: remove those (and only those) left untagged.
+		// The engine may commit the step it was running a moment after
+		// the client left: look a few times.
+		for i := 0; i < 8; i++ {
+			out, _ := exec.Command("docker", "images", "-q", "-f", "dangling=true", "-f", "label=sandboxctl.test.base="+base).Output()
+			for _, id := range strings.Fields(string(out)) {
+				exec.Command("docker", "rmi", id).Run()
+			}
+			time.Sleep(2 * time.Second)
+		}
+	})
 
 	cmd := exec.Command(bin, "image", "build", "--base", base)
 	stderr, _ := cmd.StderrPipe()
