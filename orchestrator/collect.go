@@ -39,16 +39,24 @@ func (r *Runner) collect(ctx context.Context, st *run) error {
 	if st.resources != nil {
 		res := st.resources.stop(ctx, st.sandbox)
 		res.MemoryLimit, res.PIDsLimit = st.plan.Limits.Memory, st.plan.Limits.PIDs
+		cg := r.cgroupFigures(ctx, st.sandbox)
+		res.PeakMemory = max(res.PeakMemory, cg.memPeak)
+		if cg.pidsMaxHits > 0 {
+			res.Exceeded = append(res.Exceeded, "pids")
+		}
+		if cg.oomKills > 0 {
+			res.OOMKilled = true
+		}
 		if s, err := st.sandbox.State(ctx); err == nil && s.OOMKilled {
 			res.OOMKilled = true
 		}
 		// A process killed by the cgroup's OOM killer does not mark the
 		// container; usage at the limit does.
-		if res.OOMKilled || res.MemoryLimit > 0 && res.PeakMemory >= res.MemoryLimit*95/100 {
+		if res.OOMKilled || cg.memFailures > 0 || res.MemoryLimit > 0 && res.PeakMemory >= res.MemoryLimit*95/100 {
 			res.Exceeded = append(res.Exceeded, "memory")
 		}
-		if res.PIDsLimit > 0 && res.PeakPIDs >= res.PIDsLimit*9/10 {
-			res.Exceeded = append(res.Exceeded, "pids")
+		if cg.pidsMaxHits == 0 && res.PIDsLimit > 0 && res.PeakPIDs >= res.PIDsLimit*9/10 {
+			res.Exceeded = append(res.Exceeded, "pids") // sampled: the counters were not readable
 		}
 		for _, c := range st.loop.Calls {
 			if c.Result.Truncated {
@@ -57,6 +65,7 @@ func (r *Runner) collect(ctx context.Context, st *run) error {
 			}
 		}
 		res.OutputBytes = st.loop.OutputBytes
+		st.exhausted = slices.Contains(res.Exceeded, "pids") || slices.Contains(res.Exceeded, "memory")
 		st.events = append(st.events, trace.Event{Time: r.now(), Source: trace.SourceResource, Type: trace.TypeResource, Data: &res})
 	}
 
@@ -312,6 +321,62 @@ func (r *Runner) cleanup(ctx context.Context, st *run) ([]string, error) {
 		st.jailEv.cancel()
 	}
 	return nil, errors.Join(errs...)
+}
+
+// cgroupScript prints the container's own cgroup counters (v1 or v2), which
+// are exact where sampling from outside is not. Run as root in the sandbox.
+const cgroupScript = `cd /sys/fs/cgroup 2>/dev/null || exit 0
+for f in pids/pids.events pids.events memory/memory.max_usage_in_bytes memory.peak memory/memory.failcnt memory/memory.oom_control memory.events; do
+  [ -r "$f" ] && echo "$f $(tr '\n' ' ' < "$f")"
+done; true`
+
+// cgroupCounts are the figures read by cgroupScript.
+type cgroupCounts struct {
+	pidsMaxHits int64 // forks refused at the pids limit
+	memPeak     int64
+	memFailures int64 // allocations that hit the memory limit
+	oomKills    int64
+}
+
+// cgroupFigures reads the counters; a sandbox too exhausted to run the
+// script gives zeros, and the sampled figures stand.
+func (r *Runner) cgroupFigures(ctx context.Context, sb Sandbox) cgroupCounts {
+	var out bytes.Buffer
+	if _, err := sb.Exec(ctx, ExecSpec{Argv: []string{"/bin/sh", "-c", cgroupScript}, User: "0:0",
+		Stdout: &limitedBuffer{max: 16 << 10, buf: &out}, Stderr: io.Discard}); err != nil {
+		return cgroupCounts{}
+	}
+	return parseCgroup(out.String())
+}
+
+// parseCgroup parses "FILE FIELDS..." lines (untrusted, from the sandbox).
+func parseCgroup(out string) cgroupCounts {
+	var c cgroupCounts
+	num := func(s string) int64 { n, _ := strconv.ParseInt(s, 10, 64); return max(n, 0) }
+	for _, line := range strings.Split(out, "\n") {
+		f := strings.Fields(line)
+		if len(f) < 2 {
+			continue
+		}
+		kv := map[string]int64{}
+		for i := 1; i+1 < len(f); i += 2 {
+			kv[f[i]] = num(f[i+1])
+		}
+		switch f[0] {
+		case "pids/pids.events", "pids.events":
+			c.pidsMaxHits = max(c.pidsMaxHits, kv["max"])
+		case "memory/memory.max_usage_in_bytes", "memory.peak":
+			c.memPeak = max(c.memPeak, num(f[1]))
+		case "memory/memory.failcnt":
+			c.memFailures = max(c.memFailures, num(f[1]))
+		case "memory/memory.oom_control":
+			c.oomKills = max(c.oomKills, kv["oom_kill"])
+		case "memory.events":
+			c.memFailures = max(c.memFailures, kv["max"])
+			c.oomKills = max(c.oomKills, kv["oom_kill"])
+		}
+	}
+	return c
 }
 
 // resourceSampler samples a container's resource use until stopped.

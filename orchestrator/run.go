@@ -126,6 +126,7 @@ type run struct {
 	resources *resourceSampler
 	events    []trace.Event
 	deadline  bool // the trace's deadline ended the agent loop
+	exhausted bool // the skill used up the sandbox's pids or memory
 }
 
 // Run runs one trace: load, plan, image, jail, seeded home, sandbox, driver
@@ -271,6 +272,15 @@ func (r *Runner) execute(ctx context.Context, st *run) error {
 	cctx, ccancel := context.WithTimeout(context.WithoutCancel(ctx), budget)
 	defer ccancel()
 	err := r.collect(cctx, st)
+	if st.loopErr != nil && st.exhausted && !errors.Is(st.loopErr, ErrTimeout) {
+		// The skill used up the sandbox's pids or memory, which the tool
+		// server shares: losing it is the skill's doing and the trace's
+		// result (the resource event says which limit), not a failure to
+		// observe what came before.
+		st.events = append(st.events, trace.Event{Time: r.now(), Source: trace.SourceResource, Type: trace.TypeJailNotice,
+			Data: &trace.Notice{Message: "agent loop ended: the sandbox's resources were exhausted by the skill: " + st.loopErr.Error()}})
+		st.loopErr = nil
+	}
 	// A trace that ran into its deadline is a result (status timeout), not
 	// a failure to observe; a driver or tool server that failed is.
 	if st.loopErr != nil && !errors.Is(st.loopErr, ErrTimeout) {
