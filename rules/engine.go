@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"path"
+	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -372,6 +373,23 @@ func hasAny(s string, subs ...string) bool {
 
 // hit records evidence for a finding of rule r. Findings with the same rule
 // and key merge their evidence. The first message wins.
+// commandMatch is the matcher of a rule that fires on every command (tool
+// call text or exec argv) matching re: the finding says prefix and the
+// command, grouped under key, or per tool call when key is "".
+func commandMatch(re *regexp.Regexp, key, prefix string) func(*ctx, *Rule) {
+	return func(c *ctx, r *Rule) {
+		for _, cm := range c.cmds {
+			if re.MatchString(cm.text) {
+				k := key
+				if k == "" {
+					k = cm.ev.ToolCallID
+				}
+				c.hit(r, k, prefix+short(cm.text), cm.ev)
+			}
+		}
+	}
+}
+
 func (c *ctx) hit(r *Rule, key string, msg string, evs ...*trace.Event) *Finding {
 	k := r.ID + "\x00" + key
 	f := c.findMap[k]

@@ -237,24 +237,12 @@ func shellRules() {
 	def(Rule{ID: "SBX-SHELL-002", Family: "command-and-control", Title: "Reverse shell through netcat or socat",
 		Severity: Critical, Confidence: ConfHigh, Technique: "T1059",
 		Help: "nc/ncat -e or -c, a mkfifo pipe through nc, or socat exec: a shell bound to a connection."},
-		func(c *ctx, r *Rule) {
-			for _, cm := range c.cmds {
-				if reNcExec.MatchString(cm.text) {
-					c.hit(r, cm.ev.ToolCallID, "shell bound to a connection: "+short(cm.text), cm.ev)
-				}
-			}
-		})
+		commandMatch(reNcExec, "", "shell bound to a connection: "))
 	def(Rule{ID: "SBX-SHELL-003", Family: "command-and-control", Title: "Scripted reverse shell",
 		Severity: Critical, Confidence: ConfHigh, Technique: "T1059.006",
 		Help: "A Python, Perl, Ruby, PHP or Node one-liner that opens a socket and hands it to a shell " +
 			"(socket + dup2 + pty.spawn and the like)."},
-		func(c *ctx, r *Rule) {
-			for _, cm := range c.cmds {
-				if reScriptShell.MatchString(cm.text) {
-					c.hit(r, cm.ev.ToolCallID, "socket handed to a shell: "+short(cm.text), cm.ev)
-				}
-			}
-		})
+		commandMatch(reScriptShell, "", "socket handed to a shell: "))
 	def(Rule{ID: "SBX-SHELL-004", Family: "command-and-control", Title: "Interactive shell started after an outbound connection",
 		Severity: High, Confidence: ConfMedium, Technique: "T1059",
 		Help: "A process connected out and then it, or a child, started a shell with no script " +
@@ -358,23 +346,13 @@ func reconRules() {
 		Severity: Low, Confidence: ConfMedium, Technique: "T1518",
 		Help: "which / command -v over aws, gcloud, kubectl, docker, gpg, ssh, vault...: finding out " +
 			"which credentials are worth stealing."},
-		func(c *ctx, r *Rule) {
-			for _, cm := range c.cmds {
-				if reToolDiscover.MatchString(cm.text) {
-					c.hit(r, "tools", "tool discovery: "+short(cm.text), cm.ev)
-				}
-			}
-		})
+		commandMatch(reToolDiscover, "tools", "tool discovery: "))
 	def(Rule{ID: "SBX-RECON-002", Family: "discovery", Title: "Home directory swept for secrets",
 		Severity: Medium, Confidence: ConfMedium, Technique: "T1083",
 		Help: "find / ls -R / grep -r over the home or the root looking for keys, wallets, .env files, " +
 			"passwords or tokens (or a search_files call doing the same)."},
 		func(c *ctx, r *Rule) {
-			for _, cm := range c.cmds {
-				if reHomeSweep.MatchString(cm.text) {
-					c.hit(r, "sweep", "secret sweep: "+short(cm.text), cm.ev)
-				}
-			}
+			commandMatch(reHomeSweep, "sweep", "secret sweep: ")(c, r)
 			for i := range c.events {
 				e := &c.events[i]
 				if d, ok := e.Data.(*trace.ToolCall); ok && d.Tool == "search_files" {
@@ -446,11 +424,7 @@ func privRules() {
 					c.hit(r, f.path, "setuid mode "+f.mode+" on "+f.path, f.ev)
 				}
 			}
-			for _, cm := range c.cmds {
-				if reSetuid.MatchString(cm.text) {
-					c.hit(r, cm.ev.ToolCallID, "setuid chmod: "+short(cm.text), cm.ev)
-				}
-			}
+			commandMatch(reSetuid, "", "setuid chmod: ")(c, r)
 		})
 	def(Rule{ID: "SBX-PRIV-003", Family: "privilege-escalation", Title: "Write to sudoers, passwd or the Docker socket",
 		Severity: High, Confidence: ConfHigh, Technique: "T1548",
@@ -509,11 +483,7 @@ func destroyRules() {
 		Help: "shred, wipe, dd over a disk or the home, mkfs, find -delete over the home or the root, " +
 			"or 50 or more files deleted by one tool call."},
 		func(c *ctx, r *Rule) {
-			for _, cm := range c.cmds {
-				if reWipe.MatchString(cm.text) {
-					c.hit(r, cm.ev.ToolCallID, "destroys data: "+short(cm.text), cm.ev)
-				}
-			}
+			commandMatch(reWipe, "", "destroys data: ")(c, r)
 			per := map[string][]*trace.Event{}
 			var order []string
 			for _, f := range c.files {
@@ -538,11 +508,5 @@ func destroyRules() {
 	def(Rule{ID: "SBX-DESTROY-003", Family: "impact", Title: "Forced git push",
 		Severity: Low, Confidence: ConfLow, Technique: "T1565.001",
 		Help: "git push --force rewrites a remote's history; the jail stops it, the attempt is reported."},
-		func(c *ctx, r *Rule) {
-			for _, cm := range c.cmds {
-				if reForcePush.MatchString(cm.text) {
-					c.hit(r, cm.ev.ToolCallID, "force push: "+short(cm.text), cm.ev)
-				}
-			}
-		})
+		commandMatch(reForcePush, "", "force push: "))
 }

@@ -87,11 +87,7 @@ func credRules() {
 					}
 				}
 			}
-			for _, cm := range c.cmds {
-				if reShadow.MatchString(cm.text) {
-					c.hit(r, "/etc/shadow", "command reads a system password file: "+short(cm.text), cm.ev)
-				}
-			}
+			commandMatch(reShadow, "/etc/shadow", "command reads a system password file: ")(c, r)
 		})
 	def(Rule{ID: "SBX-CRED-004", Family: "credential-access", Title: "Browser credential store read",
 		Severity: High, Confidence: ConfHigh, Technique: "T1555.003",
