@@ -3,6 +3,7 @@ package orchestrator
 import (
 	"archive/tar"
 	"bytes"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -133,15 +134,29 @@ func TestFilterDiff(t *testing.T) {
 	}
 }
 
-func TestDropPlumbing(t *testing.T) {
-	ev := []trace.Event{
-		{Type: trace.TypeExec, Data: &trace.Exec{Path: AgentBin, Argv: []string{AgentBin, "__shim", "--", "bash"}}},
-		{Type: trace.TypeExec, Data: &trace.Exec{Path: "/bin/bash", Argv: []string{"bash"}}},
-		{Type: trace.TypeExec, Data: &trace.Exec{Path: AgentBin, Argv: []string{AgentBin, "__mcp"}}},
+// TestParseCallLogsDropsPlumbing: the shim that starts every call's tree is
+// not in the timeline; what it runs is, tagged with the call id from the
+// log's name; files that are not call logs are ignored.
+func TestParseCallLogsDropsPlumbing(t *testing.T) {
+	log := "10 1.000000 execve(\"" + AgentBin + "\", [\"agentd\", \"__shim\", \"--\", \"/bin/bash\", \"-c\", \"id\"], []) = 0\n" +
+		"11 1.000100 execve(\"/bin/bash\", [\"/bin/bash\", \"-c\", \"id\"], []) = 0\n"
+	tarball := makeTar(t, []tarEntry{
+		{name: "calls/", typ: tar.TypeDir},
+		{name: "calls/t007.log", typ: tar.TypeReg, body: log},
+		{name: "calls/notes.txt", typ: tar.TypeReg, body: log},
+	})
+	events, err := parseCallLogs(bytes.NewReader(tarball), "/home/jdoe", slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
 	}
-	got := dropPlumbing(ev)
-	if len(got) != 2 || got[0].Data.(*trace.Exec).Path != "/bin/bash" {
-		t.Errorf("dropPlumbing kept %d events: %+v", len(got), got)
+	var got []string
+	for _, e := range events {
+		if x, ok := e.Data.(*trace.Exec); ok {
+			got = append(got, e.ToolCallID+" "+x.Path)
+		}
+	}
+	if diff := cmp.Diff([]string{"t007 /bin/bash"}, got); diff != "" {
+		t.Errorf("execs (-want +got):\n%s", diff)
 	}
 }
 

@@ -76,7 +76,7 @@ func (r *Runner) collect(ctx context.Context, st *run) error {
 		if err != nil {
 			errs = append(errs, fmt.Errorf("syscall logs: %w", err))
 		}
-		st.events = append(st.events, dropPlumbing(sys)...)
+		st.events = append(st.events, sys...)
 
 		changed, err := r.changedFiles(ctx, st)
 		if err != nil {
@@ -171,21 +171,6 @@ func parseRootfs(out string, now time.Time) []trace.Event {
 	return events
 }
 
-// dropPlumbing removes the exec of the tool server's own shim and file-tool
-// helper that starts every call's process tree: the tool_call event already
-// says what the agent asked for, and the shim is not the skill's doing.
-func dropPlumbing(events []trace.Event) []trace.Event {
-	out := events[:0]
-	for _, e := range events {
-		if x, ok := e.Data.(*trace.Exec); ok && e.Type == trace.TypeExec && x.Path == AgentBin &&
-			len(x.Argv) > 1 && (x.Argv[1] == "__shim" || x.Argv[1] == "__tool") {
-			continue
-		}
-		out = append(out, e)
-	}
-	return out
-}
-
 // syscalls ends the tracers, copies the per-call strace logs out and parses
 // them host-side.
 func (r *Runner) syscalls(ctx context.Context, st *run) ([]trace.Event, error) {
@@ -201,6 +186,9 @@ func (r *Runner) syscalls(ctx context.Context, st *run) ([]trace.Event, error) {
 		r.log().Warn("end tracers", "exit", code, "stderr", stderr.String())
 	}
 	rc, err := st.sandbox.CopyOut(ctx, CallLogDir)
+	// parseCallLogs drops agentd's own execs (the shim and file-tool
+	// helper that start every call): the tool_call event says what the
+	// agent asked for.
 	if err != nil {
 		return nil, fmt.Errorf("copy out %s: %w", CallLogDir, err)
 	}
