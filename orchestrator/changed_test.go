@@ -199,3 +199,23 @@ func TestParseCgroup(t *testing.T) {
 		})
 	}
 }
+
+// TestParseCallLogsReportsGaps: a log line over the cap becomes a notice in
+// the timeline rather than vanishing.
+func TestParseCallLogsReportsGaps(t *testing.T) {
+	long := "10 1.000000 openat(AT_FDCWD, \"/tmp/" + strings.Repeat("a", maxStraceLine) + "\", O_RDONLY) = 3\n"
+	tarball := makeTar(t, []tarEntry{{name: "calls/t001.log", typ: tar.TypeReg, body: long}})
+	events, err := parseCallLogs(bytes.NewReader(tarball), "/home/jdoe", slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var notes []string
+	for _, e := range events {
+		if n, ok := e.Data.(*trace.Notice); ok {
+			notes = append(notes, e.ToolCallID+": "+n.Message)
+		}
+	}
+	if len(notes) != 1 || !strings.Contains(notes[0], "t001: syscall log of t001 incomplete: 1 over-long lines skipped") {
+		t.Errorf("notices = %q, want one about the over-long line", notes)
+	}
+}

@@ -223,16 +223,43 @@ func parseCallLogs(rc io.Reader, cwd string, log interface{ Warn(string, ...any)
 			log.Warn("syscall logs over cap; rest skipped", "cap", maxLogsBytes)
 			break
 		}
-		lr := io.LimitReader(tr, min(maxLogBytes, maxLogsBytes-total))
+		limit := min(maxLogBytes, maxLogsBytes-total)
+		lr := io.LimitReader(tr, limit)
 		ev, stats, err := strace.Parse(lr, m[1], strace.Options{Cwd: cwd, MaxLineBytes: maxStraceLine, Agentd: AgentBin})
 		total += hdr.Size
 		if err != nil {
 			log.Warn("parse syscall log", "call", m[1], "err", err)
 		}
-		_ = stats
 		events = append(events, ev...)
+		// A log cut by a cap is a gap in the evidence: say so in the report.
+		if gap := logGap(stats, hdr.Size > limit); gap != "" {
+			var at time.Time
+			if len(ev) > 0 {
+				at = ev[len(ev)-1].Time
+			}
+			events = append(events, trace.Event{Time: at, Source: trace.SourceSyscall, Type: trace.TypeJailNotice, ToolCallID: m[1],
+				Data: &trace.Notice{Message: "syscall log of " + m[1] + " incomplete: " + gap, Lost: stats.DroppedEvents}})
+		}
 	}
 	return events, nil
+}
+
+// logGap describes what of a syscall log was not turned into events, or "".
+func logGap(st strace.Stats, cut bool) string {
+	var parts []string
+	if cut {
+		parts = append(parts, fmt.Sprintf("over the %d MiB cap", maxLogBytes>>20))
+	}
+	if st.LinesCapped {
+		parts = append(parts, "line count capped")
+	}
+	if st.LongLines > 0 {
+		parts = append(parts, fmt.Sprintf("%d over-long lines skipped", st.LongLines))
+	}
+	if st.DroppedEvents > 0 {
+		parts = append(parts, fmt.Sprintf("%d events over the cap dropped", st.DroppedEvents))
+	}
+	return strings.Join(parts, ", ")
 }
 
 // filterDiff drops the changes the trace itself makes before the skill runs
