@@ -155,6 +155,9 @@ type ToolCall struct {
 	// this call, when the driver knows it (the literal driver always does).
 	SkillFile string `json:"skill_file,omitempty"`
 	SkillLine int    `json:"skill_line,omitempty"`
+	// PlanReason says why the driver made this call: "code block",
+	// "prose path", "bundled entry point", "placeholder filled", "model", ...
+	PlanReason string `json:"plan_reason,omitempty"`
 }
 
 // Exec is an execve (successful or not).
@@ -298,4 +301,8 @@ type Resource struct {
 type Notice struct {
 	Message string `json:"message"`
 	Lost    int64  `json:"lost,omitempty"` // events known to be lost
+	// Incomplete marks evidence known to be missing (a lost tail, an
+	// unreadable line, a budget that dropped bytes): a trace with such a
+	// notice cannot be judged clean.
+	Incomplete bool `json:"incomplete,omitempty"`
 }
