@@ -1,0 +1,271 @@
+package evaluation
+
+import (
+	"cmp"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/sandboxctl/sandboxctl/orchestrator"
+	"github.com/sandboxctl/sandboxctl/reports"
+	"github.com/sandboxctl/sandboxctl/rules"
+)
+
+// A Tracer runs one skill and returns its report. dir is the run folder to
+// write ("" for none). As with orchestrator.Runner, a non-nil error means
+// the trace could not observe; the report, when not nil, is then partial.
+// Tracers must be safe for concurrent use.
+type Tracer interface {
+	Trace(ctx context.Context, c Case, dir string) (*reports.Report, error)
+}
+
+// PipelineTracer traces through an orchestrator.Runner, the pipeline of
+// `sandboxctl trace`.
+type PipelineTracer struct {
+	Runner *orchestrator.Runner
+	// Plan is the template of every trace (driver, limits, image, ...):
+	// SkillPath and TraceID are set per case.
+	Plan orchestrator.Plan
+	// TraceIDPrefix starts every trace id ("" for "eval"), so that the
+	// containers of an evaluation can be told apart and collected.
+	TraceIDPrefix string
+}
+
+// Trace implements Tracer.
+func (t *PipelineTracer) Trace(ctx context.Context, c Case, dir string) (*reports.Report, error) {
+	p := t.Plan
+	p.SkillPath = c.Dir
+	p.TraceID = traceID(cmp.Or(t.TraceIDPrefix, "eval"), c.Slug)
+	out, err := t.Runner.Run(ctx, p, dir)
+	return out.Report, err
+}
+
+var unsafeIDRe = regexp.MustCompile(`[^a-z0-9]+`)
+
+// traceID is <prefix>-<slug cut short>-<random>, a valid trace id.
+func traceID(prefix, slug string) string {
+	var b [4]byte
+	rand.Read(b[:])
+	s := strings.Trim(unsafeIDRe.ReplaceAllLiteralString(strings.ToLower(slug), "-"), "-")
+	if len(s) > 40 {
+		s = strings.TrimRight(s[:40], "-")
+	}
+	return strings.ToLower(prefix) + "-" + s + "-" + hex.EncodeToString(b[:])
+}
+
+// DefaultParallel is how many traces run at once when Options.Parallel is
+// 0: two, which keeps a 2-core machine busy (a trace mostly waits on the
+// engine and its tool calls) without starving the traces of CPU, which
+// would turn time budgets into verdicts.
+const DefaultParallel = 2
+
+// Options are the settings of Run.
+type Options struct {
+	Tracer Tracer
+	// Parallel bounds the traces run at once (0: DefaultParallel).
+	Parallel int
+	// KeepRuns, when set, is a folder that receives each trace's run folder
+	// as <corpus>/<slug>; otherwise no run folder is written.
+	KeepRuns string
+	// Progress is called after each trace, one call at a time (nil: none).
+	Progress func(done, total int, r Result)
+	Now      func() time.Time // nil: time.Now
+}
+
+// Result is one skill's outcome.
+type Result struct {
+	Corpus   string          `json:"corpus"`
+	Slug     string          `json:"slug"`
+	Label    string          `json:"label"`
+	Group    string          `json:"group"`
+	Category string          `json:"category,omitempty"`
+	Family   string          `json:"family,omitempty"`
+	Expect   []rules.Verdict `json:"expect,omitempty"`
+	// Verdict is the report's verdict, or "error" when the trace produced
+	// no report.
+	Verdict string `json:"verdict"`
+	// Status is the report's status (completed, timeout, error, cancelled).
+	Status string `json:"status,omitempty"`
+	// Error is why the trace could not observe all it meant to.
+	Error string `json:"error,omitempty"`
+	// Rules are the ids of every rule that fired, sorted.
+	Rules []string `json:"rules"`
+	// Deciding are the ids of the rules that decided a malicious or
+	// suspicious verdict: the findings of the worst severity present.
+	Deciding   []string `json:"deciding"`
+	ToolCalls  int      `json:"tool_calls"`
+	DurationMS int64    `json:"duration_ms"`
+	// RunDir is the kept run folder, when Options.KeepRuns is set.
+	RunDir string `json:"run_dir,omitempty"`
+}
+
+// VerdictError is Result.Verdict for a trace that produced no report.
+const VerdictError = "error"
+
+// Run traces every case, at most Options.Parallel at once, and returns one
+// Result per case in the order of cases. A trace that fails is a Result
+// (verdict error, or its partial report's verdict), not an error: Run
+// returns an error only when ctx ends first (with the results so far,
+// untraced cases left out) or a run folder cannot be made.
+func Run(ctx context.Context, cases []Case, opt Options) ([]Result, error) {
+	if opt.Tracer == nil {
+		return nil, errors.New("evaluation: no tracer")
+	}
+	par := opt.Parallel
+	if par <= 0 {
+		par = DefaultParallel
+	}
+	now := opt.Now
+	if now == nil {
+		now = time.Now
+	}
+	results := make([]*Result, len(cases))
+	var (
+		mu   sync.Mutex
+		done int
+		errs []error
+		wg   sync.WaitGroup
+	)
+	sem := make(chan struct{}, par)
+	for i, c := range cases {
+		select {
+		case sem <- struct{}{}:
+		case <-ctx.Done():
+		}
+		if ctx.Err() != nil {
+			break
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			dir := ""
+			if opt.KeepRuns != "" {
+				dir = filepath.Join(opt.KeepRuns, c.Corpus, c.Slug)
+				if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
+					mu.Lock()
+					errs = append(errs, fmt.Errorf("run folder for %s: %w", c.ID(), err))
+					mu.Unlock()
+					return
+				}
+				// A run folder left by an earlier evaluation would mix
+				// two traces' files.
+				if err := os.RemoveAll(dir); err != nil {
+					mu.Lock()
+					errs = append(errs, fmt.Errorf("run folder for %s: %w", c.ID(), err))
+					mu.Unlock()
+					return
+				}
+			}
+			start := now()
+			rep, err := opt.Tracer.Trace(ctx, c, dir)
+			if ctx.Err() != nil {
+				// Cancelled: the verdict of a cut trace would skew the
+				// figures, so the case counts as not traced.
+				return
+			}
+			r := resultOf(c, rep, err)
+			if r.DurationMS == 0 {
+				r.DurationMS = now().Sub(start).Milliseconds()
+			}
+			if dir != "" {
+				r.RunDir = dir
+			}
+			mu.Lock()
+			results[i] = &r
+			done++
+			if opt.Progress != nil {
+				opt.Progress(done, len(cases), r)
+			}
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	out := make([]Result, 0, len(cases))
+	for _, r := range results {
+		if r != nil {
+			out = append(out, *r)
+		}
+	}
+	if ctx.Err() != nil {
+		errs = append(errs, fmt.Errorf("evaluation stopped after %d of %d skills: %w", len(out), len(cases), context.Cause(ctx)))
+	}
+	return out, errors.Join(errs...)
+}
+
+// resultOf turns a trace's report (nil when it failed before one existed)
+// and error into a Result.
+func resultOf(c Case, rep *reports.Report, err error) Result {
+	r := Result{
+		Corpus: c.Corpus, Slug: c.Slug, Label: c.Label, Group: c.Group(),
+		Category: c.Category, Family: c.Family, Expect: c.Expect,
+		Verdict: VerdictError, Rules: []string{}, Deciding: []string{},
+	}
+	if err != nil {
+		r.Error = err.Error()
+	}
+	if rep == nil {
+		return r
+	}
+	r.Verdict = string(rep.Verdict)
+	r.Status = string(rep.Status)
+	if r.Error == "" {
+		r.Error = rep.Error
+	}
+	r.ToolCalls = len(rep.ToolCalls)
+	r.DurationMS = rep.DurationMS
+	for _, f := range rep.Findings {
+		if !slices.Contains(r.Rules, f.RuleID) {
+			r.Rules = append(r.Rules, f.RuleID)
+		}
+	}
+	slices.Sort(r.Rules)
+	if rep.Verdict == rules.Malicious || rep.Verdict == rules.Suspicious {
+		r.Deciding = deciding(rep.Findings)
+	}
+	return r
+}
+
+// deciding returns the ids of the findings of the worst severity present,
+// and among them of the highest confidence: the ones that set the verdict
+// whatever the exact thresholds of the policy are.
+func deciding(fs []rules.Finding) []string {
+	top, conf := 0, 0
+	for _, f := range fs {
+		if s := f.Severity.Rank(); s > top {
+			top, conf = s, 0
+		}
+		if f.Severity.Rank() == top {
+			conf = max(conf, confRank(f.Confidence))
+		}
+	}
+	ids := []string{}
+	for _, f := range fs {
+		if f.Severity.Rank() == top && confRank(f.Confidence) == conf && !slices.Contains(ids, f.RuleID) {
+			ids = append(ids, f.RuleID)
+		}
+	}
+	slices.Sort(ids)
+	return ids
+}
+
+func confRank(c rules.Confidence) int {
+	switch c {
+	case rules.ConfHigh:
+		return 3
+	case rules.ConfMedium:
+		return 2
+	case rules.ConfLow:
+		return 1
+	}
+	return 0
+}
