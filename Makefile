@@ -4,7 +4,7 @@ BIN       ?= bin/sandboxctl
 # The binary is copied into the sandbox, so it must be static.
 export CGO_ENABLED = 0
 
-.PHONY: all build test test-short lint golden image bench check gc help
+.PHONY: all build test test-short lint golden image bench eval check gc help
 
 all: build ## build bin/sandboxctl (default)
 
@@ -30,6 +30,24 @@ image: build ## build the sandbox image (no registry pull: debootstrap base from
 
 bench: build ## benchmarks that report ratios against a baseline measured in the same run
 	./bench/run.sh
+
+# The shared corpus of real skills lives beside the repository (not in it);
+# a user's clone has none, and eval then measures eval/ alone.
+SHARED_CORPUS ?= ../shared/corpus
+EVAL_FLAGS    ?=
+
+eval: build ## measure verdicts on ../shared/corpus and eval/; update docs/detection.md (EVAL_FLAGS passes flags)
+	@manifests=eval/manifest.tsv; \
+	if [ -f "$(SHARED_CORPUS)/manifest.tsv" ]; then \
+	  manifests="$(SHARED_CORPUS)/manifest.tsv $$manifests"; \
+	elif [ "$$SANDBOXCTL_REQUIRE_CORPUS" = 1 ]; then \
+	  echo "eval: error: $(SHARED_CORPUS)/manifest.tsv is absent and SANDBOXCTL_REQUIRE_CORPUS=1" >&2; exit 1; \
+	else \
+	  echo "eval: $(SHARED_CORPUS) is absent: skipping the shared corpus, measuring eval/ only" >&2; \
+	fi; \
+	mkdir -p runs; \
+	set -x; $(BIN) eval --commit "$$(git describe --always --dirty --abbrev=12 2>/dev/null)" --json runs/eval.json \
+	  --update-doc docs/detection.md $(EVAL_FLAGS) $$manifests
 
 gc: build ## remove leftovers of crashed traces (by label only)
 	$(BIN) gc

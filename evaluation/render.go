@@ -13,7 +13,7 @@ import (
 // WriteText writes the figures and the disagreements for a terminal.
 func WriteText(w io.Writer, rep *Report) error {
 	var b bytes.Buffer
-	fmt.Fprintf(&b, "evaluation of %d skills with the %s driver", len(rep.Results), rep.Driver)
+	fmt.Fprintf(&b, "evaluation of %s with the %s driver", skills(len(rep.Results)), rep.Driver)
 	if rep.Commit != "" {
 		fmt.Fprintf(&b, " at %s", rep.Commit)
 	}
@@ -39,13 +39,15 @@ func WriteText(w io.Writer, rep *Report) error {
 	for _, c := range rep.Summary.Corpora {
 		row(c.Corpus, "(all)", c.Tally)
 	}
-	row("(all)", "(all)", rep.Summary.Overall)
+	if len(rep.Summary.Corpora) > 1 {
+		row("(all)", "(all)", rep.Summary.Overall)
+	}
 	if err := tw.Flush(); err != nil {
 		return err
 	}
 
 	if d := rep.Summary.Disagreements; len(d) > 0 {
-		fmt.Fprintf(&b, "\n%d skills disagree with their label:\n", len(d))
+		fmt.Fprintf(&b, "\n%s %s with the label or expected verdict:\n", skills(len(d)), agree(len(d)))
 		tw = tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
 		fmt.Fprintln(tw, "KIND\tSKILL\tLABEL\tGROUP\tVERDICT\tDECIDED BY")
 		for _, x := range d {
@@ -57,6 +59,20 @@ func WriteText(w io.Writer, rep *Report) error {
 	}
 	_, err := w.Write(b.Bytes())
 	return err
+}
+
+func skills(n int) string {
+	if n == 1 {
+		return "1 skill"
+	}
+	return fmt.Sprintf("%d skills", n)
+}
+
+func agree(n int) string {
+	if n == 1 {
+		return "disagrees"
+	}
+	return "disagree"
 }
 
 func verdictText(d Disagreement) string {
@@ -223,8 +239,8 @@ func historyTable(old string, rep *Report) string {
 // docs/detection.md.
 func Markdown(rep *Report) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "Measured on %s at commit `%s` with the %s driver: %d skills",
-		rep.GeneratedAt.UTC().Format("2006-01-02"), cellOr(rep.Commit, "unknown"), rep.Driver, len(rep.Results))
+	fmt.Fprintf(&b, "Measured on %s at commit `%s` with the %s driver: %s",
+		rep.GeneratedAt.UTC().Format("2006-01-02"), cellOr(rep.Commit, "unknown"), rep.Driver, skills(len(rep.Results)))
 	if rep.Sample > 0 {
 		fmt.Fprintf(&b, " (a stratified sample of %d, seed `%s`)", rep.Sample, rep.Seed)
 	}
@@ -257,7 +273,7 @@ func Markdown(rep *Report) string {
 	for _, x := range d {
 		counts[x.Kind]++
 	}
-	fmt.Fprintf(&b, "\n%d skills disagree with their label", len(d))
+	fmt.Fprintf(&b, "\n%s %s with the label or expected verdict", skills(len(d)), agree(len(d)))
 	if len(d) > 0 {
 		var parts []string
 		for _, k := range kindOrder {

@@ -1,0 +1,349 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime/debug"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/sandboxctl/sandboxctl/evaluation"
+	"github.com/sandboxctl/sandboxctl/orchestrator"
+	"github.com/sandboxctl/sandboxctl/rules"
+)
+
+func init() {
+	register(command{name: "eval", short: "measure verdicts on labelled corpora of skills", run: runEval})
+}
+
+const evalSynopsis = `[flags] MANIFEST...
+
+Traces every skill of the labelled corpora whose manifest.tsv files are given
+(skills at <manifest folder>/skills/<slug>), through the same pipeline as
+trace, a few at a time, and scores the verdicts against the labels: recall on
+malicious skills, false-malicious and false-suspicious rates on benign ones,
+inconclusive rates, dual-use skills apart, per family or category and overall,
+and the skills that disagree with their label with the rules that decided.
+The table goes to stdout, progress to stderr.
+
+A manifest is tab-separated with a header line; slug and label (benign,
+dual-use, malicious) are required, category, family and expect (verdicts
+separated by |) are used when present. See docs/detection.md.
+
+Examples:
+  sandboxctl eval eval/manifest.tsv
+  sandboxctl eval --sample 40 --json /tmp/eval.json ../shared/corpus/manifest.tsv
+  sandboxctl eval --only weather-report --keep-runs /tmp/runs eval/manifest.tsv
+  sandboxctl eval --update-doc docs/detection.md ../shared/corpus/manifest.tsv eval/manifest.tsv`
+
+type evalFlags struct {
+	trace                traceFlags
+	parallel, sample     int
+	sampleSeed, keepRuns string
+	jsonOut, updateDoc   string
+	commit               string
+	only                 stringList
+	check                bool
+}
+
+// stringList is a flag that may be given several times, or with commas.
+type stringList []string
+
+func (s *stringList) String() string { return strings.Join(*s, ",") }
+
+func (s *stringList) Set(v string) error {
+	for _, p := range strings.Split(v, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			*s = append(*s, p)
+		}
+	}
+	return nil
+}
+
+func (f *evalFlags) register(fs *flag.FlagSet) {
+	fs.IntVar(&f.parallel, "parallel", evaluation.DefaultParallel, "traces run at once")
+	fs.IntVar(&f.sample, "sample", 0, "trace a fixed, stratified sample of N skills (by corpus, label and family or category) instead of all")
+	fs.StringVar(&f.sampleSeed, "sample-seed", evaluation.DefaultSeed, "seed of --sample: the same seed picks the same skills")
+	fs.Var(&f.only, "only", "trace only this skill (slug or corpus/slug); repeat or separate with commas")
+	fs.StringVar(&f.keepRuns, "keep-runs", "", "keep each trace's run folder as DIR/<corpus>/<slug>")
+	fs.StringVar(&f.jsonOut, "json", "", "write the evaluation as JSON to FILE (schema: evaluation/schema/eval.schema.json)")
+	fs.StringVar(&f.updateDoc, "update-doc", "", "update the marked sections of FILE (docs/detection.md) with the figures")
+	fs.StringVar(&f.commit, "commit", "", "source revision recorded with the figures (default: this binary's build revision)")
+	fs.BoolVar(&f.check, "check", false, "exit 1 when a benign skill is judged malicious or a stated expected verdict is not met")
+
+	// The trace settings every skill runs with, as for trace.
+	t := &f.trace
+	d := orchestrator.DefaultLimits()
+	fs.StringVar(&t.driver, "driver", "", "who decides the tool calls: literal or llm (default: llm when --model or --provider is set, else literal)")
+	fs.StringVar(&t.provider, "provider", "", "llm provider: openai, openrouter, ollama (or use --base-url)")
+	fs.StringVar(&t.model, "model", "", "model name for the llm driver")
+	fs.StringVar(&t.baseURL, "base-url", "", "any OpenAI-compatible endpoint")
+	fs.StringVar(&t.apiKeyEnv, "api-key-env", "", "name of the environment variable holding the API key")
+	fs.StringVar(&t.prompt, "prompt", "", "the user's request to the agent (default: derived from each skill's description)")
+	fs.DurationVar(&t.timeout, "timeout", d.Timeout, "deadline of each trace")
+	fs.DurationVar(&t.toolTimeout, "tool-timeout", d.ToolTimeout, "longest a single tool call may run")
+	fs.IntVar(&t.turns, "turns", d.Turns, "most agent turns per trace")
+	fs.IntVar(&t.tokens, "tokens", d.Tokens, "most model tokens per trace (llm driver)")
+	fs.StringVar(&t.image, "image", "", "sandbox image (default: built from the embedded Dockerfile.sandbox)")
+	fs.StringVar(&t.networkConfig, "network-config", "", "JSON file of DNS answers, NXDOMAIN names and HTTP responses for the jail")
+	fs.BoolVar(&t.engineDiff, "engine-diff", false, "also read the engine's host-side file diff (slow on fuse-overlayfs)")
+	fs.Int64Var(&t.memory, "memory", d.Memory, "memory limit of each sandbox, bytes")
+	fs.Int64Var(&t.pids, "pids", d.PIDs, "process limit of each sandbox")
+	fs.Float64Var(&t.cpus, "cpus", float64(d.NanoCPUs)/1e9, "CPU limit of each sandbox")
+}
+
+func runEval(ctx context.Context, e env, args []string) int {
+	var f evalFlags
+	fs := newFlags(e, "eval", evalSynopsis)
+	f.register(fs)
+	if code, ok := parseFlags(fs, interspersed(fs, args)); !ok {
+		return code
+	}
+	if fs.NArg() == 0 {
+		e.errorf("eval needs at least one MANIFEST")
+		e.hintf("usage: sandboxctl eval [flags] MANIFEST... (e.g. eval/manifest.tsv)")
+		return exitUsage
+	}
+	switch {
+	case f.parallel < 1:
+		e.errorf("--parallel must be at least 1, got %d", f.parallel)
+		return exitUsage
+	case f.sample < 0:
+		e.errorf("--sample must be positive, got %d", f.sample)
+		return exitUsage
+	case f.trace.driver == orchestrator.DriverReplay:
+		e.errorf("eval cannot replay: a transcript belongs to one skill")
+		return exitUsage
+	}
+
+	var cases []evaluation.Case
+	corpora := map[string]string{}
+	for _, m := range fs.Args() {
+		cs, err := evaluation.ReadManifest(m)
+		if err != nil {
+			e.errorf("%v", err)
+			if errors.Is(err, os.ErrNotExist) {
+				e.hintf("a manifest is a corpus's manifest.tsv, with the skills in skills/<slug> beside it")
+			}
+			return exitUsage
+		}
+		if len(cs) > 0 {
+			if prev, dup := corpora[cs[0].Corpus]; dup {
+				e.errorf("%s and %s are both corpus %q: results would mix", prev, m, cs[0].Corpus)
+				return exitUsage
+			}
+			corpora[cs[0].Corpus] = m
+		}
+		cases = append(cases, cs...)
+	}
+	if len(f.only) > 0 {
+		var picked []evaluation.Case
+		for _, c := range cases {
+			if slices.Contains(f.only, c.Slug) || slices.Contains(f.only, c.ID()) {
+				picked = append(picked, c)
+			}
+		}
+		for _, o := range f.only {
+			if !slices.ContainsFunc(picked, func(c evaluation.Case) bool { return o == c.Slug || o == c.ID() }) {
+				e.errorf("--only %s: no such skill in the manifests", o)
+				return exitUsage
+			}
+		}
+		cases = picked
+	}
+	cases = evaluation.Sample(cases, f.sample, f.sampleSeed)
+	if len(cases) == 0 {
+		e.errorf("the manifests list no skills")
+		return exitUsage
+	}
+
+	// Validate the trace settings once; each case sets its own skill and id.
+	plan, err := f.trace.plan(e, cases[0].Dir, time.Now())
+	if err != nil {
+		e.errorf("%v", err)
+		return exitUsage
+	}
+
+	rt, ok := openDocker(ctx, e)
+	if !ok {
+		return exitFailed
+	}
+	defer rt.Close()
+	bin, _, err := selfBinary()
+	if err != nil {
+		e.errorf("%v", err)
+		return exitFailed
+	}
+	if plan.Image == "" {
+		// Build (or find) the image once, before the traces race for it.
+		ref, err := rt.EnsureImage(ctx, prefixWriter{w: e.stderr, prefix: "image: "})
+		if err != nil {
+			e.errorf("build image: %v", err)
+			return exitFailed
+		}
+		plan.Image = ref
+	}
+
+	commit := f.commit
+	if commit == "" {
+		commit = buildRevision()
+	}
+	rep := &evaluation.Report{
+		SchemaVersion: evaluation.SchemaVersion,
+		GeneratedAt:   time.Now().UTC(),
+		Commit:        commit,
+		Driver:        plan.Driver.Kind,
+		Model:         plan.Driver.Model,
+		Manifests:     fs.Args(),
+		Parallel:      f.parallel,
+	}
+	if f.sample > 0 {
+		rep.Sample, rep.Seed = f.sample, f.sampleSeed
+	}
+	fmt.Fprintf(e.stderr, "sandboxctl: evaluating %d skill(s), %d at a time\n", len(cases), f.parallel)
+	start := time.Now()
+	results, runErr := evaluation.Run(ctx, cases, evaluation.Options{
+		Tracer: &evaluation.PipelineTracer{
+			Runner: &orchestrator.Runner{
+				Runtime: rt, Binary: bin, Version: version(), Log: debugLog(e), EngineDiff: f.trace.engineDiff,
+			},
+			Plan: plan,
+		},
+		Parallel: f.parallel,
+		KeepRuns: f.keepRuns,
+		Progress: func(done, total int, r evaluation.Result) {
+			fmt.Fprintf(e.stderr, "sandboxctl: [%d/%d] %s/%s %s: %s%s (%.0fs)\n", done, total, r.Corpus, r.Slug, r.Label,
+				r.Verdict, decidingNote(r), float64(r.DurationMS)/1000)
+		},
+	})
+	rep.DurationMS = time.Since(start).Milliseconds()
+	rep.Results = results
+	rep.Summary = evaluation.Summarize(results)
+
+	code := exitClean
+	if runErr != nil {
+		e.errorf("%v", runErr)
+		code = exitFailed
+	}
+	if len(results) == 0 {
+		return exitFailed
+	}
+	if runErr != nil {
+		e.warnf("the figures below cover only the %d skills that finished", len(results))
+	}
+	if err := evaluation.WriteText(e.stdout, rep); err != nil {
+		e.errorf("write table: %v", err)
+		return exitFailed
+	}
+	if f.jsonOut != "" {
+		if err := writeFileAtomic(f.jsonOut, func(w *os.File) error { return evaluation.WriteJSON(w, rep) }); err != nil {
+			e.errorf("write %s: %v", f.jsonOut, err)
+			return exitFailed
+		}
+	}
+	if f.updateDoc != "" && runErr == nil {
+		if err := updateDoc(f.updateDoc, rep); err != nil {
+			e.errorf("update %s: %v", f.updateDoc, err)
+			if errors.Is(err, evaluation.ErrNoMarkers) {
+				e.hintf("the document needs the sections of docs/detection.md (copy its marker comments)")
+			}
+			return exitFailed
+		}
+		fmt.Fprintf(e.stderr, "sandboxctl: updated %s\n", f.updateDoc)
+	} else if f.updateDoc != "" {
+		e.warnf("%s not updated: the evaluation did not finish", f.updateDoc)
+	}
+	if code == exitClean && f.check && checkFails(rep) {
+		code = exitFindings
+	}
+	return code
+}
+
+// decidingNote is " by RULE, RULE" for a verdict with deciding rules.
+func decidingNote(r evaluation.Result) string {
+	if len(r.Deciding) == 0 {
+		if r.Verdict == evaluation.VerdictError && r.Error != "" {
+			return ": " + strings.SplitN(r.Error, "\n", 2)[0]
+		}
+		return ""
+	}
+	return " by " + strings.Join(r.Deciding, ", ")
+}
+
+// checkFails reports what --check fails on: a benign skill judged
+// malicious, or a stated expected verdict not met.
+func checkFails(rep *evaluation.Report) bool {
+	for _, d := range rep.Summary.Disagreements {
+		switch {
+		case d.Kind == evaluation.KindFalseMalicious:
+			return true
+		case len(d.Expect) > 0 && !slices.Contains(d.Expect, rules.Verdict(d.Verdict)):
+			return true
+		}
+	}
+	return false
+}
+
+func updateDoc(path string, rep *evaluation.Report) error {
+	doc, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	out, err := evaluation.UpdateDoc(doc, rep)
+	if err != nil {
+		return err
+	}
+	return writeFileAtomic(path, func(w *os.File) error { _, err := w.Write(out); return err })
+}
+
+// writeFileAtomic writes path through a temporary file in the same folder,
+// so a failure leaves the old file whole.
+func writeFileAtomic(path string, write func(*os.File) error) error {
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	if err := write(tmp); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Chmod(0o644); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), path)
+}
+
+// buildRevision is the short VCS revision this binary was built from, with
+// "-dirty" when the tree had changes, or "".
+func buildRevision() string {
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return ""
+	}
+	rev, dirty := "", false
+	for _, s := range bi.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			rev = s.Value
+		case "vcs.modified":
+			dirty = s.Value == "true"
+		}
+	}
+	if len(rev) > 12 {
+		rev = rev[:12]
+	}
+	if rev != "" && dirty {
+		rev += "-dirty"
+	}
+	return rev
+}
