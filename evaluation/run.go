@@ -38,13 +38,20 @@ type PipelineTracer struct {
 	// TraceIDPrefix starts every trace id ("" for "eval"), so that the
 	// containers of an evaluation can be told apart and collected.
 	TraceIDPrefix string
+	// TraceID, when set, chooses each trace's id instead (tests use it to
+	// clean up by label before and after).
+	TraceID func(Case) string
 }
 
 // Trace implements Tracer.
 func (t *PipelineTracer) Trace(ctx context.Context, c Case, dir string) (*reports.Report, error) {
 	p := t.Plan
 	p.SkillPath = c.Dir
-	p.TraceID = traceID(cmp.Or(t.TraceIDPrefix, "eval"), c.Slug)
+	if t.TraceID != nil {
+		p.TraceID = t.TraceID(c)
+	} else {
+		p.TraceID = traceID(cmp.Or(t.TraceIDPrefix, "eval"), c.Slug)
+	}
 	out, err := t.Runner.Run(ctx, p, dir)
 	return out.Report, err
 }

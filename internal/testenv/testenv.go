@@ -5,7 +5,8 @@
 //
 // Test code only: no production package may import it. It reads
 // SANDBOXCTL_REQUIRE_DOCKER (CI sets it to 1: a missing engine fails the
-// test instead of skipping it) and DOCKER_HOST.
+// test instead of skipping it), DOCKER_HOST and SANDBOXCTL_REQUIRE_CORPUS
+// (CI sets it to 1: a missing shared corpus fails the corpus tests).
 package testenv
 
 import (

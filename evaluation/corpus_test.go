@@ -1,0 +1,117 @@
+package evaluation_test
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/sandboxctl/sandboxctl/evaluation"
+	"github.com/sandboxctl/sandboxctl/internal/testenv"
+	"github.com/sandboxctl/sandboxctl/orchestrator"
+	"github.com/sandboxctl/sandboxctl/rules"
+)
+
+// The CI sample: fixed, stratified, the same skills on every run.
+const (
+	sharedSample = 40 // skills of ../shared/corpus
+	evalSample   = 24 // skills of eval/: one per family and label
+	// samplePar traces run at once: three keeps a 2-core machine busy
+	// (traces mostly wait on the engine) within the test's time budget.
+	samplePar = 3
+)
+
+// TestCorpusSample runs a fixed, stratified sample of the shared corpus of
+// real skills and of eval/ end to end (real engine, jail, literal driver,
+// rules) and fails on any benign skill judged malicious, on any eval/ skill
+// that does not get a verdict its manifest expects, and on any trace that
+// gives no report. It skips without the shared corpus (unless
+// SANDBOXCTL_REQUIRE_CORPUS=1) or without an engine (unless
+// SANDBOXCTL_REQUIRE_DOCKER=1).
+func TestCorpusSample(t *testing.T) {
+	if testing.Short() {
+		t.Skip("end-to-end corpus traces skipped in -short mode")
+	}
+	manifest := testenv.SharedCorpus(t)
+	rt := testenv.RequireDocker(t)
+	image := testenv.Image(t)
+	bin := testenv.SandboxctlBinary(t)
+
+	shared, err := evaluation.ReadManifest(manifest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	own, err := evaluation.ReadManifest("../eval/manifest.tsv")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := append(evaluation.Sample(shared, sharedSample, evaluation.DefaultSeed),
+		evaluation.Sample(own, evalSample, evaluation.DefaultSeed)...)
+
+	plan := orchestrator.Plan{
+		SkillPath: "-", TraceID: "set-per-case",
+		Driver: orchestrator.Driver{Kind: orchestrator.DriverLiteral},
+		Limits: orchestrator.DefaultLimits(),
+		Image:  image,
+	}
+	plan.Limits.Timeout = 3 * time.Minute
+	var (
+		mu  sync.Mutex
+		ids = map[string]string{}
+	)
+	tracer := &evaluation.PipelineTracer{
+		Runner: &orchestrator.Runner{Runtime: rt, Binary: bin, Version: "test"},
+		Plan:   plan,
+		TraceID: func(c evaluation.Case) string {
+			mu.Lock()
+			defer mu.Unlock()
+			return ids[c.ID()]
+		},
+	}
+	for _, c := range cases {
+		id := testenv.TraceID(t)
+		ids[c.ID()] = id
+		testenv.CleanupLabel(t, id)
+	}
+
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Minute)
+	defer cancel()
+	start := time.Now()
+	results, err := evaluation.Run(ctx, cases, evaluation.Options{
+		Tracer: tracer, Parallel: samplePar,
+		Progress: func(done, total int, r evaluation.Result) {
+			t.Logf("[%d/%d] %s/%s %s: %s %v (%.0fs)", done, total, r.Corpus, r.Slug, r.Label, r.Verdict, r.Deciding, float64(r.DurationMS)/1000)
+		},
+	})
+	if err != nil {
+		t.Fatalf("evaluation: %v", err)
+	}
+	t.Logf("%d skills in %s, %d at a time", len(results), time.Since(start).Round(time.Second), samplePar)
+	rep := &evaluation.Report{Driver: "literal", Parallel: samplePar, Summary: evaluation.Summarize(results), Results: results}
+	var table strings.Builder
+	if err := evaluation.WriteText(&table, rep); err == nil {
+		t.Logf("\n%s", table.String())
+	}
+
+	for _, r := range results {
+		switch {
+		case r.Verdict == evaluation.VerdictError:
+			t.Errorf("%s/%s: the trace gave no report: %s", r.Corpus, r.Slug, r.Error)
+		case r.Label == evaluation.Benign && r.Verdict == string(rules.Malicious):
+			t.Errorf("%s/%s: benign skill judged malicious, decided by %s", r.Corpus, r.Slug, strings.Join(r.Deciding, ", "))
+		case len(r.Expect) > 0 && !slices.Contains(r.Expect, rules.Verdict(r.Verdict)):
+			t.Errorf("%s/%s (%s, %s): verdict %s, want %s; decided by %v", r.Corpus, r.Slug, r.Label, r.Group,
+				r.Verdict, verdicts(r.Expect), r.Deciding)
+		}
+	}
+}
+
+func verdicts(vs []rules.Verdict) string {
+	s := make([]string, len(vs))
+	for i, v := range vs {
+		s[i] = string(v)
+	}
+	return strings.Join(s, "|")
+}
