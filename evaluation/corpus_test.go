@@ -4,7 +4,6 @@ import (
 	"context"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -24,10 +23,9 @@ const (
 )
 
 // TestCorpusSample runs a fixed, stratified sample of the shared corpus of
-// real skills and of eval/ end to end (real engine, jail, literal driver,
-// rules) and fails on any benign skill judged malicious, on any eval/ skill
-// that does not get a verdict its manifest expects, and on any trace that
-// gives no report. It skips without the shared corpus (unless
+// real skills end to end (real engine, jail, literal driver, rules) and
+// fails on any benign skill judged malicious and on any trace that gives no
+// report. It skips without the shared corpus (unless
 // SANDBOXCTL_REQUIRE_CORPUS=1) or without an engine (unless
 // SANDBOXCTL_REQUIRE_DOCKER=1).
 func TestCorpusSample(t *testing.T) {
@@ -35,20 +33,33 @@ func TestCorpusSample(t *testing.T) {
 		t.Skip("end-to-end corpus traces skipped in -short mode")
 	}
 	manifest := testenv.SharedCorpus(t)
+	cases, err := evaluation.ReadManifest(manifest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	runSample(t, evaluation.Sample(cases, sharedSample, evaluation.DefaultSeed))
+}
+
+// TestEvalCorpusSample does the same with a sample of eval/, the project's
+// own corpus, and also fails on any skill that does not get one of the
+// verdicts its manifest expects.
+func TestEvalCorpusSample(t *testing.T) {
+	if testing.Short() {
+		t.Skip("end-to-end corpus traces skipped in -short mode")
+	}
+	cases, err := evaluation.ReadManifest("../eval/manifest.tsv")
+	if err != nil {
+		t.Fatal(err)
+	}
+	runSample(t, evaluation.Sample(cases, evalSample, evaluation.DefaultSeed))
+}
+
+// runSample traces cases through the real pipeline and checks the results.
+func runSample(t *testing.T, cases []evaluation.Case) {
+	t.Helper()
 	rt := testenv.RequireDocker(t)
 	image := testenv.Image(t)
 	bin := testenv.SandboxctlBinary(t)
-
-	shared, err := evaluation.ReadManifest(manifest)
-	if err != nil {
-		t.Fatal(err)
-	}
-	own, err := evaluation.ReadManifest("../eval/manifest.tsv")
-	if err != nil {
-		t.Fatal(err)
-	}
-	cases := append(evaluation.Sample(shared, sharedSample, evaluation.DefaultSeed),
-		evaluation.Sample(own, evalSample, evaluation.DefaultSeed)...)
 
 	plan := orchestrator.Plan{
 		SkillPath: "-", TraceID: "set-per-case",
@@ -57,23 +68,16 @@ func TestCorpusSample(t *testing.T) {
 		Image:  image,
 	}
 	plan.Limits.Timeout = 3 * time.Minute
-	var (
-		mu  sync.Mutex
-		ids = map[string]string{}
-	)
-	tracer := &evaluation.PipelineTracer{
-		Runner: &orchestrator.Runner{Runtime: rt, Binary: bin, Version: "test"},
-		Plan:   plan,
-		TraceID: func(c evaluation.Case) string {
-			mu.Lock()
-			defer mu.Unlock()
-			return ids[c.ID()]
-		},
-	}
+	ids := map[string]string{}
 	for _, c := range cases {
 		id := testenv.TraceID(t)
 		ids[c.ID()] = id
 		testenv.CleanupLabel(t, id)
+	}
+	tracer := &evaluation.PipelineTracer{
+		Runner:  &orchestrator.Runner{Runtime: rt, Binary: bin, Version: "test"},
+		Plan:    plan,
+		TraceID: func(c evaluation.Case) string { return ids[c.ID()] }, // read-only from here on
 	}
 
 	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Minute)
