@@ -34,6 +34,14 @@ type Options struct {
 	// MaxEvents caps the events returned (0: DefaultMaxEvents); the rest are
 	// counted in Stats.DroppedEvents.
 	MaxEvents int
+	// MaxPath cuts longer paths in events with trace.CutPath (0: no cut),
+	// counted in Stats.PathsCut; MaxBytes caps the events' estimated size
+	// (trace.Size; 0: no cap), past which they are counted in
+	// Stats.DroppedEvents and Stats.BytesCapped is set. A skill nesting
+	// directories makes every event carry a longer path: without these the
+	// cost of a log grows with the square of the depth.
+	MaxPath  int
+	MaxBytes int64
 	// KeepNoise keeps the opens every program makes at start-up (the
 	// dynamic loader's libraries, locale files, Python's stdlib), which are
 	// dropped by default and counted in Stats.Noise.
@@ -53,7 +61,10 @@ type Stats struct {
 	Skipped       int64 `json:"skipped"`    // lines not understood
 	LongLines     int64 `json:"long_lines"` // lines over MaxLineBytes
 	LinesCapped   bool  `json:"lines_capped,omitempty"`
-	DroppedEvents int64 `json:"dropped_events,omitempty"` // over MaxEvents
+	DroppedEvents int64 `json:"dropped_events,omitempty"` // over MaxEvents or MaxBytes
+	BytesCapped   bool  `json:"bytes_capped,omitempty"`   // MaxBytes was reached
+	PathsCut      int64 `json:"paths_cut,omitempty"`      // paths cut to MaxPath
+	Bytes         int64 `json:"bytes,omitempty"`          // estimated size of the events returned
 	Noise         int64 `json:"noise"`                    // start-up opens dropped
 	Unfinished    int64 `json:"unfinished"`               // calls never resumed
 	Signals       int64 `json:"signals"`
@@ -596,6 +607,18 @@ func (p *parser) emit(pid int, at time.Time, typ trace.Type, data any) bool {
 	}
 	if lead := p.procs[pr.tgid]; lead != nil {
 		e.PPID = lead.ppid
+	}
+	if p.opts.MaxPath > 0 && trace.CapPaths(&e, p.opts.MaxPath) {
+		p.stats.PathsCut++
+	}
+	if p.opts.MaxBytes > 0 {
+		sz := trace.Size(e)
+		if p.stats.Bytes+sz > p.opts.MaxBytes {
+			p.stats.DroppedEvents++
+			p.stats.BytesCapped = true
+			return false
+		}
+		p.stats.Bytes += sz
 	}
 	p.events = append(p.events, e)
 	return true

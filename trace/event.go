@@ -59,6 +59,13 @@ const (
 	TypeJailNotice Type = "jail_notice" // *Notice: the jail's own messages (ready, lost lines)
 )
 
+// Event types of the jail's and the trace's evidence accounting.
+const (
+	TypeWSMessage Type = "ws_message" // *WSMessage: one WebSocket message a client sent
+	TypeLeftover  Type = "leftover"   // *Leftover: a process still running when the trace ended
+	TypeBudget    Type = "budget"     // *Budget: a byte or count budget the trace crossed
+)
+
 // NewData returns a fresh payload of the type that events of type t carry,
 // or nil for an unknown type.
 func NewData(t Type) any {
@@ -89,6 +96,12 @@ func NewData(t Type) any {
 		return new(Resource)
 	case TypeJailNotice:
 		return new(Notice)
+	case TypeWSMessage:
+		return new(WSMessage)
+	case TypeLeftover:
+		return new(Leftover)
+	case TypeBudget:
+		return new(Budget)
 	}
 	return nil
 }
@@ -231,6 +244,20 @@ type HTTPExchange struct {
 	Status        int                 `json:"status"`
 	Response      string              `json:"response,omitempty"` // what was served: "second-stage", "file:zip", "rule:NAME", ...
 	RespSize      int64               `json:"resp_size,omitempty"`
+	// HeadersTruncated says the URL or headers were cut to the per-event
+	// budget (the cut values end in a note of their real size).
+	HeadersTruncated bool `json:"headers_truncated,omitempty"`
+	// Unfinished says the body never completed: the client stopped
+	// sending, or the trace ended first.
+	Unfinished bool `json:"unfinished,omitempty"`
+	// Spool names the file the jail kept the whole request in (request
+	// line, headers, body) when the event holds only part of it; its
+	// bytes are scanned for planted tokens like the event's own.
+	Spool string `json:"spool,omitempty"`
+	// SpoolTruncated says the spool file itself was cut (per-request cap
+	// or the trace's disk budget): bytes past it were neither kept nor
+	// scanned.
+	SpoolTruncated bool `json:"spool_truncated,omitempty"`
 }
 
 // Connection is a raw TCP or UDP flow caught by a catch-all.
@@ -244,6 +271,14 @@ type Connection struct {
 	Size       int64  `json:"size"`
 	Truncated  bool   `json:"truncated,omitempty"`
 	Banner     string `json:"banner,omitempty"` // what was sent after silence, if anything
+	// Spool names the file the jail kept the flow's bytes in past
+	// FirstBytes; they are scanned like FirstBytes.
+	Spool          string `json:"spool,omitempty"`
+	SpoolTruncated bool   `json:"spool_truncated,omitempty"`
+	// Protocol names what the bytes were recognised as when they were not
+	// HTTP/1 ("h2c", "http-trailing": bytes after the last request a
+	// kept-alive connection carried), or "".
+	Protocol string `json:"protocol,omitempty"`
 }
 
 // TLSHello is a TLS ClientHello, recorded even when the handshake fails.
@@ -305,4 +340,62 @@ type Notice struct {
 	// unreadable line, a budget that dropped bytes): a trace with such a
 	// notice cannot be judged clean.
 	Incomplete bool `json:"incomplete,omitempty"`
+}
+
+// WSMessage is one WebSocket message (or control frame) a client sent,
+// reassembled from its frames and unmasked. Frames sent before the
+// handshake completed count too.
+type WSMessage struct {
+	URL     string `json:"url"` // of the Upgrade request
+	Client  string `json:"client,omitempty"`
+	DstIP   string `json:"dst_ip,omitempty"`
+	DstPort int    `json:"dst_port,omitempty"`
+	Opcode  string `json:"opcode"` // "text", "binary", "close", "ping", "pong", "continuation"
+	Payload []byte `json:"payload,omitempty"`
+	Size    int64  `json:"size"`
+	// Truncated says Payload holds only the start of the message.
+	Truncated      bool   `json:"truncated,omitempty"`
+	Spool          string `json:"spool,omitempty"`
+	SpoolTruncated bool   `json:"spool_truncated,omitempty"`
+	// Malformed says why the frame stream could not be read further; the
+	// rest of the connection's bytes are in a connection event.
+	Malformed string `json:"malformed,omitempty"`
+}
+
+// Leftover is a process of the skill still running after the agent's last
+// call and the grace period, recorded just before it was frozen and ended.
+type Leftover struct {
+	PID  int      `json:"pid"`
+	PPID int      `json:"ppid"`
+	PGID int      `json:"pgid,omitempty"`
+	SID  int      `json:"sid,omitempty"`
+	UID  int      `json:"uid"`
+	Exe  string   `json:"exe,omitempty"` // the kernel's /proc/PID/exe
+	Argv []string `json:"argv,omitempty"`
+	// State is the process state letter before freezing ("S", "R", ...).
+	State string `json:"state,omitempty"`
+	// CallID is the tool call whose tracer follows the process: the call
+	// that started it, however it detached since.
+	CallID string `json:"call_id,omitempty"`
+	// Detached says the process left its call's session or process
+	// group, or was adopted by the container's init.
+	Detached bool `json:"detached,omitempty"`
+	// AgeMS is how long the process had been running.
+	AgeMS int64 `json:"age_ms,omitempty"`
+}
+
+// Budget is a budget of the trace that was crossed: what it bounds, its
+// limit, how much was asked for, and what was not kept because of it.
+type Budget struct {
+	// Name is one of "jail_events", "event_size", "spool", "request_body",
+	// "timeline", "path", "syscall_log".
+	Name    string `json:"name"`
+	Limit   int64  `json:"limit"`
+	Used    int64  `json:"used"`              // what the skill produced (bytes or items)
+	Dropped int64  `json:"dropped,omitempty"` // bytes or items not kept
+	// Summarised counts items kept in part (cut to the budget, the rest
+	// spooled or summarised): evidence changed shape, none was lost.
+	Summarised int64  `json:"summarised,omitempty"`
+	Unit       string `json:"unit"` // "bytes", "events", "paths"
+	Message    string `json:"message"`
 }
