@@ -60,6 +60,21 @@ type Config struct {
 	// SkipNetworkSetup leaves routes and iptables alone: for tests that run
 	// the sinks on a host's loopback, never for a jail.
 	SkipNetworkSetup bool `json:"skip_network_setup,omitempty"`
+
+	// EventLog is the file the jail writes its events to ("": the writer
+	// given to Run gets them). With a file, Run's writer only gets the
+	// jail's notices, as a live status stream.
+	EventLog string `json:"event_log,omitempty"`
+	// LogBudget caps the event log's bytes and MaxEvent one event's (0:
+	// DefaultLogBudget, DefaultMaxEvent).
+	LogBudget int64 `json:"log_budget,omitempty"`
+	MaxEvent  int   `json:"max_event,omitempty"`
+	// SpoolDir keeps the payloads events hold only in part ("": none are
+	// kept, and what is cut is counted as dropped), within SpoolBudget
+	// bytes in all and SpoolFileCap per payload (0: the defaults).
+	SpoolDir     string `json:"spool_dir,omitempty"`
+	SpoolBudget  int64  `json:"spool_budget,omitempty"`
+	SpoolFileCap int64  `json:"spool_file_cap,omitempty"`
 }
 
 // Marker is the file the second-stage script writes: Path is relative to
@@ -101,7 +116,7 @@ func DefaultConfig() Config {
 		DNSPort:       DefaultDNSPort,
 		UDPPort:       DefaultUDPPort,
 		ProxyPort:     DefaultProxyPort,
-		BodyCap:       1 << 20,
+		BodyCap:       256 << 10,
 		FirstBytesCap: 4096,
 		Marker:        Marker{Path: ".cache/." + randHex(4), Token: randHex(16)},
 		PublicIP:      "86.14.201.77",

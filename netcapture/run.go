@@ -34,14 +34,38 @@ import (
 const ReadyMessage = "ready"
 
 // Run is the jail's main: it routes the namespace into the sinks, serves
-// them until ctx ends, and writes every event as one JSON line to events
-// (see EventWriter). It returns nil when ctx ends, or the first error.
-func Run(ctx context.Context, cfg Config, events io.Writer) error {
+// them until ctx ends, and writes every event as one JSON line (see
+// EventWriter) to cfg.EventLog, or to out when that is "" (with a file,
+// out gets only the jail's notices). The log ends with its end record once
+// every sink has stopped, requests still open included. Run returns nil
+// when ctx ends, or the first error.
+func Run(ctx context.Context, cfg Config, out io.Writer) error {
+	return RunWithSeal(ctx, cfg, out, nil)
+}
+
+// RunWithSeal is Run, and also closes the event log with its end record
+// when seal is closed or receives, while the sinks keep serving (what they
+// see afterwards is counted, not recorded): for a jail kept running after
+// its trace ended.
+func RunWithSeal(ctx context.Context, cfg Config, out io.Writer, seal <-chan struct{}) error {
 	cfg = cfg.withDefaults()
 	if err := cfg.Validate(); err != nil {
 		return fmt.Errorf("jail config: %w", err)
 	}
-	ew := NewEventWriter(events)
+	spool, err := NewSpool(cfg.SpoolDir, cfg.SpoolBudget, cfg.SpoolFileCap)
+	if err != nil {
+		return fmt.Errorf("jail: %w", err)
+	}
+	events, opts := out, LogOptions{Budget: cfg.LogBudget, MaxEvent: cfg.MaxEvent}
+	if cfg.EventLog != "" {
+		f, err := os.OpenFile(cfg.EventLog, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+		if err != nil {
+			return fmt.Errorf("jail: event log: %w", err)
+		}
+		defer f.Close()
+		events, opts.Status = f, out
+	}
+	ew := NewEventLog(events, opts, spool)
 	notice := func(msg string) {
 		ew.Emit(trace.Event{Source: trace.SourceTCP, Type: trace.TypeJailNotice, Data: &trace.Notice{Message: msg}})
 	}
@@ -62,7 +86,8 @@ func Run(ctx context.Context, cfg Config, events io.Writer) error {
 	var closers []io.Closer
 	fail := func(err error) error {
 		closeAll(closers)
-		_ = ew.Flush()
+		notice("jail failed: " + err.Error())
+		_ = ew.Close()
 		return err
 	}
 	listen := func(network string, port int) (net.Listener, []net.PacketConn, error) {
@@ -124,6 +149,7 @@ func Run(ctx context.Context, cfg Config, events io.Writer) error {
 	if err != nil {
 		return fail(err)
 	}
+	sink.spool = spool
 	udp := NewUDPCatchAll(ew.Emit, names, cfg.FirstBytesCap, nil)
 
 	if !cfg.SkipNetworkSetup {
@@ -152,10 +178,23 @@ func Run(ctx context.Context, cfg Config, events io.Writer) error {
 		g.Go(func() error { return sink.ServeProxy(gctx, proxyLn) })
 	}
 	notice(ReadyMessage)
+	if seal != nil {
+		g.Go(func() error { // ends at the seal or when the sinks stop
+			select {
+			case <-seal:
+				return ew.Close()
+			case <-gctx.Done():
+				return nil
+			}
+		})
+	}
 	err = g.Wait()
+	for _, e := range socketDrops(dnsPCs, udpPCs, time.Now().UTC()) {
+		ew.Emit(e)
+	}
 	closeAll(closers)
-	if ferr := ew.Flush(); err == nil {
-		err = ferr
+	if cerr := ew.Close(); err == nil {
+		err = cerr
 	}
 	return err
 }

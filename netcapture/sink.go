@@ -60,6 +60,9 @@ type Sink struct {
 	origDst OrigDstFunc
 	proxy   *goproxy.ProxyHttpServer
 	now     func() time.Time
+	// spool keeps what events hold only in part (Run sets the jail's;
+	// otherwise nothing is kept and what is cut is counted).
+	spool *Spool
 }
 
 // NewSink returns a sink that reports to emit. names is shared with the DNS
@@ -78,8 +81,9 @@ func NewSink(emit func(trace.Event), names *Names, cfg Config, origDst OrigDstFu
 	if err != nil {
 		return nil, fmt.Errorf("new sink: %w", err)
 	}
+	spool, _ := NewSpool("", 0, 0) // keeps nothing: no folder to fail on
 	s := &Sink{emit: emit, names: names, cfg: cfg, minter: minter, resp: newResponder(cfg, clock),
-		origDst: origDst, now: time.Now}
+		origDst: origDst, now: time.Now, spool: spool}
 	s.proxy = s.newProxy()
 	return s, nil
 }
@@ -577,8 +581,27 @@ func (ss *session) catchAll(c net.Conn, br *bufio.Reader, m connMeta, banner str
 func (ss *session) catchAllBytes(c net.Conn, prefix []byte, br io.Reader, m connMeta, banner string) {
 	s := ss.s
 	capN := s.cfg.FirstBytesCap
-	first := capBytes(prefix, capN)
-	size := int64(len(prefix))
+	// The first bytes go in the event; a flow that goes past them is
+	// spooled whole, from its first byte, so it is scanned whole.
+	var spool *SpoolFile
+	var first []byte
+	size := int64(0)
+	keep := func(b []byte) {
+		size += int64(len(b))
+		if room := capN - len(first); room > 0 && spool == nil {
+			first = append(first, b[:min(len(b), room)]...)
+			b = b[min(len(b), room):]
+		}
+		if len(b) == 0 {
+			return
+		}
+		if spool == nil {
+			spool = s.spool.Create("tcp")
+			_, _ = spool.Write(first)
+		}
+		_, _ = spool.Write(b)
+	}
+	keep(prefix)
 	end := time.Now().Add(catchMax)
 	buf := make([]byte, 4096)
 	for {
@@ -589,10 +612,7 @@ func (ss *session) catchAllBytes(c net.Conn, prefix []byte, br io.Reader, m conn
 		_ = c.SetReadDeadline(dl)
 		n, err := br.Read(buf)
 		if n > 0 {
-			size += int64(n)
-			if room := capN - len(first); room > 0 {
-				first = append(first, buf[:min(n, room)]...)
-			}
+			keep(buf[:n])
 		}
 		if err != nil || time.Now().After(end) {
 			break
@@ -601,6 +621,9 @@ func (ss *session) catchAllBytes(c net.Conn, prefix []byte, br io.Reader, m conn
 	proto := "tcp"
 	conn := &trace.Connection{Proto: proto, Client: m.client, DstIP: m.dstIP(), DstPort: m.dstPort(),
 		Name: m.name, FirstBytes: first, Size: size, Truncated: size > int64(len(first)), Banner: banner}
+	if spool != nil {
+		conn.Spool, conn.SpoolTruncated = spool.Close()
+	}
 	if conn.Name == "" {
 		conn.Name = firstNonEmpty(m.sni, m.connectHost)
 	}
@@ -700,8 +723,6 @@ func (s *Sink) exchange(req *http.Request) response {
 		}
 		defer ss.wg.Done()
 	}
-	body, size := readCapped(req.Body, s.cfg.BodyCap)
-
 	host := req.Host
 	if req.URL.IsAbs() && req.URL.Host != "" {
 		host = req.URL.Host
@@ -726,30 +747,21 @@ func (s *Sink) exchange(req *http.Request) response {
 		}
 		url = scheme + "://" + hp + req.URL.RequestURI()
 	}
+	// The event holds a summary within its budget; the whole request goes
+	// to the spool when the summary is cut.
+	headers, headCut := trimHeaders(req.Header, len(url))
+	headCut = headCut || len(url) > maxURLInEvent || len(req.Host) > maxHeaderValue
+	rb := s.readRequestBody(req, url, s.cfg.BodyCap, headCut)
 	resp := s.resp.respond(req, host)
 	ex := &trace.HTTPExchange{
-		Method: req.Method, URL: url, Host: req.Host, Proto: req.Proto, TLS: m.tls, SNI: m.sni,
-		Proxy: m.proxy, Client: firstNonEmpty(m.client, req.RemoteAddr), DstIP: m.dstIP(), DstPort: m.dstPort(),
-		Headers: req.Header.Clone(), Body: body, BodySize: size, BodyTruncated: size > int64(len(body)),
+		Method: req.Method, URL: cutNote(url, maxURLInEvent), Host: cutNote(req.Host, maxHeaderValue), Proto: req.Proto,
+		TLS: m.tls, SNI: m.sni, Proxy: m.proxy, Client: firstNonEmpty(m.client, req.RemoteAddr), DstIP: m.dstIP(), DstPort: m.dstPort(),
+		Headers: headers, Body: rb.kept, BodySize: rb.size, BodyTruncated: rb.size > int64(len(rb.kept)),
 		Status: resp.Status, Response: resp.Label, RespSize: int64(len(resp.Body)),
+		HeadersTruncated: headCut, Unfinished: rb.unfinished, Spool: rb.spool, SpoolTruncated: rb.spoolCut,
 	}
 	s.emitEvent(trace.SourceHTTP, trace.TypeHTTP, ex)
 	return resp
-}
-
-// readCapped reads r to its end (up to maxBodyDrain), keeping the first
-// capN bytes and counting them all.
-func readCapped(r io.Reader, capN int64) ([]byte, int64) {
-	if r == nil {
-		return nil, 0
-	}
-	var keep bytes.Buffer
-	n, _ := io.Copy(&keep, io.LimitReader(r, capN))
-	rest, _ := io.Copy(io.Discard, io.LimitReader(r, maxBodyDrain))
-	if keep.Len() == 0 {
-		return nil, n + rest
-	}
-	return keep.Bytes(), n + rest
 }
 
 func (s *Sink) emitEvent(src trace.Source, typ trace.Type, data any) {
