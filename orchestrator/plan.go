@@ -62,21 +62,44 @@ type Limits struct {
 	NanoCPUs    int64         `json:"nano_cpus"`
 	HomeSize    int64         `json:"home_bytes"` // tmpfs size of /home: caps what a skill can write
 	TmpSize     int64         `json:"tmp_bytes"`
+	// Grace is how long processes the skill left running are watched
+	// after the driver's last call, before they are frozen and recorded
+	// (0: no wait; they are still frozen and recorded).
+	Grace time.Duration `json:"grace_ns"`
+	// EventBytes caps the jail's event log and SpoolBytes the payloads it
+	// keeps for scanning (both on the jail's disk); TimelineBytes caps the
+	// events of the whole timeline held by the host. 0: the default.
+	EventBytes    int64 `json:"event_bytes,omitempty"`
+	SpoolBytes    int64 `json:"spool_bytes,omitempty"`
+	TimelineBytes int64 `json:"timeline_bytes,omitempty"`
 }
+
+// Default budgets of the trace's evidence (see docs/sandbox.md, "What is
+// bounded").
+const (
+	DefaultGrace         = 8 * time.Second
+	DefaultEventBytes    = 64 << 20
+	DefaultSpoolBytes    = 256 << 20
+	DefaultTimelineBytes = 256 << 20
+)
 
 // DefaultLimits are the limits of a trace when the user sets none.
 func DefaultLimits() Limits {
 	return Limits{
-		Timeout:     5 * time.Minute,
-		ToolTimeout: 2 * time.Minute,
-		Turns:       50,
-		Tokens:      200_000,
-		OutputBytes: 64 << 10,
-		Memory:      2 << 30,
-		PIDs:        512,
-		NanoCPUs:    1_000_000_000,
-		HomeSize:    512 << 20,
-		TmpSize:     256 << 20,
+		Timeout:       5 * time.Minute,
+		ToolTimeout:   2 * time.Minute,
+		Turns:         50,
+		Tokens:        200_000,
+		OutputBytes:   64 << 10,
+		Memory:        2 << 30,
+		PIDs:          512,
+		NanoCPUs:      1_000_000_000,
+		HomeSize:      512 << 20,
+		TmpSize:       256 << 20,
+		Grace:         DefaultGrace,
+		EventBytes:    DefaultEventBytes,
+		SpoolBytes:    DefaultSpoolBytes,
+		TimelineBytes: DefaultTimelineBytes,
 	}
 }
 
@@ -101,6 +124,12 @@ func (p Plan) Validate() error {
 		return fmt.Errorf("pids limit %d is below the 16 a sandbox needs", p.Limits.PIDs)
 	case p.Limits.OutputBytes <= 0:
 		return fmt.Errorf("output cap must be positive, got %d", p.Limits.OutputBytes)
+	case p.Limits.Grace < 0 || p.Limits.Grace >= p.Limits.Timeout:
+		return fmt.Errorf("grace period %v must be at least 0 and shorter than the timeout (%v)", p.Limits.Grace, p.Limits.Timeout)
+	case p.Limits.EventBytes < 0 || p.Limits.SpoolBytes < 0 || p.Limits.TimelineBytes < 0:
+		return errors.New("evidence budgets cannot be negative")
+	case p.Limits.EventBytes > 0 && p.Limits.EventBytes < 1<<20 || p.Limits.TimelineBytes > 0 && p.Limits.TimelineBytes < 1<<20:
+		return errors.New("event and timeline budgets below 1 MiB would drop ordinary evidence")
 	}
 	switch p.Driver.Kind {
 	case DriverLiteral:

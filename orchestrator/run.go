@@ -1,8 +1,8 @@
 package orchestrator
 
 import (
-	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -21,6 +21,7 @@ import (
 	"github.com/sandboxctl/sandboxctl/agent/literal"
 	"github.com/sandboxctl/sandboxctl/agent/llm"
 	"github.com/sandboxctl/sandboxctl/agent/replay"
+	"github.com/sandboxctl/sandboxctl/canary"
 	"github.com/sandboxctl/sandboxctl/canaryfs"
 	"github.com/sandboxctl/sandboxctl/mcptools"
 	"github.com/sandboxctl/sandboxctl/netcapture"
@@ -123,6 +124,7 @@ type run struct {
 	loopErr   error
 	calls     *callLog
 	jailEv    *jailStream
+	spoolHits map[string][]canary.Hit // planted tokens in the jail's spooled payloads
 	resources *resourceSampler
 	events    []trace.Event
 	deadline  bool // the trace's deadline ended the agent loop
@@ -193,7 +195,9 @@ func (r *Runner) Run(ctx context.Context, p Plan, dir string) (out Outcome, err 
 		MarkerPath:  st.home.HomeDir + "/" + st.jailCfg.Marker.Path,
 		MarkerToken: st.jailCfg.Marker.Token,
 	}
-	out.Report = reports.Analyze(meta, trace.Merge(st.events), reports.Options{IncludeCanaryValues: r.IncludeSecrets})
+	timeline := trace.Merge(st.events)
+	timeline = append(timeline, spoolHitEvents(st.home.Set, timeline, st.spoolHits)...)
+	out.Report = reports.Analyze(meta, timeline, reports.Options{IncludeCanaryValues: r.IncludeSecrets})
 	out.Transcript = st.transcr.Bytes()
 	if dir != "" {
 		if werr := reports.WriteRunDir(dir, out.Report, out.Transcript); werr != nil {
@@ -269,8 +273,9 @@ func (r *Runner) execute(ctx context.Context, st *run) error {
 	if ctx.Err() != nil {
 		budget = 15 * time.Second
 	}
-	cctx, ccancel := context.WithTimeout(context.WithoutCancel(ctx), budget)
+	cctx, ccancel := context.WithTimeout(context.WithoutCancel(ctx), budget+p.Limits.Grace)
 	defer ccancel()
+	r.endSkill(cctx, st, graceLeft(tctx, p.Limits.Grace, ctx.Err() != nil))
 	err := r.collect(cctx, st)
 	if st.loopErr != nil && st.exhausted && !errors.Is(st.loopErr, ErrTimeout) {
 		// The skill used up the sandbox's pids or memory, which the tool
@@ -318,6 +323,10 @@ func (r *Runner) jailConfig(p Plan) (netcapture.Config, error) {
 	cfg.CACert, cfg.CAKey = cert, key
 	cfg.Marker = netcapture.Marker{Path: ".cache/." + randHex(4), Token: randHex(16)}
 	cfg.SkipNetworkSetup = false
+	// Evidence goes to the jail's own log, within the trace's budgets.
+	cfg.EventLog, cfg.SpoolDir = jailLog, jailSpool
+	cfg.LogBudget = cmp.Or(p.Limits.EventBytes, DefaultEventBytes)
+	cfg.SpoolBudget = cmp.Or(p.Limits.SpoolBytes, DefaultSpoolBytes)
 	if err := cfg.Validate(); err != nil {
 		return cfg, fmt.Errorf("network config: %w", err)
 	}
@@ -589,88 +598,4 @@ func (b *limitedBuffer) Write(p []byte) (int, error) {
 		}
 	}
 	return len(p), nil
-}
-
-// jailStream reads the jail's JSON-lines events from its stdout.
-type jailStream struct {
-	ready  chan struct{}
-	done   chan struct{}
-	mu     sync.Mutex
-	events []trace.Event
-	lost   int64
-	bad    int
-	last   int64
-	stderr bytes.Buffer
-	cancel context.CancelFunc
-}
-
-// followJail starts reading the jail's event stream. The reader ends when the
-// jail's main process ends or stop is called.
-func followJail(ctx context.Context, jail Sandbox) *jailStream {
-	js := &jailStream{ready: make(chan struct{}), done: make(chan struct{})}
-	lctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	js.cancel = cancel
-	pr, pw := io.Pipe()
-	stderr := &limitedBuffer{max: 16 << 10, buf: &js.stderr}
-	go func() {
-		err := jail.Logs(lctx, pw, stderr)
-		pw.CloseWithError(err)
-	}()
-	go func() {
-		defer close(js.done)
-		sc := bufio.NewScanner(pr)
-		sc.Buffer(make([]byte, 64<<10), 8<<20)
-		readyOnce := sync.Once{}
-		for sc.Scan() {
-			var e trace.Event
-			if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
-				js.mu.Lock()
-				js.bad++
-				js.mu.Unlock()
-				continue
-			}
-			js.mu.Lock()
-			if e.Seq > 0 {
-				if js.last > 0 && e.Seq > js.last+1 {
-					js.lost += e.Seq - js.last - 1
-				}
-				js.last = e.Seq
-			}
-			if n, ok := e.Data.(*trace.Notice); ok && e.Type == trace.TypeJailNotice && n.Message == netcapture.ReadyMessage {
-				readyOnce.Do(func() { close(js.ready) })
-			} else {
-				e.Seq = 0
-				js.events = append(js.events, e)
-			}
-			js.mu.Unlock()
-		}
-		pr.CloseWithError(sc.Err())
-	}()
-	return js
-}
-
-// stop ends the stream after giving in-flight lines a moment to arrive.
-func (js *jailStream) stop(grace time.Duration) {
-	select {
-	case <-js.done:
-	case <-time.After(grace):
-	}
-	js.cancel()
-	<-js.done
-}
-
-func (js *jailStream) stderrTail() string {
-	js.mu.Lock()
-	defer js.mu.Unlock()
-	s := js.stderr.String()
-	if s == "" {
-		return "no output"
-	}
-	return tail(s, 500)
-}
-
-func (js *jailStream) all() (events []trace.Event, lost int64, bad int) {
-	js.mu.Lock()
-	defer js.mu.Unlock()
-	return append([]trace.Event(nil), js.events...), js.lost, js.bad
 }

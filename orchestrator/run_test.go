@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -37,7 +38,17 @@ func testPlan(t *testing.T) orchestrator.Plan {
 	return p
 }
 
-// readyLogs plays a jail that signals readiness and then stays up.
+// jailStopped is closed for a fake jail told to close its log, keyed by the
+// fake sandbox (ids repeat across fakes).
+var jailStopped sync.Map
+
+func stoppedChan(sb *runtimetest.Sandbox) chan struct{} {
+	ch, _ := jailStopped.LoadOrStore(sb, make(chan struct{}))
+	return ch.(chan struct{})
+}
+
+// readyLogs plays a jail that signals readiness, stays up, and exits when
+// told to close its log.
 func readyLogs(ctx context.Context, sb *runtimetest.Sandbox, stdout, stderr io.Writer) error {
 	if sb.Spec.Role != orchestrator.RoleJail {
 		<-ctx.Done()
@@ -46,13 +57,25 @@ func readyLogs(ctx context.Context, sb *runtimetest.Sandbox, stdout, stderr io.W
 	b, _ := json.Marshal(trace.Event{Seq: 1, Time: time.Now(), Source: trace.SourceDNS, Type: trace.TypeJailNotice,
 		Data: &trace.Notice{Message: netcapture.ReadyMessage}})
 	stdout.Write(append(b, '\n'))
-	<-ctx.Done()
+	select {
+	case <-ctx.Done():
+	case <-stoppedChan(sb):
+	}
 	return nil
 }
 
 // deadToolServer plays a sandbox whose tool server exits at once; every other
-// exec succeeds.
+// exec succeeds (a jail told to close its log exits).
 func deadToolServer(ctx context.Context, sb *runtimetest.Sandbox, e orchestrator.ExecSpec) (int, error) {
+	if sb.Spec.Role == orchestrator.RoleJail && len(e.Argv) == 3 && strings.HasPrefix(e.Argv[2], "kill -s ") {
+		ch := stoppedChan(sb)
+		select {
+		case <-ch:
+		default:
+			close(ch)
+		}
+		return 0, nil
+	}
 	if slices.Contains(e.Argv, "__mcp") {
 		io.WriteString(e.Stderr, "tool server: cannot start\n")
 		return 1, nil

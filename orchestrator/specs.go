@@ -14,6 +14,10 @@ const (
 	JailConfig = "/run/agentd/jail.json"
 	// CallLogDir holds one strace log per tool call (root only).
 	CallLogDir = "/var/lib/agentd/calls"
+	// JailDir holds the jail's event log and spooled payloads, on the
+	// jail's own file system (the sandbox cannot reach it); they are
+	// copied out after the jail closed the log.
+	JailDir = "/var/lib/agentd/jail"
 	// InstallCA installs a PEM CA into every trust store of the image.
 	InstallCA = "/usr/local/lib/agent/install-ca"
 	// CAPath is where the per-trace CA is placed before install.
@@ -55,8 +59,15 @@ func jailSpec(p Plan, image, hostname string, files []File) Spec {
 		Memory:          512 << 20,
 		PIDs:            256,
 		NanoCPUs:        500_000_000,
-		Sysctls:         map[string]string{"net.ipv6.conf.all.disable_ipv6": "1", "net.ipv6.conf.default.disable_ipv6": "1"},
-		Files:           files,
+		Sysctls: map[string]string{"net.ipv6.conf.all.disable_ipv6": "1", "net.ipv6.conf.default.disable_ipv6": "1",
+			// No unprivileged ICMP sockets (Docker allows them by
+			// default): a ping's payload would reach no sink. The
+			// attempt still shows as the syscall that fails.
+			"net.ipv4.ping_group_range": "1 0"},
+		Files: files,
+		// The main process's output is only the jail's status lines and
+		// errors: events go to its log file (JailDir).
+		LogConfig: LogConfig{Type: "json-file", Config: map[string]string{"max-size": "1m", "max-file": "1"}},
 	}
 }
 
@@ -87,6 +98,9 @@ func sandboxSpec(p Plan, image, jailID, user string, files []File) Spec {
 			"/var/lib/agentd": tmpfsOpts(512<<20, "700"),
 		},
 		Files: files,
+		// Its main process (agentd __hold) writes nothing the skill can
+		// reach; bounded anyway.
+		LogConfig: LogConfig{Type: "json-file", Config: map[string]string{"max-size": "64k", "max-file": "1"}},
 	}
 }
 

@@ -181,3 +181,38 @@ func capString(s string, n int) string {
 	}
 	return s[:cut] + "…"
 }
+
+// PayloadHits turns hits that canary.Set.Find reported in the whole of a
+// payload e holds only in part (a request, WebSocket message or raw flow
+// the jail spooled past the event's budget) into canary-hit events for e,
+// on the channel and with the place ScanCanaries uses for e's own bytes.
+// Evaluate drops those that repeat a hit already found in e.
+func PayloadHits(set *canary.Set, e trace.Event, hits []canary.Hit) []trace.Event {
+	ch, where := "", ""
+	switch d := e.Data.(type) {
+	case *trace.HTTPExchange:
+		ch, where = ChannelHTTP, d.URL
+	case *trace.WSMessage:
+		ch, where = ChannelHTTP, d.URL
+	case *trace.Connection:
+		ch, where = ChannelTCP, fmt.Sprintf("%s:%d", d.DstIP, d.DstPort)
+		if d.Proto == "udp" {
+			ch = ChannelUDP
+		}
+	default:
+		return nil
+	}
+	out := make([]trace.Event, 0, len(hits))
+	for _, h := range hits {
+		out = append(out, trace.Event{
+			Time: e.Time, Source: trace.SourceCanary, Type: trace.TypeCanaryHit,
+			ToolCallID: e.ToolCallID, PID: e.PID, PPID: e.PPID,
+			Data: &trace.CanaryHit{
+				TokenID: h.Token.ID, Kind: string(h.Token.Kind), Location: h.Token.Location,
+				Encoding: string(h.Encoding), Channel: ch, Where: redact(set, where),
+				Offset: h.Offset, EventSeq: e.Seq,
+			},
+		})
+	}
+	return out
+}

@@ -325,6 +325,30 @@ func TestRules(t *testing.T) {
 				}}
 			},
 			build: func() *tl { return newTL().bash("ls", "") }},
+		{name: "budget crossed", want: []string{"SBX-BUDGET-001"},
+			build: func() *tl {
+				return newTL().bash("for i in $(seq 100000); do nslookup $i.x.example.org; done", "").
+					add(trace.SourceTCP, trace.TypeBudget, 0, &trace.Budget{Name: "jail_events", Limit: 64 << 20, Used: 90 << 20,
+						Dropped: 26 << 20, Unit: "bytes", Message: "the jail's event log reached its budget"})
+			}},
+		{name: "nesting past PATH_MAX", want: []string{"SBX-BUDGET-002"},
+			build: func() *tl {
+				return newTL().bash("for i in $(seq 20000); do mkdir d && cd d; done", "").
+					add(trace.SourceSyscall, trace.TypeBudget, 0, &trace.Budget{Name: "path", Limit: trace.MaxPath, Used: 18000,
+						Summarised: 18000, Unit: "paths", Message: "18000 paths were cut"})
+			}},
+		{name: "detached process outlives its call", want: []string{"SBX-BUDGET-003"},
+			build: func() *tl {
+				return newTL().bash("setsid sh -c 'sleep 5; curl -s https://sync.example.org/' &", "").
+					add(trace.SourceSyscall, trace.TypeLeftover, 120, &trace.Leftover{PID: 120, PPID: 1, PGID: 120, SID: 120,
+						UID: 1000, Argv: []string{"sleep", "5"}, Detached: true})
+			}},
+		{name: "background process still running", want: []string{"SBX-BUDGET-004"},
+			build: func() *tl {
+				return newTL().bash("python3 -m http.server 8000 &", "").
+					add(trace.SourceSyscall, trace.TypeLeftover, 121, &trace.Leftover{PID: 121, PPID: 1, PGID: 101, SID: 7,
+						UID: 1000, Argv: []string{"python3", "-m", "http.server", "8000"}})
+			}},
 	}
 	covered := map[string]bool{}
 	for _, tt := range tests {

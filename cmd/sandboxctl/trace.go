@@ -32,7 +32,7 @@ Examples:
 // traceFlags are the trace command's flags, turned into a Plan by plan().
 type traceFlags struct {
 	driver, provider, model, baseURL, apiKeyEnv, prompt, transcript string
-	timeout, toolTimeout                                            time.Duration
+	timeout, toolTimeout, grace                                     time.Duration
 	turns, tokens                                                   int
 	out, format, failOn                                             string
 	keep, dryRun, includeSecrets, engineDiff                        bool
@@ -60,6 +60,7 @@ func (f *traceFlags) register(fs interface {
 	fs.StringVar(&f.transcript, "transcript", "", "transcript.jsonl to replay with --driver replay")
 	fs.DurationVar(&f.timeout, "timeout", d.Timeout, "deadline of the whole trace")
 	fs.DurationVar(&f.toolTimeout, "tool-timeout", d.ToolTimeout, "longest a single tool call may run")
+	fs.DurationVar(&f.grace, "grace", d.Grace, "how long processes the skill left running are watched after the last call, before they are frozen and recorded")
 	fs.IntVar(&f.turns, "turns", d.Turns, "most agent turns")
 	fs.IntVar(&f.tokens, "tokens", d.Tokens, "most model tokens (llm driver)")
 	fs.StringVar(&f.out, "out", "", "run folder (default: a new folder under ./runs/)")
@@ -110,6 +111,7 @@ func (f *traceFlags) plan(e env, path string, now time.Time) (orchestrator.Plan,
 	p.Limits = orchestrator.DefaultLimits()
 	p.Limits.Timeout = f.timeout
 	p.Limits.ToolTimeout = f.toolTimeout
+	p.Limits.Grace = f.grace
 	p.Limits.Turns = f.turns
 	p.Limits.Tokens = f.tokens
 	p.Limits.Memory = f.memory

@@ -175,6 +175,12 @@ func hostConfig(spec orchestrator.Spec) *container.HostConfig {
 			Name: container.RestartPolicyDisabled,
 		},
 	}
+	// Always an explicit, bounded log: the engine's default may rotate
+	// under a follower or grow without bound on the host's disk.
+	hc.LogConfig = container.LogConfig{Type: "json-file", Config: map[string]string{"max-size": "1m", "max-file": "1"}}
+	if spec.LogConfig.Type != "" {
+		hc.LogConfig = container.LogConfig{Type: spec.LogConfig.Type, Config: maps.Clone(spec.LogConfig.Config)}
+	}
 	if spec.NoNewPrivileges {
 		hc.SecurityOpt = append(hc.SecurityOpt, "no-new-privileges:true")
 	}
