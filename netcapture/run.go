@@ -149,7 +149,7 @@ func RunWithSeal(ctx context.Context, cfg Config, out io.Writer, seal <-chan str
 	if err != nil {
 		return fail(err)
 	}
-	sink.spool = spool
+	sink.spool, sink.dns = spool, dnsSink
 	udp := NewUDPCatchAll(ew.Emit, names, cfg.FirstBytesCap, nil)
 
 	if !cfg.SkipNetworkSetup {

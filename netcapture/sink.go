@@ -63,6 +63,9 @@ type Sink struct {
 	// spool keeps what events hold only in part (Run sets the jail's;
 	// otherwise nothing is kept and what is cut is counted).
 	spool *Spool
+	// dns answers DNS-over-HTTPS queries (Run sets the jail's DNS sink;
+	// nil: they get the ordinary responses).
+	dns *DNSSink
 }
 
 // NewSink returns a sink that reports to emit. names is shared with the DNS
@@ -118,6 +121,7 @@ type connMeta struct {
 	proxy       bool   // came through the explicit proxy
 	connectHost string // CONNECT target host, for tunnels
 	watch       *httpWatch
+	protocol    string // what a raw flow was recognised as (Connection.Protocol)
 }
 
 func (m connMeta) dstIP() string {
@@ -437,7 +441,7 @@ func (ss *session) dispatch(c net.Conn, m connMeta) {
 		_ = c.SetDeadline(time.Time{})
 		handed = true
 		ss.untrack(c)
-		ss.handOver(ss.s.httpConn(c, br, m))
+		ss.serveHTTP1(c, br, m)
 		return
 	}
 	ss.catchAll(c, br, m, "")
@@ -454,7 +458,7 @@ func (s *Sink) banner(m connMeta) (string, bool) {
 	return b, ok
 }
 
-var httpMethods = []string{"GET ", "POST ", "HEAD ", "PUT ", "DELETE ", "OPTIONS ", "PATCH ", "CONNECT ", "TRACE "}
+var httpMethods = []string{"GET ", "POST ", "HEAD ", "PUT ", "DELETE ", "OPTIONS ", "PATCH ", "CONNECT ", "TRACE ", "PRI * "}
 
 // looksHTTP reports whether the buffered bytes start an HTTP/1 request
 // line, waiting briefly for a whole method token.
@@ -552,8 +556,9 @@ func alpnFor(client []string) []string {
 	return nil
 }
 
-// serveH2 serves an intercepted HTTP/2 connection until it ends.
-func (ss *session) serveH2(tc *tls.Conn, m connMeta) {
+// serveH2 serves an HTTP/2 connection (intercepted TLS with ALPN h2, or
+// cleartext with prior knowledge) until it ends.
+func (ss *session) serveH2(tc net.Conn, m connMeta) {
 	if !ss.track(tc) {
 		tc.Close()
 		return
@@ -620,7 +625,8 @@ func (ss *session) catchAllBytes(c net.Conn, prefix []byte, br io.Reader, m conn
 	}
 	proto := "tcp"
 	conn := &trace.Connection{Proto: proto, Client: m.client, DstIP: m.dstIP(), DstPort: m.dstPort(),
-		Name: m.name, FirstBytes: first, Size: size, Truncated: size > int64(len(first)), Banner: banner}
+		Name: m.name, FirstBytes: first, Size: size, Truncated: size > int64(len(first)), Banner: banner,
+		Protocol: m.protocol}
 	if spool != nil {
 		conn.Spool, conn.SpoolTruncated = spool.Close()
 	}
@@ -752,7 +758,15 @@ func (s *Sink) exchange(req *http.Request) response {
 	headers, headCut := trimHeaders(req.Header, len(url))
 	headCut = headCut || len(url) > maxURLInEvent || len(req.Host) > maxHeaderValue
 	rb := s.readRequestBody(req, url, s.cfg.BodyCap, headCut)
+	if p, ok := req.Context().Value(unfinishedKey).(*bool); ok {
+		*p = rb.unfinished
+	}
 	resp := s.resp.respond(req, host)
+	if msg, asJSON, ok := dohQuery(req, rb.kept); ok {
+		if r, ok := s.dohResponse(req, msg, asJSON, firstNonEmpty(m.client, req.RemoteAddr)); ok {
+			resp = r
+		}
+	}
 	ex := &trace.HTTPExchange{
 		Method: req.Method, URL: cutNote(url, maxURLInEvent), Host: cutNote(req.Host, maxHeaderValue), Proto: req.Proto,
 		TLS: m.tls, SNI: m.sni, Proxy: m.proxy, Client: firstNonEmpty(m.client, req.RemoteAddr), DstIP: m.dstIP(), DstPort: m.dstPort(),

@@ -298,7 +298,7 @@ func TestRejectedHTTPIsRecorded(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	req := "GET /x HTTP/1.1\r\nHost: a b\r\nX-Leak: ghp_rejected\r\n\r\n"
+	req := "GET /x HTTP/1.1\r\nHost: a.example\r\nX-Leak ghp_rejected\r\n\r\n"
 	io.WriteString(c, req)
 	_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
 	status, _ := bufio.NewReader(c).ReadString('\n')
@@ -306,7 +306,7 @@ func TestRejectedHTTPIsRecorded(t *testing.T) {
 		t.Fatalf("status = %q, want the server's 400", status)
 	}
 	cn := col.waitFor(t, "connection", isType(trace.TypeConnection)).Data.(*trace.Connection)
-	if string(cn.FirstBytes) != req || cn.DstIP != "198.51.100.30" {
+	if string(cn.FirstBytes) != req || cn.DstIP != "198.51.100.30" || cn.Protocol != "http-malformed" {
 		t.Errorf("connection = %+v", cn)
 	}
 	for _, e := range col.all() {
