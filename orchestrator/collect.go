@@ -199,19 +199,19 @@ var callLogName = regexp.MustCompile(`^([A-Za-z0-9_.-]{1,64})\.log$`)
 // all logs together to budget bytes (trace.Size; 0: DefaultTimelineBytes).
 // What a cap leaves out is a notice marked Incomplete; a budget crossed is
 // also a budget event.
-func parseCallLogs(rc io.Reader, cwd string, budget int64, log interface{ Warn(string, ...any) }) ([]trace.Event, error) {
+func parseCallLogs(rc io.Reader, cwd string, budget int64, log interface{ Warn(string, ...any) }) (events []trace.Event, err error) {
 	if budget <= 0 {
 		budget = DefaultTimelineBytes
 	}
 	tr := tar.NewReader(rc)
-	var events []trace.Event
-	var total, used, pathsCut, dropped int64
+	var total, used, pathsCut, longest, dropped int64
 	var lastAt time.Time
 	defer func() {
 		if pathsCut > 0 {
 			events = append(events, trace.Event{Time: lastAt, Source: trace.SourceSyscall, Type: trace.TypeBudget, Data: &trace.Budget{
-				Name: "path", Limit: trace.MaxPath, Used: pathsCut, Summarised: pathsCut, Unit: "paths",
-				Message: fmt.Sprintf("%d paths in syscall events were longer than %d bytes (deep nesting) and were cut in the middle", pathsCut, trace.MaxPath)}})
+				Name: "path", Limit: trace.MaxPath, Used: longest, Summarised: pathsCut, Unit: "bytes",
+				Message: fmt.Sprintf("%d paths in syscall events were longer than %d bytes (the longest %d bytes) and were cut in the middle",
+					pathsCut, trace.MaxPath, longest)}})
 		}
 		if dropped > 0 {
 			events = append(events, trace.Event{Time: lastAt, Source: trace.SourceSyscall, Type: trace.TypeBudget, Data: &trace.Budget{
@@ -249,6 +249,7 @@ func parseCallLogs(rc io.Reader, cwd string, budget int64, log interface{ Warn(s
 		total += hdr.Size
 		used += stats.Bytes
 		pathsCut += stats.PathsCut
+		longest = max(longest, stats.LongestPath)
 		if stats.BytesCapped {
 			dropped += stats.DroppedEvents
 		}

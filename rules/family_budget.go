@@ -14,7 +14,7 @@ import (
 // never makes a trace malicious: a budget that dropped evidence also
 // leaves a notice marked Incomplete, which keeps the trace from being
 // judged clean. Paths nested past PATH_MAX have no benign use and aim at
-// the analysis itself: suspicious. A process the skill left running after
+// the analysis itself: suspicious (shorter paths over the event's budget are only summarised). A process the skill left running after
 // its call, detached from it (a session or process group of its own), is
 // how a skill acts after it looks done (a daemon that waits, then posts):
 // suspicious; what it did is judged by the other rules, since it was
@@ -28,7 +28,7 @@ func budgetRules() {
 			for i := range c.events {
 				e := &c.events[i]
 				b, ok := e.Data.(*trace.Budget)
-				if !ok || b.Name == "path" {
+				if !ok || b.Name == "path" && b.Used > trace.PathMax {
 					continue
 				}
 				what := "summarised"
@@ -44,7 +44,7 @@ func budgetRules() {
 		func(c *ctx, r *Rule) {
 			for i := range c.events {
 				e := &c.events[i]
-				if b, ok := e.Data.(*trace.Budget); ok && b.Name == "path" {
+				if b, ok := e.Data.(*trace.Budget); ok && b.Name == "path" && b.Used > trace.PathMax {
 					c.hit(r, "", b.Message, e)
 				}
 			}

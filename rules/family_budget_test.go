@@ -30,6 +30,12 @@ func TestBudgetRules(t *testing.T) {
 					add(trace.SourceTCP, trace.TypeBudget, 0, &trace.Budget{Name: "request_head", Limit: 64 << 10, Used: 1,
 						Summarised: 1, Unit: "requests", Message: "1 request had headers over the event's caps"})
 			}},
+		{name: "benign twin: long paths, under PATH_MAX", want: []string{"SBX-BUDGET-001"}, verdict: rules.Clean,
+			build: func() *tl {
+				return newTL().bash("npm install", "").
+					add(trace.SourceSyscall, trace.TypeBudget, 0, &trace.Budget{Name: "path", Limit: trace.MaxPath, Used: 1400,
+						Summarised: 3, Unit: "bytes", Message: "3 paths were cut"})
+			}},
 		{name: "benign twin: background server", want: []string{"SBX-BUDGET-004"}, verdict: rules.Clean,
 			build: func() *tl {
 				return newTL().bash("npm run dev &", "").
@@ -39,8 +45,8 @@ func TestBudgetRules(t *testing.T) {
 		{name: "deep nesting", want: []string{"SBX-BUDGET-002"}, verdict: rules.Suspicious,
 			build: func() *tl {
 				return newTL().bash("cd /tmp && python3 nest.py", "").
-					add(trace.SourceSyscall, trace.TypeBudget, 0, &trace.Budget{Name: "path", Limit: trace.MaxPath, Used: 17000,
-						Summarised: 17000, Unit: "paths", Message: "17000 paths were cut"})
+					add(trace.SourceSyscall, trace.TypeBudget, 0, &trace.Budget{Name: "path", Limit: trace.MaxPath, Used: 34000,
+						Summarised: 17000, Unit: "bytes", Message: "17000 paths were cut"})
 			}},
 		{name: "detached daemon", want: []string{"SBX-BUDGET-003"}, verdict: rules.Suspicious,
 			build: func() *tl {

@@ -334,8 +334,8 @@ func TestRules(t *testing.T) {
 		{name: "nesting past PATH_MAX", want: []string{"SBX-BUDGET-002"},
 			build: func() *tl {
 				return newTL().bash("for i in $(seq 20000); do mkdir d && cd d; done", "").
-					add(trace.SourceSyscall, trace.TypeBudget, 0, &trace.Budget{Name: "path", Limit: trace.MaxPath, Used: 18000,
-						Summarised: 18000, Unit: "paths", Message: "18000 paths were cut"})
+					add(trace.SourceSyscall, trace.TypeBudget, 0, &trace.Budget{Name: "path", Limit: trace.MaxPath, Used: 40000,
+						Summarised: 18000, Unit: "bytes", Message: "18000 paths were cut"})
 			}},
 		{name: "detached process outlives its call", want: []string{"SBX-BUDGET-003"},
 			build: func() *tl {

@@ -64,6 +64,7 @@ type Stats struct {
 	DroppedEvents int64 `json:"dropped_events,omitempty"` // over MaxEvents or MaxBytes
 	BytesCapped   bool  `json:"bytes_capped,omitempty"`   // MaxBytes was reached
 	PathsCut      int64 `json:"paths_cut,omitempty"`      // paths cut to MaxPath
+	LongestPath   int64 `json:"longest_path,omitempty"`   // bytes of the longest path cut
 	Bytes         int64 `json:"bytes,omitempty"`          // estimated size of the events returned
 	Noise         int64 `json:"noise"`                    // start-up opens dropped
 	Unfinished    int64 `json:"unfinished"`               // calls never resumed
@@ -608,8 +609,11 @@ func (p *parser) emit(pid int, at time.Time, typ trace.Type, data any) bool {
 	if lead := p.procs[pr.tgid]; lead != nil {
 		e.PPID = lead.ppid
 	}
-	if p.opts.MaxPath > 0 && trace.CapPaths(&e, p.opts.MaxPath) {
-		p.stats.PathsCut++
+	if p.opts.MaxPath > 0 {
+		if n := trace.CapPaths(&e, p.opts.MaxPath); n > 0 {
+			p.stats.PathsCut++
+			p.stats.LongestPath = max(p.stats.LongestPath, int64(n))
+		}
 	}
 	if p.opts.MaxBytes > 0 {
 		sz := trace.Size(e)

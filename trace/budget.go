@@ -5,11 +5,17 @@ import (
 	"unicode/utf8"
 )
 
-// MaxPath is the most bytes of one path an event keeps: the kernel's
-// PATH_MAX. A skill can make longer ones (nesting directories and working
-// relative to them), and since every event carries its whole path, their
-// cost would grow with the square of the depth.
-const MaxPath = 4096
+// MaxPath is the most bytes of one path an event keeps. Real paths are
+// far shorter (deep node_modules trees stay under a few hundred bytes); a
+// skill can make them as long as it likes by nesting directories and
+// working relative to them (past the kernel's PATH_MAX, PathMax), and
+// since every event carries its whole path, their cost would grow with
+// the square of the depth.
+const MaxPath = 1024
+
+// PathMax is the kernel's PATH_MAX: no single system call takes a longer
+// path, so only nesting makes one.
+const PathMax = 4096
 
 // CutPath returns p when it fits in max bytes. Otherwise it keeps p's
 // head and tail (the root a rule recognises, and the file name) around a
@@ -38,13 +44,14 @@ func CutPath(p string, max int) string {
 }
 
 // CapPaths cuts every path e's payload holds (File paths, an Exec's path
-// and working directory) to max bytes with CutPath, and reports whether it
-// cut any. The payload is changed in place.
-func CapPaths(e *Event, max int) bool {
-	cut := false
+// and working directory) to max bytes with CutPath, and returns the length
+// of the longest path it cut (0: none). The payload is changed in place.
+func CapPaths(e *Event, max int) int {
+	longest := 0
 	c := func(s *string) {
 		if len(*s) > max {
-			*s, cut = CutPath(*s, max), true
+			longest = maxInt(longest, len(*s))
+			*s = CutPath(*s, max)
 		}
 	}
 	switch d := e.Data.(type) {
@@ -57,7 +64,14 @@ func CapPaths(e *Event, max int) bool {
 	case *Net:
 		c(&d.Addr) // a unix socket path
 	}
-	return cut
+	return longest
+}
+
+func maxInt(a, b int) int {
+	if a > b {
+		return a
+	}
+	return b
 }
 
 // eventOverhead approximates what an event costs besides its strings and

@@ -47,8 +47,8 @@ func TestCapPathsAndSize(t *testing.T) {
 	deep := "/tmp" + strings.Repeat("/d", 5000)
 	e := trace.Event{Type: trace.TypeRename, Data: &trace.File{Path: deep, NewPath: deep + "/x"}}
 	before := trace.Size(e)
-	if !trace.CapPaths(&e, trace.MaxPath) {
-		t.Fatal("CapPaths cut nothing")
+	if n := trace.CapPaths(&e, trace.MaxPath); n != len(deep)+2 {
+		t.Fatalf("CapPaths = %d, want the longest path's length %d", n, len(deep)+2)
 	}
 	f := e.Data.(*trace.File)
 	if len(f.Path) > trace.MaxPath || len(f.NewPath) > trace.MaxPath {
@@ -58,7 +58,7 @@ func TestCapPathsAndSize(t *testing.T) {
 		t.Errorf("Size %d before, %d after the cut", before, after)
 	}
 	short := trace.Event{Type: trace.TypeExec, Data: &trace.Exec{Path: "/bin/ls", Argv: []string{"ls", "-la"}}}
-	if trace.CapPaths(&short, trace.MaxPath) {
+	if trace.CapPaths(&short, trace.MaxPath) != 0 {
 		t.Error("CapPaths cut a short exec")
 	}
 	if n := trace.Size(short); n < int64(len("/bin/ls")+len("ls-la")) {
