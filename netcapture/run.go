@@ -151,6 +151,7 @@ func RunWithSeal(ctx context.Context, cfg Config, out io.Writer, seal <-chan str
 	}
 	sink.spool, sink.dns = spool, dnsSink
 	udp := NewUDPCatchAll(ew.Emit, names, cfg.FirstBytesCap, nil)
+	udp.spool = spool
 
 	if !cfg.SkipNetworkSetup {
 		steps, err := setupNetwork(ctx, cfg)

@@ -107,6 +107,8 @@ func ScanCanaries(set *canary.Set, events []trace.Event) []trace.Event {
 			scan(e, d.FirstBytes, ch, fmt.Sprintf("%s:%d", d.DstIP, d.DstPort))
 		case *trace.TLSHello:
 			scan(e, []byte(d.SNI), ChannelTLS, d.SNI)
+		case *trace.WSMessage:
+			scan(e, d.Payload, ChannelHTTP, d.URL)
 		case *trace.FSChange:
 			scan(e, d.Head, ChannelFile, d.Path)
 		case *trace.Exec:

@@ -548,6 +548,15 @@ func Summarize(e trace.Event) string {
 		s = fmt.Sprintf("resources peak memory %d, peak pids %d", d.PeakMemory, d.PeakPIDs)
 	case *trace.Notice:
 		s = "notice " + d.Message
+	case *trace.WSMessage:
+		s = fmt.Sprintf("websocket %s %s (%d bytes)", d.Opcode, d.URL, d.Size)
+	case *trace.Leftover:
+		s = fmt.Sprintf("left running: pid %d %s", d.PID, oneLine(strings.Join(d.Argv, " ")))
+		if d.Detached {
+			s += " (detached)"
+		}
+	case *trace.Budget:
+		s = "budget " + d.Name + ": " + d.Message
 	default:
 		s = string(e.Type)
 	}

@@ -118,3 +118,18 @@ func TestPayloadHits(t *testing.T) {
 		t.Errorf("verdict %s with the token in a spooled body, want malicious; findings %v", res.Verdict, ruleIDs(res))
 	}
 }
+
+// TestScanCanariesWebSocket: a token in a WebSocket message leaves the
+// sandbox like one in an HTTP body.
+func TestScanCanariesWebSocket(t *testing.T) {
+	b := newTL().bash("node ws-client.js", "")
+	b.add(trace.SourceHTTP, trace.TypeWSMessage, 0, &trace.WSMessage{URL: "wss://relay.example.net/s", Opcode: "text",
+		Payload: []byte(`{"k":"` + b64(awsKey) + `"}`), Size: 40})
+	hits := rules.ScanCanaries(canaries, b.events())
+	if len(hits) != 1 || hits[0].Data.(*trace.CanaryHit).Channel != rules.ChannelHTTP {
+		t.Fatalf("hits %+v, want one on the http channel", hits)
+	}
+	if res := eval(b, nil); res.Verdict != rules.Malicious {
+		t.Errorf("verdict %s, want malicious", res.Verdict)
+	}
+}
