@@ -53,9 +53,19 @@ func Freeze(ctx context.Context, cfg FreezeConfig) ([]trace.Leftover, error) {
 		cfg.Poll = 200 * time.Millisecond
 	}
 	self := os.Getpid()
+	o := &observer{cfg: cfg, boot: bootTime(), seen: map[int]*trace.Leftover{}, tracerSID: map[int]int{}}
 	deadline := time.Now().Add(cfg.Grace)
 	var waitErr error
-	for len(userPIDs(cfg.UID, self)) > 0 && time.Now().Before(deadline) {
+	// Watch: every process seen during the grace period is recorded, also
+	// one that ends before it is over (it outlived its call all the same).
+	for {
+		pids := userPIDs(cfg.UID, self)
+		for _, pid := range pids {
+			o.observe(pid)
+		}
+		if len(pids) == 0 || !time.Now().Before(deadline) {
+			break
+		}
 		select {
 		case <-ctx.Done():
 			waitErr = ctx.Err()
@@ -68,19 +78,16 @@ func Freeze(ctx context.Context, cfg FreezeConfig) ([]trace.Leftover, error) {
 	// Stop: a pass signals every process not signalled yet; children
 	// forked meanwhile are found on the next pass. (A tracee's state says
 	// little: it is "t" at every traced syscall.)
-	seen := map[int]procInfo{}
+	stopped := map[int]bool{}
 	for pass := 0; pass < 200; pass++ {
 		signalled := 0
 		for _, pid := range userPIDs(cfg.UID, self) {
-			if _, known := seen[pid]; known {
+			if stopped[pid] {
 				continue
 			}
-			info, ok := readProc(pid)
-			if !ok {
-				continue
-			}
-			seen[pid] = info
+			o.observe(pid)
 			_ = syscall.Kill(pid, syscall.SIGSTOP)
+			stopped[pid] = true
 			signalled++
 		}
 		if signalled == 0 {
@@ -88,36 +95,10 @@ func Freeze(ctx context.Context, cfg FreezeConfig) ([]trace.Leftover, error) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	boot := bootTime()
-	now := time.Now()
 	var out []trace.Leftover
-	tracerSID := map[int]int{}
-	for _, pid := range sortedPIDs(seen) {
-		info := seen[pid]
-		if info.state == "Z" {
-			continue
-		}
-		l := trace.Leftover{PID: pid, PPID: info.ppid, PGID: info.pgid, SID: info.sid, UID: cfg.UID, State: info.state}
-		if exe, err := os.Readlink("/proc/" + strconv.Itoa(pid) + "/exe"); err == nil {
-			l.Exe = capString(exe, 4096)
-		}
-		l.Argv = cmdline(pid)
-		if !boot.IsZero() && info.start > 0 {
-			l.AgeMS = now.Sub(boot.Add(info.start)).Milliseconds()
-		}
-		if tp := tracerPID(pid); tp > 0 {
-			l.CallID = callOfTracer(tp, cfg.LogDir)
-			if _, ok := tracerSID[tp]; !ok {
-				if ti, ok := readProc(tp); ok {
-					tracerSID[tp] = ti.sid
-				}
-			}
-		}
-		// Its call's command was a process group leader in the tool
-		// server's session (the tracer's): a process that started a
-		// session or a group of its own detached from the call.
-		ts, ok := tracerSID[tracerPID(pid)]
-		l.Detached = ok && info.sid != ts || info.pgid == pid
+	for _, pid := range slices.Sorted(maps.Keys(o.seen)) {
+		l := *o.seen[pid]
+		l.Ended = !stopped[pid]
 		out = append(out, l)
 	}
 	// End them: nothing of the skill may run once the tracers detach.
@@ -133,6 +114,50 @@ func Freeze(ctx context.Context, cfg FreezeConfig) ([]trace.Leftover, error) {
 	}
 	return out, waitErr
 }
+
+// observer records processes the first time it sees them.
+type observer struct {
+	cfg       FreezeConfig
+	boot      time.Time
+	seen      map[int]*trace.Leftover
+	tracerSID map[int]int
+}
+
+func (o *observer) observe(pid int) {
+	if _, ok := o.seen[pid]; ok || len(o.seen) >= maxObserved {
+		return
+	}
+	info, ok := readProc(pid)
+	if !ok || info.state == "Z" {
+		return
+	}
+	l := &trace.Leftover{PID: pid, PPID: info.ppid, PGID: info.pgid, SID: info.sid, UID: o.cfg.UID, State: info.state}
+	if exe, err := os.Readlink("/proc/" + strconv.Itoa(pid) + "/exe"); err == nil {
+		l.Exe = capString(exe, 4096)
+	}
+	l.Argv = cmdline(pid)
+	if !o.boot.IsZero() && info.start > 0 {
+		l.AgeMS = time.Since(o.boot.Add(info.start)).Milliseconds()
+	}
+	tp := tracerPID(pid)
+	if tp > 0 {
+		l.CallID = callOfTracer(tp, o.cfg.LogDir)
+		if _, ok := o.tracerSID[tp]; !ok {
+			if ti, ok := readProc(tp); ok {
+				o.tracerSID[tp] = ti.sid
+			}
+		}
+	}
+	// Its call's command was a process group leader in the tool server's
+	// session (the tracer's): a process that started a session or a group
+	// of its own detached from the call.
+	ts, ok := o.tracerSID[tp]
+	l.Detached = ok && info.sid != ts || info.pgid == pid
+	o.seen[pid] = l
+}
+
+// maxObserved caps the processes recorded (a fork bomb at the pids limit).
+const maxObserved = 1024
 
 // procInfo is what /proc/PID/stat says about a process.
 type procInfo struct {
@@ -283,8 +308,4 @@ func bootTime() time.Time {
 		return time.Time{}
 	}
 	return time.Now().Add(-time.Duration(up * float64(time.Second)))
-}
-
-func sortedPIDs(m map[int]procInfo) []int {
-	return slices.Sorted(maps.Keys(m))
 }

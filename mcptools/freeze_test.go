@@ -56,6 +56,7 @@ func TestFreeze(t *testing.T) {
 	}
 	daemon := start(true, "sleep", "60")
 	attached := start(false, "sleep", "61")
+	brief := start(true, "sleep", "0.3") // ends by itself during the grace period
 	t0 := time.Now()
 	left, err := Freeze(t.Context(), FreezeConfig{UID: uid, Grace: 600 * time.Millisecond, Poll: 50 * time.Millisecond})
 	if err != nil {
@@ -65,8 +66,10 @@ func TestFreeze(t *testing.T) {
 		t.Errorf("Freeze returned after %v, before the grace period while processes ran", took)
 	}
 	byPID := map[int]bool{}
+	ended := map[int]bool{}
 	for _, l := range left {
 		byPID[l.PID] = l.Detached
+		ended[l.PID] = l.Ended
 		if l.UID != uid || len(l.Argv) == 0 || l.Argv[0] != "sleep" || l.Exe == "" {
 			t.Errorf("record %+v, want uid %d, argv sleep, an exe", l, uid)
 		}
@@ -74,8 +77,11 @@ func TestFreeze(t *testing.T) {
 	if d, ok := byPID[daemon.Process.Pid]; !ok || !d {
 		t.Errorf("the setsid process %d: recorded %t, detached %t; records %+v", daemon.Process.Pid, ok, d, left)
 	}
-	if _, ok := byPID[attached.Process.Pid]; !ok {
-		t.Errorf("the background process %d was not recorded: %+v", attached.Process.Pid, left)
+	if _, ok := byPID[attached.Process.Pid]; !ok || ended[attached.Process.Pid] {
+		t.Errorf("the background process %d was not recorded frozen: %+v", attached.Process.Pid, left)
+	}
+	if d, ok := byPID[brief.Process.Pid]; !ok || !d || !ended[brief.Process.Pid] {
+		t.Errorf("the process that ended during the grace period: recorded %t, detached %t, ended %t", ok, d, ended[brief.Process.Pid])
 	}
 	for _, c := range []*exec.Cmd{daemon, attached} {
 		done := make(chan error, 1)

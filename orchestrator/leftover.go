@@ -53,8 +53,15 @@ func (r *Runner) freeze(ctx context.Context, st *run, grace time.Duration) ([]tr
 		r.log().Warn("end the skill's processes", "exit", code, "stderr", stderr.String())
 	}
 	if n := len(events); n > 0 {
+		frozen := 0
+		for _, e := range events {
+			if !e.Data.(*trace.Leftover).Ended {
+				frozen++
+			}
+		}
 		events = append(events, trace.Event{Time: r.now(), Source: trace.SourceSyscall, Type: trace.TypeJailNotice,
-			Data: &trace.Notice{Message: fmt.Sprintf("%d processes of the skill were still running %v after the last call: frozen, recorded and ended", n, grace)}})
+			Data: &trace.Notice{Message: fmt.Sprintf("%d processes of the skill were running after the last call; %d were still running after the %v grace period: frozen, recorded and ended",
+				n, frozen, grace)}})
 	}
 	return events, nil
 }

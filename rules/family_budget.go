@@ -51,7 +51,7 @@ func budgetRules() {
 		})
 	def(Rule{ID: "SBX-BUDGET-003", Family: "defense-evasion", Title: "Process detached from its tool call and outlived it",
 		Severity: Medium, Confidence: ConfHigh, Technique: "T1497.003",
-		Help: "A process the skill started was still running after the agent's last call and the grace period, in a session or process group of its own (setsid, a daemon): the way to act after a skill looks finished. It was traced until frozen; what it did is in the timeline."},
+		Help: "A process the skill started was still running after the agent's last call, in a session or process group of its own (setsid, a daemon): the way to act after a skill looks finished. It was traced during the grace period until it ended or was frozen; what it did is in the timeline."},
 		func(c *ctx, r *Rule) {
 			for i := range c.events {
 				e := &c.events[i]
@@ -59,18 +59,25 @@ func budgetRules() {
 				if !ok || !l.Detached {
 					continue
 				}
-				c.hit(r, e.ToolCallID, "left running and detached: pid "+fmt.Sprint(l.PID)+" "+short(strings.Join(l.Argv, " ")), e)
+				c.hit(r, e.ToolCallID, "outlived its call, detached: pid "+fmt.Sprint(l.PID)+" "+short(strings.Join(l.Argv, " "))+leftHow(l), e)
 			}
 		})
 	def(Rule{ID: "SBX-BUDGET-004", Family: "execution", Title: "Background process still running after the last call",
 		Severity: Low, Confidence: ConfHigh, Technique: "T1059",
-		Help: "A process the skill started in the background was still running after the agent's last call and the grace period (a server or watcher, often benign). It was traced until frozen."},
+		Help: "A process the skill started in the background was still running after the agent's last call (a server or watcher, often benign). It was traced during the grace period until it ended or was frozen."},
 		func(c *ctx, r *Rule) {
 			for i := range c.events {
 				e := &c.events[i]
 				if l, ok := e.Data.(*trace.Leftover); ok && !l.Detached {
-					c.hit(r, e.ToolCallID, "left running: pid "+fmt.Sprint(l.PID)+" "+short(strings.Join(l.Argv, " ")), e)
+					c.hit(r, e.ToolCallID, "outlived its call: pid "+fmt.Sprint(l.PID)+" "+short(strings.Join(l.Argv, " "))+leftHow(l), e)
 				}
 			}
 		})
+}
+
+func leftHow(l *trace.Leftover) string {
+	if l.Ended {
+		return " (ended by itself during the grace period)"
+	}
+	return " (frozen and ended after the grace period)"
 }

@@ -362,8 +362,10 @@ type WSMessage struct {
 	Malformed string `json:"malformed,omitempty"`
 }
 
-// Leftover is a process of the skill still running after the agent's last
-// call and the grace period, recorded just before it was frozen and ended.
+// Leftover is a process of the skill seen running after the agent's last
+// call: during the grace period (Ended: it exited by itself before the
+// period's end), or at its end, recorded just before it was frozen and
+// ended.
 type Leftover struct {
 	PID  int      `json:"pid"`
 	PPID int      `json:"ppid"`
@@ -380,8 +382,12 @@ type Leftover struct {
 	// Detached says the process left its call's session or process
 	// group, or was adopted by the container's init.
 	Detached bool `json:"detached,omitempty"`
-	// AgeMS is how long the process had been running.
+	// AgeMS is how long the process had been running when first seen
+	// after the last call.
 	AgeMS int64 `json:"age_ms,omitempty"`
+	// Ended says it exited by itself during the grace period; otherwise
+	// it was frozen and ended at its end.
+	Ended bool `json:"ended,omitempty"`
 }
 
 // Budget is a budget of the trace that was crossed: what it bounds, its
