@@ -3,6 +3,7 @@ package orchestrator
 import (
 	"archive/tar"
 	"bytes"
+	"context"
 	"strings"
 	"testing"
 	"time"
@@ -104,4 +105,34 @@ func FuzzParseLeftovers(f *testing.F) {
 			}
 		}
 	})
+}
+
+func TestGraceLeft(t *testing.T) {
+	live, cancel := context.WithTimeout(t.Context(), time.Hour)
+	defer cancel()
+	soon, cancel2 := context.WithTimeout(t.Context(), 2*time.Second)
+	defer cancel2()
+	done, cancel3 := context.WithCancel(t.Context())
+	cancel3()
+	tests := []struct {
+		name        string
+		ctx         context.Context
+		grace       time.Duration
+		interrupted bool
+		max         time.Duration
+		min         time.Duration
+	}{
+		{name: "full grace", ctx: live, grace: 8 * time.Second, min: 8 * time.Second, max: 8 * time.Second},
+		{name: "cut at the deadline", ctx: soon, grace: 8 * time.Second, max: 2 * time.Second},
+		{name: "deadline passed", ctx: done, grace: 8 * time.Second},
+		{name: "interrupted", ctx: live, grace: 8 * time.Second, interrupted: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := graceLeft(tt.ctx, tt.grace, tt.interrupted)
+			if got < tt.min || got > tt.max {
+				t.Errorf("graceLeft = %v, want between %v and %v", got, tt.min, tt.max)
+			}
+		})
+	}
 }

@@ -64,7 +64,8 @@ type Limits struct {
 	TmpSize     int64         `json:"tmp_bytes"`
 	// Grace is how long processes the skill left running are watched
 	// after the driver's last call, before they are frozen and recorded
-	// (0: no wait; they are still frozen and recorded).
+	// (0: no wait; they are still frozen and recorded). It never runs
+	// past the trace's deadline.
 	Grace time.Duration `json:"grace_ns"`
 	// EventBytes caps the jail's event log and SpoolBytes the payloads it
 	// keeps for scanning (both on the jail's disk); TimelineBytes caps the
@@ -124,8 +125,8 @@ func (p Plan) Validate() error {
 		return fmt.Errorf("pids limit %d is below the 16 a sandbox needs", p.Limits.PIDs)
 	case p.Limits.OutputBytes <= 0:
 		return fmt.Errorf("output cap must be positive, got %d", p.Limits.OutputBytes)
-	case p.Limits.Grace < 0 || p.Limits.Grace >= p.Limits.Timeout:
-		return fmt.Errorf("grace period %v must be at least 0 and shorter than the timeout (%v)", p.Limits.Grace, p.Limits.Timeout)
+	case p.Limits.Grace < 0:
+		return fmt.Errorf("grace period cannot be negative, got %v", p.Limits.Grace)
 	case p.Limits.EventBytes < 0 || p.Limits.SpoolBytes < 0 || p.Limits.TimelineBytes < 0:
 		return errors.New("evidence budgets cannot be negative")
 	case p.Limits.EventBytes > 0 && p.Limits.EventBytes < 1<<20 || p.Limits.TimelineBytes > 0 && p.Limits.TimelineBytes < 1<<20:

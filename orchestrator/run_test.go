@@ -178,6 +178,9 @@ func TestPlanValidate(t *testing.T) {
 		{name: "llm without model", mutate: func(p *orchestrator.Plan) { p.Driver.Kind = "llm" }, want: "--model"},
 		{name: "replay without file", mutate: func(p *orchestrator.Plan) { p.Driver.Kind = "replay" }, want: "--transcript"},
 		{name: "unknown driver", mutate: func(p *orchestrator.Plan) { p.Driver.Kind = "magic" }, want: "unknown driver"},
+		{name: "negative grace", mutate: func(p *orchestrator.Plan) { p.Limits.Grace = -time.Second }, want: "grace"},
+		{name: "grace longer than the timeout", mutate: func(p *orchestrator.Plan) { p.Limits.Grace = 2 * p.Limits.Timeout }},
+		{name: "tiny event budget", mutate: func(p *orchestrator.Plan) { p.Limits.EventBytes = 4096 }, want: "budget"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
