@@ -2,14 +2,18 @@ package netcapture
 
 import (
 	"bytes"
+	"context"
 	"fmt"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/miekg/dns"
 	"github.com/sandboxctl/sandboxctl/trace"
 )
 
@@ -252,5 +256,65 @@ func TestKernelCounters(t *testing.T) {
 	netstat := "TcpExt: SyncookiesSent ListenOverflows ListenDrops\nTcpExt: 0 3 5\nIpExt: InNoRoutes\nIpExt: 0\n"
 	if got := listenDrops(strings.NewReader(netstat)); got != 5 {
 		t.Errorf("listenDrops = %d, want 5", got)
+	}
+}
+
+// TestRunWritesLogFile: with an event log, Run's writer gets only the
+// status lines; the log gets the events and, on seal, its end record while
+// the sinks keep serving (what they see afterwards is not in the log);
+// the log read back is whole.
+func TestRunWritesLogFile(t *testing.T) {
+	cfg := testConfig(t)
+	cfg.SkipNetworkSetup = true
+	cfg.TCPPort, cfg.DNSPort, cfg.UDPPort, cfg.ProxyPort = freePort(t), freePort(t), freePort(t), freePort(t)
+	dir := t.TempDir()
+	cfg.EventLog, cfg.SpoolDir = filepath.Join(dir, "events.jsonl"), filepath.Join(dir, "spool")
+	var status syncBuffer
+	seal := make(chan struct{})
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- RunWithSeal(ctx, cfg, &status, seal) }()
+	t.Cleanup(func() { cancel(); <-done })
+	waitStatus := func(what string) {
+		t.Helper()
+		deadline := time.Now().Add(10 * time.Second)
+		for !strings.Contains(status.String(), what) {
+			if time.Now().After(deadline) {
+				t.Fatalf("no %q on the status stream: %q", what, status.String())
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	waitStatus(ReadyMessage)
+	query := func(name string) {
+		m := new(dns.Msg)
+		m.SetQuestion(name, dns.TypeA)
+		if _, _, err := (&dns.Client{Timeout: 3 * time.Second}).Exchange(m, net.JoinHostPort("127.0.0.1", itoa(cfg.DNSPort))); err != nil {
+			t.Fatalf("query: %v", err)
+		}
+	}
+	query("before.seal.example.")
+	close(seal)
+	waitStatus(`{"end":`)
+	query("after.seal.example.")
+	if strings.Contains(status.String(), "before.seal") {
+		t.Errorf("a query reached the status stream: %q", status.String())
+	}
+	b, err := os.ReadFile(cfg.EventLog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, c := readAll(t, b)
+	if p := c.Problems(); p != nil {
+		t.Errorf("problems %q", p)
+	}
+	var names []string
+	for _, e := range got {
+		if d, ok := e.Data.(*trace.DNSQuery); ok {
+			names = append(names, d.Name)
+		}
+	}
+	if strings.Join(names, ",") != "before.seal.example." {
+		t.Errorf("queries in the log %q, want only the one before the seal", names)
 	}
 }
