@@ -81,7 +81,7 @@ const (
 	DefaultGrace         = 8 * time.Second
 	DefaultEventBytes    = 64 << 20
 	DefaultSpoolBytes    = 256 << 20
-	DefaultTimelineBytes = 128 << 20
+	DefaultTimelineBytes = 64 << 20
 )
 
 // DefaultLimits are the limits of a trace when the user sets none.
