@@ -95,7 +95,9 @@ func (ss *session) serveHTTP1(c net.Conn, br *bufio.Reader, m connMeta) {
 		pending, _ := hr.Peek(hr.Buffered())
 		rec.buf = append(rec.buf[:0], pending...)
 		rec.retain, rec.limit = true, maxHeaderBytes+len(pending)
-		if first {
+		// Only a client that starts with "PRI " is waited for to send the
+		// whole HTTP/2 preface: a short HTTP/1.0 request must not stall.
+		if first && bytes.HasPrefix(pending, []byte("PRI ")) {
 			if b, _ := hr.Peek(len(h2Preface)); string(b) == h2Preface {
 				// HTTP/2 with prior knowledge (h2c).
 				rec.retain, rec.limit = false, -1

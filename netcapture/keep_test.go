@@ -308,3 +308,21 @@ func TestDoH(t *testing.T) {
 		t.Errorf("dns events %q", names)
 	}
 }
+
+// TestShortRequestServedAtOnce: a request shorter than the HTTP/2 preface
+// is answered without waiting for more bytes.
+func TestShortRequestServedAtOnce(t *testing.T) {
+	addr, col, _ := startKeeping(t, testConfig(t))
+	c := dial(t, addr)
+	start := time.Now()
+	io.WriteString(c, "GET / HTTP/1.0\r\n\r\n")
+	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if took := time.Since(start); took > 3*time.Second {
+		t.Errorf("a short request took %v to answer", took)
+	}
+	col.waitFor(t, "exchange", isType(trace.TypeHTTP))
+}
