@@ -36,8 +36,16 @@ func (r *Runner) collect(ctx context.Context, st *run) error {
 	var errs []error
 	st.events = append(st.events, st.calls.all()...)
 
+	// Sampling ends before the grace period: the freeze runs as an exec,
+	// and the engine moves an exec's processes into the sandbox's cgroup
+	// past its pids limit, so samples taken meanwhile would count ours.
+	// The cgroup's own counters, read after it, cover the grace period.
+	var res trace.Resource
 	if st.resources != nil {
-		res := st.resources.stop(ctx, st.sandbox)
+		res = st.resources.stop(ctx, st.sandbox)
+	}
+	r.endSkill(ctx, st, st.grace)
+	if st.resources != nil {
 		res.MemoryLimit, res.PIDsLimit = st.plan.Limits.Memory, st.plan.Limits.PIDs
 		cg := r.cgroupFigures(ctx, st.sandbox)
 		res.PeakMemory = max(res.PeakMemory, cg.memPeak)

@@ -125,6 +125,7 @@ type run struct {
 	calls     *callLog
 	jailEv    *jailStream
 	spoolHits map[string][]canary.Hit // planted tokens in the jail's spooled payloads
+	grace     time.Duration           // what is left of the grace period when the driver is done
 	resources *resourceSampler
 	events    []trace.Event
 	deadline  bool // the trace's deadline ended the agent loop
@@ -275,7 +276,7 @@ func (r *Runner) execute(ctx context.Context, st *run) error {
 	}
 	cctx, ccancel := context.WithTimeout(context.WithoutCancel(ctx), budget+p.Limits.Grace)
 	defer ccancel()
-	r.endSkill(cctx, st, graceLeft(tctx, p.Limits.Grace, ctx.Err() != nil))
+	st.grace = graceLeft(tctx, p.Limits.Grace, ctx.Err() != nil)
 	err := r.collect(cctx, st)
 	if st.loopErr != nil && st.exhausted && !errors.Is(st.loopErr, ErrTimeout) {
 		// The skill used up the sandbox's pids or memory, which the tool

@@ -176,8 +176,9 @@ func hostConfig(spec orchestrator.Spec) *container.HostConfig {
 		},
 	}
 	// Always an explicit, bounded log: the engine's default may rotate
-	// under a follower or grow without bound on the host's disk.
-	hc.LogConfig = container.LogConfig{Type: "json-file", Config: map[string]string{"max-size": "1m", "max-file": "1"}}
+	// under a follower or grow without bound on the host's disk. Specs
+	// that set none (tests streaming a jail's events on stdout) get 16 MiB.
+	hc.LogConfig = container.LogConfig{Type: "json-file", Config: map[string]string{"max-size": "16m", "max-file": "1"}}
 	if spec.LogConfig.Type != "" {
 		hc.LogConfig = container.LogConfig{Type: spec.LogConfig.Type, Config: maps.Clone(spec.LogConfig.Config)}
 	}
