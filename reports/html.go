@@ -52,7 +52,6 @@ type htmlView struct {
 	Files      []htmlFile
 	Leaked     []Hit
 	KindCounts []string
-	Inconcl    bool
 	// Shown holds the seqs that have a row (and an anchor) on the page.
 	Shown map[int64]bool
 }
@@ -126,7 +125,7 @@ func lineAnchor(fileIdx, line int) string { return fmt.Sprintf("L%d-%d", fileIdx
 
 // WriteHTML writes the report as one self-contained HTML page.
 func WriteHTML(w io.Writer, r *Report) error {
-	v := htmlView{R: r, Counts: severityCounts(r.Findings), Inconcl: r.Verdict == rules.Inconclusive, Shown: map[int64]bool{},
+	v := htmlView{R: r, Counts: severityCounts(r.Findings), Shown: map[int64]bool{},
 		Started: r.StartedAt.UTC().Format("2006-01-02 15:04:05Z"), Duration: msDuration(r.DurationMS).String()}
 	fileIdx := map[string]int{}
 	for i, f := range r.Skill.Files {

@@ -41,6 +41,8 @@ type Report struct {
 	Status        Status          `json:"status"`
 	Error         string          `json:"error,omitempty"`
 	Verdict       rules.Verdict   `json:"verdict"`
+	Reasons       []string        `json:"verdict_reasons"` // why the verdict (docs/verdicts.md)
+	Coverage      rules.Coverage  `json:"coverage"`        // which planned steps ran
 	ToolCalls     []ToolCall      `json:"tool_calls"`
 	Sandbox       Sandbox         `json:"sandbox"`
 	Events        []trace.Event   `json:"events"`
@@ -300,6 +302,8 @@ func Build(m Meta, res rules.Result, opt Options) *Report {
 		Status:        m.Status,
 		Error:         m.Error,
 		Verdict:       res.Verdict,
+		Reasons:       slices.Clone(res.Reasons),
+		Coverage:      res.Coverage,
 		Sandbox:       m.Sandbox,
 		Events:        make([]trace.Event, 0, len(res.Events)),
 		Findings:      slices.Clone(res.Findings),
@@ -322,6 +326,12 @@ func Build(m Meta, res rules.Result, opt Options) *Report {
 	}
 	if r.Findings == nil {
 		r.Findings = []rules.Finding{}
+	}
+	if r.Reasons == nil {
+		r.Reasons = []string{}
+	}
+	if r.Coverage.Steps == nil {
+		r.Coverage.Steps = []rules.StepCoverage{}
 	}
 	rules.SortFindings(r.Findings)
 	r.Skill = skillInfo(m.Skill)

@@ -198,7 +198,7 @@ func TestRenderGolden(t *testing.T) {
 
 func TestVerdicts(t *testing.T) {
 	want := map[string]rules.Verdict{"clean": rules.Clean, "canary-exfil": rules.Malicious,
-		"timeout": rules.Clean, "inconclusive": rules.Inconclusive}
+		"timeout": rules.Inconclusive, "inconclusive": rules.Inconclusive} // a trace that timed out did not finish: never clean
 	for _, name := range fixtures {
 		if got := fixture(t, name).Verdict; got != want[name] {
 			t.Errorf("%s: verdict %s, want %s", name, got, want[name])
@@ -436,7 +436,7 @@ func TestHTMLLarge(t *testing.T) {
 	if buf.Len() > 8<<20 {
 		t.Errorf("HTML is %d bytes, want < 8 MiB", buf.Len())
 	}
-	if el > 10*time.Second {
+	if el > 40*time.Second { // generous: the race detector on a shared machine
 		t.Errorf("HTML took %v", el)
 	}
 	checkLinks(t, "large", buf.String())

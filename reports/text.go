@@ -150,9 +150,7 @@ func WriteText(w io.Writer, r *Report, opt TextOptions) error {
 	if r.Error != "" {
 		t.para("Error     ", "          ", r.Error)
 	}
-	if r.Verdict == rules.Inconclusive {
-		t.para("Note      ", "          ", "the skill was not exercised (no tool call ran): a clean verdict needs evidence")
-	}
+	writeReasonsText(t, r)
 
 	t.line("")
 	t.line(t.paint(ansiBold, "Findings"))
@@ -185,6 +183,8 @@ func WriteText(w io.Writer, r *Report, opt TextOptions) error {
 			t.para(fmt.Sprintf("    #%d ", e.Seq), "      ", e.Summary)
 		}
 	}
+
+	writeCoverageText(t, r)
 
 	t.line("")
 	t.line(t.paint(ansiBold, "Network"))

@@ -58,34 +58,13 @@ func Evaluate(in Input) Result {
 		r.match(c)
 	}
 	fs := c.result()
-	return Result{Events: events, Findings: fs, Verdict: VerdictFor(fs, c.exercised), Exercised: c.exercised}
+	cov := c.coverage()
+	v, reasons := Decide(fs, c.traceFacts(cov))
+	return Result{Events: events, Findings: fs, Verdict: v, Reasons: reasons, Exercised: c.exercised, Coverage: cov}
 }
 
 func hitKey(h *trace.CanaryHit) string {
 	return fmt.Sprintf("%s\x00%s\x00%s\x00%d", h.TokenID, h.Encoding, h.Channel, h.EventSeq)
-}
-
-// VerdictFor applies the verdict thresholds:
-//   - malicious: any critical finding, or a high one with high confidence;
-//   - suspicious: any other high finding, or a medium one with medium or
-//     high confidence;
-//   - inconclusive: none of the above and the skill was not exercised (no
-//     tool call ran);
-//   - clean: otherwise (low and info findings do not change it).
-func VerdictFor(fs []Finding, exercised bool) Verdict {
-	v := Clean
-	for _, f := range fs {
-		switch {
-		case f.Severity == Critical, f.Severity == High && f.Confidence == ConfHigh:
-			return Malicious
-		case f.Severity == High, f.Severity == Medium && f.Confidence != ConfLow:
-			v = Suspicious
-		}
-	}
-	if v == Clean && !exercised {
-		return Inconclusive
-	}
-	return v
 }
 
 // FailsAt reports whether any finding is at or above the severity failOn:
@@ -150,7 +129,8 @@ type ctx struct {
 	windows  []callWindow
 	red      *strings.Replacer
 	compiled map[*string][]compiledPath
-	paths    map[*Finding][]string // files listed in a finding's message
+	paths    map[*Finding][]string  // files listed in a finding's message
+	shCache  map[string]*shellFacts // command text read by the shell parser
 }
 
 // A callWindow is when a tool call ran.
@@ -193,7 +173,7 @@ type fileOp struct {
 func newCtx(in Input, events []trace.Event) *ctx {
 	c := &ctx{in: in, events: events, bySeq: map[int64]*trace.Event{}, calls: map[string]*trace.ToolCall{},
 		home: strings.TrimSuffix(in.Home, "/"), findMap: map[string]*Finding{}, byRule: map[string][]*Finding{},
-		compiled: map[*string][]compiledPath{}}
+		compiled: map[*string][]compiledPath{}, shCache: map[string]*shellFacts{}}
 	if c.home == "" {
 		c.home = "/home/user"
 	}
@@ -395,7 +375,7 @@ func (c *ctx) hit(r *Rule, key string, msg string, evs ...*trace.Event) *Finding
 	f := c.findMap[k]
 	if f == nil {
 		f = &Finding{RuleID: r.ID, Title: r.Title, Severity: r.Severity, Confidence: r.Confidence,
-			Technique: r.Technique, Message: c.redact(msg)}
+			Technique: r.Technique, Harm: r.Harm, Message: c.redact(msg)}
 		c.findMap[k] = f
 		c.order = append(c.order, k)
 		c.byRule[r.ID] = append(c.byRule[r.ID], f)

@@ -21,6 +21,26 @@ func (c *ctx) tokenLocations() pathSet {
 	return ps
 }
 
+// envTemplate reports the example .env files projects commit
+// (.env.example, .env.sample, ...): placeholders, not secrets.
+func envTemplate(p string) bool {
+	b := strings.ToLower(path.Base(p))
+	for _, s := range []string{".example", ".sample", ".template", ".dist", ".defaults", ".tmpl", ".tpl"} {
+		if strings.HasPrefix(b, ".env") && strings.HasSuffix(b, s) {
+			return true
+		}
+	}
+	return false
+}
+
+// gitWorktreeRead reports git reading a file of a work tree it manages
+// (git status, git add hash files): a .env there is git working, not a
+// skill hunting secrets. What git sends anywhere is judged by the canary
+// and network rules.
+func gitWorktreeRead(f fileOp) bool {
+	return (f.proc == "git" || strings.HasPrefix(f.proc, "git-")) && strings.HasPrefix(path.Base(f.path), ".env")
+}
+
 func isPublicKey(p string) bool {
 	b := path.Base(p)
 	return strings.HasSuffix(b, ".pub") || b == "known_hosts" || b == "known_hosts.old" || b == "authorized_keys"
@@ -38,7 +58,7 @@ func credRules() {
 		func(c *ctx, r *Rule) {
 			planted := c.tokenLocations()
 			for _, f := range c.files {
-				if f.op != opRead || f.failed || isPublicKey(f.path) || c.underSkill(f.path) {
+				if f.op != opRead || f.failed || isPublicKey(f.path) || c.underSkill(f.path) || envTemplate(f.path) || gitWorktreeRead(f) {
 					continue
 				}
 				_, ok := c.matchPath(planted, f.path)
@@ -225,7 +245,7 @@ func persistRules() {
 			paths: gitPaths, cmd: func(s string) bool { return reGitHooks.MatchString(s) },
 			help: "A git hook was written or git's configuration changed (core.hooksPath, aliases, " +
 				"credential helpers): code that runs on the next commit or fetch."},
-		{id: "SBX-PERSIST-006", title: "Agent configuration modified", tech: "T1546", sev: High, conf: ConfHigh,
+		{id: "SBX-PERSIST-006", title: "Agent configuration modified", tech: "T1546", sev: High, conf: ConfMedium,
 			paths: agentConfigPaths, help: "The skill wrote agent configuration (.claude/settings.json hooks, " +
 				".claude/commands|agents|hooks, .mcp.json, other agents' config folders, installed skills): " +
 				"code or tools that every later session runs."},
@@ -239,7 +259,7 @@ func persistRules() {
 	}
 	for _, s := range surfaces {
 		def(Rule{ID: s.id, Family: "persistence", Title: s.title, Severity: s.sev, Confidence: s.conf,
-			Technique: s.tech, Help: s.help + " Failed attempts count too."},
+			Technique: s.tech, Help: s.help + " Failed attempts count too.", Harm: HarmPersistence},
 			func(c *ctx, r *Rule) {
 				for _, f := range c.files {
 					var target string

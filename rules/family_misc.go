@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"net"
 	"net/url"
-	"path"
 	"regexp"
 	"strings"
 
@@ -17,7 +16,7 @@ func (c *ctx) hitStatic(r *Rule, key, msg, file string, line int) *Finding {
 	f := c.findMap[k]
 	if f == nil {
 		f = &Finding{RuleID: r.ID, Title: r.Title, Severity: r.Severity, Confidence: r.Confidence,
-			Technique: r.Technique, Message: c.redact(msg), SkillFile: file, SkillLine: line}
+			Technique: r.Technique, Harm: r.Harm, Message: c.redact(msg), SkillFile: file, SkillLine: line}
 		c.findMap[k] = f
 		c.order = append(c.order, k)
 		c.byRule[r.ID] = append(c.byRule[r.ID], f)
@@ -229,17 +228,19 @@ func remoteRules() {
 }
 
 // fetchCommand reports a command whose output is a download shown to the
-// model (curl/wget to stdout, not piped into an interpreter).
+// model: it starts with curl or wget writing to stdout and runs nothing it
+// fetched.
 func fetchCommand(cmd string) bool {
-	f := strings.Fields(cmd)
-	if len(f) == 0 {
+	f := analyzeShell(cmd)
+	if len(f.Commands) == 0 || (f.Commands[0] != "curl" && f.Commands[0] != "wget") || len(f.Runs) > 0 {
 		return false
 	}
-	b := path.Base(f[0])
-	if b != "curl" && b != "wget" {
-		return false
+	for _, d := range f.Downloads {
+		if d.Fetcher == f.Commands[0] {
+			return false
+		}
 	}
-	return !downloadAndRun(cmd) && !reCurlOut.MatchString(cmd) || strings.Contains(cmd, "-O-") || strings.Contains(cmd, "-O -")
+	return true
 }
 
 // ownServices lists, per token kind, the hosts that kind of credential is
@@ -287,7 +288,7 @@ func (c *ctx) toOwnService(h *trace.CanaryHit) bool {
 
 func exfilRules() {
 	def(Rule{ID: "SBX-EXFIL-001", Family: "exfiltration", Title: "Planted secret sent out of the sandbox",
-		Severity: Critical, Confidence: ConfHigh, Technique: "T1041",
+		Severity: Critical, Confidence: ConfHigh, Technique: "T1041", Harm: HarmExfil,
 		Help: "A canary token planted in the fake home or environment was seen leaving: in an HTTP URL, " +
 			"header or body, in DNS query names (also split over labels and queries), in a raw TCP/UDP " +
 			"flow, or in TLS SNI; plain or encoded (base64, hex, URL-encoding, gzip, tar...). The token " +
@@ -345,7 +346,7 @@ func exfilRules() {
 		})
 	derived := func(id, title, tech, help string, from ...string) {
 		def(Rule{ID: id, Family: "exfiltration", Title: title, Severity: High, Confidence: ConfMedium,
-			Technique: tech, Help: help},
+			Technique: tech, Help: help, Harm: HarmExfil},
 			func(c *ctx, r *Rule) {
 				if len(c.byRule["SBX-EXFIL-001"]) > 0 {
 					return // the token itself was seen leaving: that finding says it better
@@ -367,6 +368,9 @@ func exfilRules() {
 				rawOrBad := map[int64]bool{}
 				for _, id := range []string{"SBX-NET-001", "SBX-NET-003"} {
 					for _, f := range c.byRule[id] {
+						if f.Severity.Rank() < Medium.Rank() {
+							continue // a messaging webhook is not a drop
+						}
 						for _, ev := range f.Evidence {
 							rawOrBad[ev.Seq] = true
 						}

@@ -315,6 +315,11 @@ func TestRules(t *testing.T) {
 				return newTL().tool("read_file", map[string]any{"path": "README.md"}, "").
 					bash("git status", "").bash("npm install", "")
 			}},
+		{name: "look-alike domain", want: []string{"SBX-NET-005"},
+			build: func() *tl {
+				return newTL().bash("curl -s https://api.githhub.com/repos/x/y", "{}").dns("api.githhub.com.").
+					http("GET", "https://api.githhub.com/repos/x/y", "")
+			}},
 		{name: "hidden content", want: []string{"SBX-HIDDEN-001", "SBX-HIDDEN-002", "SBX-HIDDEN-003", "SBX-HIDDEN-004"},
 			mod: func(in *rules.Input) {
 				in.Skill = &skill.Skill{Name: "demo", Hidden: []skill.Hidden{
@@ -496,6 +501,9 @@ func TestVerdict(t *testing.T) {
 	f := func(s rules.Severity, c rules.Confidence) rules.Finding {
 		return rules.Finding{RuleID: "X", Severity: s, Confidence: c}
 	}
+	h := func(s rules.Severity, c rules.Confidence) rules.Finding {
+		return rules.Finding{RuleID: "X", Severity: s, Confidence: c, Harm: rules.HarmExfil}
+	}
 	tests := []struct {
 		name      string
 		findings  []rules.Finding
@@ -508,15 +516,63 @@ func TestVerdict(t *testing.T) {
 		{name: "medium low confidence", exercised: true, findings: []rules.Finding{f(rules.Medium, rules.ConfLow)}, want: rules.Clean},
 		{name: "medium", exercised: true, findings: []rules.Finding{f(rules.Medium, rules.ConfMedium)}, want: rules.Suspicious},
 		{name: "high medium confidence", exercised: true, findings: []rules.Finding{f(rules.High, rules.ConfMedium)}, want: rules.Suspicious},
-		{name: "high high confidence", exercised: true, findings: []rules.Finding{f(rules.High, rules.ConfHigh)}, want: rules.Malicious},
-		{name: "critical", exercised: true, findings: []rules.Finding{f(rules.Low, rules.ConfLow), f(rules.Critical, rules.ConfLow)}, want: rules.Malicious},
-		{name: "static critical without a run", findings: []rules.Finding{f(rules.High, rules.ConfHigh)}, want: rules.Malicious},
+		{name: "high high confidence without harm", exercised: true, findings: []rules.Finding{f(rules.High, rules.ConfHigh)}, want: rules.Suspicious},
+		{name: "harm high high confidence", exercised: true, findings: []rules.Finding{h(rules.High, rules.ConfHigh)}, want: rules.Malicious},
+		{name: "harm high medium confidence", exercised: true, findings: []rules.Finding{h(rules.High, rules.ConfMedium)}, want: rules.Suspicious},
+		{name: "harm critical", exercised: true, findings: []rules.Finding{f(rules.Low, rules.ConfLow), h(rules.Critical, rules.ConfLow)}, want: rules.Malicious},
+		{name: "harm low is not malicious", exercised: true, findings: []rules.Finding{h(rules.Low, rules.ConfHigh)}, want: rules.Clean},
+		{name: "static high without a run", findings: []rules.Finding{f(rules.High, rules.ConfHigh)}, want: rules.Suspicious},
 		{name: "suspicious without a run", findings: []rules.Finding{f(rules.Medium, rules.ConfHigh)}, want: rules.Suspicious},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			if got := rules.VerdictFor(tt.findings, tt.exercised); got != tt.want {
 				t.Errorf("VerdictFor = %s, want %s", got, tt.want)
+			}
+		})
+	}
+}
+
+// TestDecide checks the verdict's other inputs: status, exhaustion, lost
+// evidence and coverage never make a trace clean, and never hide proven
+// harm.
+func TestDecide(t *testing.T) {
+	harm := rules.Finding{RuleID: "SBX-EXFIL-001", Title: "t", Severity: rules.Critical, Confidence: rules.ConfHigh, Harm: rules.HarmExfil}
+	sus := rules.Finding{RuleID: "SBX-CRED-001", Title: "t", Severity: rules.Medium, Confidence: rules.ConfHigh}
+	ran := rules.Coverage{Planned: 2, Run: 2, Succeeded: 2, Decisive: 2}
+	notRun := rules.Coverage{Planned: 2, Run: 2, Succeeded: 1, NotRun: 1, Decisive: 2, DecisiveNotRun: 1,
+		Steps: []rules.StepCoverage{{ToolCallID: "t002", Outcome: rules.OutcomeNotRun, Reason: "command not found: python", Decisive: true}}}
+	tests := []struct {
+		name     string
+		findings []rules.Finding
+		facts    rules.Facts
+		want     rules.Verdict
+		reason   string // a substring of the first reason
+	}{
+		{name: "clean", facts: rules.Facts{Exercised: true, Coverage: ran}, want: rules.Clean, reason: "2 step(s) ran"},
+		{name: "decisive step not run", facts: rules.Facts{Exercised: true, Coverage: notRun}, want: rules.Inconclusive, reason: "command not found: python"},
+		{name: "decisive step not run but suspicious", findings: []rules.Finding{sus}, facts: rules.Facts{Exercised: true, Coverage: notRun}, want: rules.Suspicious, reason: "SBX-CRED-001"},
+		{name: "error", facts: rules.Facts{Exercised: true, Status: "error", Coverage: ran}, want: rules.Inconclusive, reason: "status error"},
+		{name: "error with suspicious findings", findings: []rules.Finding{sus}, facts: rules.Facts{Exercised: true, Status: "error", Coverage: ran}, want: rules.Inconclusive, reason: "status error"},
+		{name: "error after harm", findings: []rules.Finding{harm}, facts: rules.Facts{Exercised: true, Status: "error"}, want: rules.Malicious, reason: "harm: SBX-EXFIL-001"},
+		{name: "timeout", facts: rules.Facts{Exercised: true, Status: "timeout", Coverage: ran}, want: rules.Inconclusive, reason: "deadline"},
+		{name: "pids exhausted", facts: rules.Facts{Exercised: true, Exhausted: []string{"pids"}, Coverage: ran}, want: rules.Inconclusive, reason: "exhausted the sandbox (pids)"},
+		{name: "oom after harm", findings: []rules.Finding{harm}, facts: rules.Facts{Exercised: true, Exhausted: []string{"memory"}}, want: rules.Malicious},
+		{name: "lost evidence", facts: rules.Facts{Exercised: true, Missing: []string{"jail event stream: 3 lines lost"}, Coverage: ran}, want: rules.Inconclusive, reason: "evidence missing"},
+		{name: "lost evidence but suspicious", findings: []rules.Finding{sus}, facts: rules.Facts{Exercised: true, Missing: []string{"x"}}, want: rules.Suspicious},
+		{name: "nothing ran", facts: rules.Facts{}, want: rules.Inconclusive, reason: "no tool call ran"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, reasons := rules.Decide(tt.findings, tt.facts)
+			if got != tt.want {
+				t.Errorf("Decide = %s (%q), want %s", got, reasons, tt.want)
+			}
+			if len(reasons) == 0 {
+				t.Fatalf("Decide gave no reason")
+			}
+			if !strings.Contains(reasons[0], tt.reason) {
+				t.Errorf("first reason %q does not say %q", reasons[0], tt.reason)
 			}
 		})
 	}
@@ -603,7 +659,7 @@ func TestEvaluateLarge(t *testing.T) {
 		b.read(home + "/data/f" + strconv.Itoa(i))
 	}
 	for i := range n {
-		b.dns("c" + strconv.Itoa(i) + ".tunnel-dom.com.")
+		b.dns(hexs("chunk-"+strconv.Itoa(i)) + ".tunnel-dom.com.")
 	}
 	for i := range n {
 		b.exec(b.pid, "/usr/bin/stat", "stat", "f"+strconv.Itoa(i))
@@ -613,7 +669,7 @@ func TestEvaluateLarge(t *testing.T) {
 	res := eval(&tl{evs: evs}, nil)
 	el := time.Since(start)
 	t.Logf("Evaluate on %d events: %v, %d findings", len(evs), el, len(res.Findings))
-	if el > 30*time.Second {
+	if el > 120*time.Second { // generous: the machine is shared
 		t.Errorf("Evaluate took %v on %d events", el, len(evs))
 	}
 	if !slices.Contains(ruleIDs(res), "SBX-NET-004") {

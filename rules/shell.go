@@ -1,0 +1,1325 @@
+package rules
+
+import (
+	"compress/gzip"
+	"encoding/base64"
+	"encoding/hex"
+	"io"
+	"path"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"mvdan.cc/sh/v3/syntax"
+)
+
+// This file reads command text the way a shell does (mvdan.cc/sh's
+// parser), so that quoting (c''url, "c"url, $'\x63url'), variables
+// (d=curl; $d ...), wrappers (sudo, env, nohup, timeout...), tee in a
+// pipeline, eval and sh -c strings, command and process substitution and
+// here-strings do not hide what a command runs. It is used where command
+// text matters; the process tree (execs, forks, exits) is the other half
+// of the evidence and needs no parsing.
+
+// Limits of the analysis: command text is untrusted.
+const (
+	maxShellText  = 256 << 10 // bytes of script parsed per analysis (nested scripts included)
+	maxShellDepth = 4         // eval / sh -c / decoded payloads nested
+	maxDecoded    = 64 << 10  // bytes kept of a decoded payload
+)
+
+// A codeRun is bytes that did not come from a file on disk executed by an
+// interpreter: fetched from the network, or decoded from a literal.
+type codeRun struct {
+	// How says how the bytes reached the interpreter: "pipe",
+	// "command substitution", "process substitution", "eval",
+	// "here-string", "remote module" or "decoded".
+	How     string
+	Fetcher string // the network client ("curl", "wget", ...), "" for decoded
+	Interp  string // the interpreter ("sh", "python3", "eval", "source", ...)
+	URLs    []string
+	// Decoded is the payload a decoder produced, when the rule could
+	// decode it; Inner is what that payload does.
+	Decoded string
+	Inner   *shellFacts
+}
+
+// A download is a file a network client saved.
+type download struct {
+	Path    string
+	URL     string
+	Fetcher string
+}
+
+// A fileRun is a file handed to an interpreter, sourced or executed.
+type fileRun struct {
+	Path string
+	How  string // "sh", "python3", "source", "exec", "stdin"...
+}
+
+// A devTCP is a use of bash's /dev/tcp or /dev/udp.
+type devTCP struct {
+	Target string // "/dev/tcp/host/port"
+	Host   string
+	Cmd    string // the command whose input or output it is ("" for exec)
+	// Shell is true when a shell or an exec'd descriptor loop is bound to
+	// it: a reverse shell rather than a one-off send or port check.
+	Shell bool
+}
+
+// shellFacts is what a script does, as far as its text says.
+type shellFacts struct {
+	Runs      []codeRun
+	Downloads []download
+	FileRuns  []fileRun
+	Chmods    []string // paths made executable
+	DevTCP    []devTCP
+	// Commands lists the program names the script runs (after wrappers),
+	// in order, "" for a name that is not literal.
+	Commands []string
+
+	readLoop bool // a loop executes each line it reads
+	fdShell  bool // an interpreter reads its program from a numbered descriptor
+	// netShell: a netcat/socat binds a program to a connection, or a shell
+	// in a pipeline reads from or writes to one.
+	netShell bool
+}
+
+func fdNumber(s string) bool {
+	n, err := strconv.Atoi(s)
+	return err == nil && n > 2
+}
+
+func (f *shellFacts) merge(o *shellFacts) {
+	if o == nil {
+		return
+	}
+	f.Runs = append(f.Runs, o.Runs...)
+	f.Downloads = append(f.Downloads, o.Downloads...)
+	f.FileRuns = append(f.FileRuns, o.FileRuns...)
+	f.Chmods = append(f.Chmods, o.Chmods...)
+	f.DevTCP = append(f.DevTCP, o.DevTCP...)
+	f.Commands = append(f.Commands, o.Commands...)
+	f.readLoop = f.readLoop || o.readLoop
+	f.fdShell = f.fdShell || o.fdShell
+	f.netShell = f.netShell || o.netShell
+}
+
+// analyzeShell reads a script. It never fails: text that does not parse
+// gives what the parser recovered (often nothing).
+func analyzeShell(script string) *shellFacts {
+	budget := maxShellText
+	a := &shAnalyzer{vars: map[string]string{}, budget: &budget}
+	return a.analyze(script, 0)
+}
+
+type shAnalyzer struct {
+	vars   map[string]string
+	budget *int
+}
+
+func (a *shAnalyzer) analyze(script string, depth int) *shellFacts {
+	facts := &shellFacts{}
+	if depth > maxShellDepth || *a.budget <= 0 || strings.TrimSpace(script) == "" {
+		return facts
+	}
+	if len(script) > *a.budget {
+		script = script[:*a.budget]
+	}
+	*a.budget -= len(script)
+	f, _ := syntax.NewParser(syntax.Variant(syntax.LangBash), syntax.RecoverErrors(3)).Parse(strings.NewReader(script), "")
+	if f == nil {
+		return facts
+	}
+	// Variables first: d=curl; $d ... resolves whatever the order of use.
+	syntax.Walk(f, func(n syntax.Node) bool {
+		switch n := n.(type) {
+		case *syntax.CallExpr:
+			if len(n.Args) == 0 {
+				a.assign(n.Assigns)
+			}
+		case *syntax.DeclClause:
+			a.assign(n.Args)
+		}
+		return true
+	})
+	inPipe := map[*syntax.Stmt]bool{}
+	syntax.Walk(f, func(n syntax.Node) bool {
+		switch n := n.(type) {
+		case *syntax.BinaryCmd:
+			if (n.Op == syntax.Pipe || n.Op == syntax.PipeAll) && !inPipe[n.X] {
+				stages := flattenPipe(n)
+				for _, s := range stages {
+					inPipe[s] = true
+				}
+				a.pipeline(stages, facts, depth)
+			}
+		case *syntax.WhileClause:
+			if _, ok := a.stdinExecutor(&syntax.Stmt{Cmd: n}); ok {
+				facts.readLoop = true
+			}
+		case *syntax.Stmt:
+			a.stmt(n, facts, depth)
+		}
+		return true
+	})
+	// exec 5<>/dev/tcp/h/p is a reverse shell when the descriptor feeds a
+	// loop that runs what it reads or a shell.
+	for i := range facts.DevTCP {
+		if d := &facts.DevTCP[i]; d.Cmd == "exec" && (facts.readLoop || facts.fdShell) && !isLoopback(d.Host) {
+			d.Shell = true
+		}
+	}
+	return facts
+}
+
+func (a *shAnalyzer) assign(as []*syntax.Assign) {
+	for _, as := range as {
+		if as.Name == nil || as.Value == nil || as.Array != nil || as.Index != nil {
+			continue
+		}
+		w := a.word(as.Value)
+		if w.known {
+			if as.Append {
+				a.vars[as.Name.Value] += w.text
+			} else {
+				a.vars[as.Name.Value] = w.text
+			}
+		}
+	}
+}
+
+// flattenPipe returns the stages of a | b | c in order.
+func flattenPipe(b *syntax.BinaryCmd) []*syntax.Stmt {
+	var out []*syntax.Stmt
+	var walk func(s *syntax.Stmt)
+	walk = func(s *syntax.Stmt) {
+		if bc, ok := s.Cmd.(*syntax.BinaryCmd); ok && (bc.Op == syntax.Pipe || bc.Op == syntax.PipeAll) && len(s.Redirs) == 0 {
+			walk(bc.X)
+			walk(bc.Y)
+			return
+		}
+		out = append(out, s)
+	}
+	walk(b.X)
+	walk(b.Y)
+	return out
+}
+
+// A shWord is a word as far as it can be resolved without running
+// anything: quotes removed, known variables substituted. Unknown parts are
+// left out and known is false.
+type shWord struct {
+	text   string
+	known  bool
+	substs []*syntax.CmdSubst
+	procs  []*syntax.ProcSubst
+}
+
+func (a *shAnalyzer) word(w *syntax.Word) shWord {
+	out := shWord{known: true}
+	if w == nil {
+		return out
+	}
+	var b strings.Builder
+	var parts func(ps []syntax.WordPart, quoted bool)
+	parts = func(ps []syntax.WordPart, quoted bool) {
+		for _, p := range ps {
+			switch p := p.(type) {
+			case *syntax.Lit:
+				b.WriteString(unescape(p.Value, quoted))
+			case *syntax.SglQuoted:
+				if p.Dollar {
+					b.WriteString(ansiC(p.Value))
+				} else {
+					b.WriteString(p.Value)
+				}
+			case *syntax.DblQuoted:
+				parts(p.Parts, true)
+			case *syntax.ParamExp:
+				v, ok := "", false
+				if p.Param != nil && p.Exp == nil && p.Repl == nil && p.Slice == nil && !p.Length && !p.Excl && p.Index == nil {
+					v, ok = a.vars[p.Param.Value]
+					if !ok && p.Param.Value == "HOME" {
+						v, ok = "~", true
+					}
+				}
+				if ok {
+					b.WriteString(v)
+				} else {
+					out.known = false
+				}
+			case *syntax.CmdSubst:
+				out.known = false
+				out.substs = append(out.substs, p)
+			case *syntax.ProcSubst:
+				out.known = false
+				out.procs = append(out.procs, p)
+			default:
+				out.known = false
+			}
+		}
+	}
+	parts(w.Parts, false)
+	out.text = b.String()
+	return out
+}
+
+// unescape removes the backslashes the shell removes: any outside quotes,
+// and those before $ ` " \ and newline inside double quotes.
+func unescape(s string, quoted bool) string {
+	if !strings.Contains(s, `\`) {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\\' && i+1 < len(s) {
+			n := s[i+1]
+			if !quoted || strings.IndexByte("$`\"\\\n", n) >= 0 {
+				if n != '\n' {
+					b.WriteByte(n)
+				}
+				i++
+				continue
+			}
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
+}
+
+// ansiC decodes the escapes of a $'...' string.
+func ansiC(s string) string {
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] != '\\' || i+1 >= len(s) {
+			b.WriteByte(s[i])
+			continue
+		}
+		i++
+		switch c := s[i]; c {
+		case 'n':
+			b.WriteByte('\n')
+		case 't':
+			b.WriteByte('\t')
+		case 'r':
+			b.WriteByte('\r')
+		case 'a':
+			b.WriteByte(7)
+		case 'e', 'E':
+			b.WriteByte(27)
+		case 'x':
+			j := i + 1
+			for j < len(s) && j < i+3 && isHex(s[j]) {
+				j++
+			}
+			if v, err := strconv.ParseUint(s[i+1:j], 16, 8); err == nil {
+				b.WriteByte(byte(v))
+				i = j - 1
+			} else {
+				b.WriteString(`\x`)
+			}
+		case '0', '1', '2', '3', '4', '5', '6', '7':
+			j := i
+			for j < len(s) && j < i+3 && s[j] >= '0' && s[j] <= '7' {
+				j++
+			}
+			v, _ := strconv.ParseUint(s[i:j], 8, 16)
+			b.WriteByte(byte(v))
+			i = j - 1
+		default:
+			b.WriteByte(c)
+		}
+	}
+	return b.String()
+}
+
+func isHex(c byte) bool {
+	return c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F'
+}
+
+// A shCmd is a simple command with its wrappers (sudo, env, nohup,
+// timeout...) taken off: Name is the program's base name ("" when not
+// literal) and Args what follows it.
+type shCmd struct {
+	Name string
+	Path string // the program word as written (after wrappers)
+	Args []shWord
+}
+
+func (c shCmd) argText() []string {
+	out := make([]string, len(c.Args))
+	for i, a := range c.Args {
+		out[i] = a.text
+	}
+	return out
+}
+
+func (a *shAnalyzer) call(ce *syntax.CallExpr) shCmd {
+	ws := make([]shWord, len(ce.Args))
+	for i, w := range ce.Args {
+		ws[i] = a.word(w)
+	}
+	return unwrapWords(ws)
+}
+
+// unwrapWords strips command wrappers from a resolved argv.
+func unwrapWords(ws []shWord) shCmd {
+	for len(ws) > 0 {
+		if !ws[0].known {
+			return shCmd{Args: ws[1:]}
+		}
+		name := path.Base(ws[0].text)
+		rest := ws[1:]
+		skip := wrapperSkip(name, texts(rest))
+		if skip < 0 {
+			return shCmd{Name: name, Path: ws[0].text, Args: rest}
+		}
+		ws = rest[min(skip, len(rest)):]
+	}
+	return shCmd{}
+}
+
+func texts(ws []shWord) []string {
+	out := make([]string, len(ws))
+	for i, w := range ws {
+		out[i] = w.text
+	}
+	return out
+}
+
+// wrapperSkip returns how many arguments of wrapper name come before the
+// command it runs, or -1 when name runs no command of its argv.
+func wrapperSkip(name string, args []string) int {
+	withArg := ""
+	switch name {
+	case "sudo", "doas":
+		withArg = "ugpCDhrtUR"
+	case "env":
+		i := 0
+		for i < len(args) {
+			a := args[i]
+			switch {
+			case a == "-u" || a == "--unset" || a == "-C" || a == "--chdir":
+				i += 2
+			case a == "-S" || a == "--split-string":
+				return i + 1 // env -S "cmd args": the string is the command
+			case strings.HasPrefix(a, "-"):
+				i++
+			case strings.Contains(a, "="):
+				i++
+			default:
+				return i
+			}
+		}
+		return i
+	case "nohup", "time", "builtin", "chronic", "unbuffer", "caffeinate", "torsocks", "proxychains", "proxychains4", "setsid", "exec", "command", "nice", "ionice", "stdbuf", "then", "do", "else":
+		withArg = map[string]string{"exec": "a", "nice": "n", "ionice": "cnp", "stdbuf": "ioe"}[name]
+		if name == "command" && len(args) > 0 && (args[0] == "-v" || args[0] == "-V") {
+			return -1 // a lookup, not a run
+		}
+	case "timeout":
+		i := 0
+		for i < len(args) && strings.HasPrefix(args[i], "-") {
+			if args[i] == "-s" || args[i] == "-k" || args[i] == "--signal" || args[i] == "--kill-after" {
+				i++
+			}
+			i++
+		}
+		return i + 1 // the duration
+	case "busybox":
+		return 0
+	default:
+		return -1
+	}
+	i := 0
+	for i < len(args) && strings.HasPrefix(args[i], "-") && args[i] != "-" {
+		if args[i] == "--" {
+			return i + 1
+		}
+		if len(args[i]) == 2 && strings.ContainsRune(withArg, rune(args[i][1])) {
+			i++
+		}
+		i++
+	}
+	return i
+}
+
+// Program classes.
+var (
+	shells       = set("sh", "bash", "dash", "zsh", "ksh", "ash", "mksh", "yash", "fish", "rbash")
+	scriptInterp = set("python", "python2", "python3", "perl", "ruby", "node", "nodejs", "php", "lua", "osascript",
+		"pwsh", "powershell", "tclsh", "Rscript", "bun", "deno", "jshell", "groovy")
+	fetchers = set("curl", "wget", "fetch", "http", "https", "xh", "curlie", "lwp-request", "GET", "aria2c",
+		"nc", "ncat", "netcat", "nc.openbsd", "nc.traditional", "socat", "tftp")
+	twoWay      = set("nc", "ncat", "netcat", "nc.openbsd", "nc.traditional", "socat", "telnet")
+	passThrough = set("tee", "cat", "dd", "head", "tail", "sed", "tr", "awk", "rev", "grep", "cut", "sort", "uniq", "iconv", "dos2unix")
+)
+
+func set(xs ...string) map[string]bool {
+	m := make(map[string]bool, len(xs))
+	for _, x := range xs {
+		m[x] = true
+	}
+	return m
+}
+
+var reVersioned = regexp.MustCompile(`^(python|perl|ruby|php|lua|node)[0-9.]*$`)
+
+// interpName normalises python3.11 to python3 and the like.
+func interpName(name string) string {
+	if m := reVersioned.FindStringSubmatch(name); m != nil && name != m[1] {
+		if strings.HasPrefix(name, "python3") {
+			return "python3"
+		}
+		return m[1]
+	}
+	return name
+}
+
+func isInterpreter(name string) bool {
+	name = interpName(name)
+	return shells[name] || scriptInterp[name]
+}
+
+// codeOptions are, per interpreter, the options whose argument is code.
+var codeOptions = map[string][]string{
+	"python": {"-c"}, "python2": {"-c"}, "python3": {"-c"}, "perl": {"-e", "-E"}, "ruby": {"-e"},
+	"node": {"-e", "--eval", "-p", "--print"}, "nodejs": {"-e", "--eval", "-p", "--print"}, "php": {"-r"},
+	"lua": {"-e"}, "osascript": {"-e"}, "pwsh": {"-c", "-Command", "-command"}, "powershell": {"-c", "-Command", "-command"},
+	"bun": {"-e", "--eval"}, "deno": {"eval"}, "Rscript": {"-e"},
+}
+
+// optionArgs are options of an interpreter that take a separate argument
+// that is not code.
+var optionArgs = map[string][]string{
+	"python": {"-W", "-X", "-m"}, "python3": {"-W", "-X", "-m"}, "perl": {"-I", "-M"}, "ruby": {"-I", "-r"},
+	"node": {"-r", "--require", "--import"}, "sh": {"-o", "+o", "-O", "+O"},
+}
+
+// interpInput says how an interpreter given args gets its program: from
+// stdin, from a code option (code is its argument index), from a script
+// (script is its index) or, for "-m module", from neither.
+func interpInput(name string, args []string) (stdin bool, code, script int) {
+	name = interpName(name)
+	code, script = -1, -1
+	if shells[name] {
+		for i := 0; i < len(args); i++ {
+			a := args[i]
+			switch {
+			case a == "--" || a == "-":
+				if i+1 < len(args) && a == "--" {
+					return false, -1, i + 1
+				}
+				return true, -1, -1
+			case a == "-o" || a == "+o" || a == "-O" || a == "+O":
+				i++
+			case strings.HasPrefix(a, "--"):
+			case len(a) > 1 && (a[0] == '-' || a[0] == '+'):
+				if strings.ContainsRune(a, 'c') {
+					// sh -c CODE: the first operand is the code
+					for j := i + 1; j < len(args); j++ {
+						if !strings.HasPrefix(args[j], "-") {
+							return false, j, -1
+						}
+					}
+					return false, -1, -1
+				}
+				if strings.ContainsRune(a, 's') {
+					return true, -1, -1
+				}
+			default:
+				if a == "/dev/stdin" {
+					return true, -1, -1
+				}
+				return false, -1, i
+			}
+		}
+		return true, -1, -1
+	}
+	if !scriptInterp[name] {
+		return false, -1, -1
+	}
+	if name == "deno" || name == "bun" {
+		// deno run URL|FILE, bun run FILE: a script operand
+		for i, a := range args {
+			if a == "eval" || a == "-e" || a == "--eval" {
+				return false, min(i+1, len(args)-1), -1
+			}
+			if !strings.HasPrefix(a, "-") && a != "run" {
+				return false, -1, i
+			}
+		}
+		return false, -1, -1
+	}
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		for _, o := range codeOptions[name] {
+			if a == o {
+				return false, min(i+1, len(args)-1), -1
+			}
+			if len(o) == 2 && strings.HasPrefix(a, o) && len(a) > 2 && o[0] == '-' && a[1] != '-' {
+				return false, i, -1 // -c'code'
+			}
+		}
+		if name == "python" || name == "python3" || name == "python2" {
+			if a == "-m" || strings.HasPrefix(a, "-m") && len(a) > 2 {
+				return false, -1, -1
+			}
+		}
+		switch {
+		case a == "-" || a == "/dev/stdin":
+			return true, -1, -1
+		case a == "--":
+			if i+1 < len(args) {
+				return false, -1, i + 1
+			}
+			return true, -1, -1
+		case strings.HasPrefix(a, "-"):
+			for _, o := range optionArgs[name] {
+				if a == o {
+					i++
+				}
+			}
+		default:
+			return false, -1, i
+		}
+	}
+	return true, -1, -1
+}
+
+// reNetCode finds network fetching in inline code of a script interpreter.
+var reNetCode = regexp.MustCompile(`\burlopen\b|\burllib\b|\brequests\.(?:get|post)\b|\bhttpx\.|\bhttp\.client\b|\bhttps?\.get\(|\bfetch\(|Net::HTTP|LWP::|HTTP::Tiny|IO::Socket|\bInvoke-WebRequest\b|\biwr\b|\birm\b|\bDownloadString\b|\bWebClient\b|\bfile_get_contents\(\s*["']https?:`)
+
+// netSource reports whether cmd writes network bytes to its stdout.
+func netSource(c shCmd) bool {
+	args := c.argText()
+	switch c.Name {
+	case "curl":
+		out, _ := curlOutput(args)
+		return out == "-"
+	case "wget":
+		out, _ := wgetOutput(args)
+		return out == "-"
+	case "fetch", "http", "https", "xh", "curlie", "lwp-request", "GET":
+		for _, a := range args {
+			if a == "-o" || a == "--download" || a == "-d" || a == "--output" {
+				return false
+			}
+		}
+		return true
+	case "nc", "ncat", "netcat", "nc.openbsd", "nc.traditional", "socat":
+		return true
+	case "openssl":
+		return len(args) > 0 && args[0] == "s_client"
+	}
+	if isInterpreter(c.Name) {
+		if _, code, _ := interpInput(c.Name, args); code >= 0 && code < len(args) {
+			return reNetCode.MatchString(args[code])
+		}
+	}
+	return false
+}
+
+// curlOutput returns where curl writes ("-" for stdout, else a file) and
+// the URLs it fetches.
+func curlOutput(args []string) (string, []string) {
+	out, remote := "-", false
+	var urls []string
+	const withArg = "oHdeuAxXbcFmwTrCKEYyzQUPDt"
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		next := func() string {
+			if i+1 < len(args) {
+				i++
+				return args[i]
+			}
+			return ""
+		}
+		switch {
+		case a == "--output" || a == "-o":
+			out = next()
+		case strings.HasPrefix(a, "--output="):
+			out = strings.TrimPrefix(a, "--output=")
+		case a == "--remote-name" || a == "--remote-name-all" || a == "-O":
+			remote = true
+		case a == "--url":
+			urls = append(urls, next())
+		case strings.HasPrefix(a, "--url="):
+			urls = append(urls, strings.TrimPrefix(a, "--url="))
+		case strings.HasPrefix(a, "--"):
+			if curlLongWithArg[a] {
+				i++
+			}
+		case len(a) > 1 && a[0] == '-':
+			for j := 1; j < len(a); j++ {
+				ch := a[j]
+				if ch == 'O' {
+					remote = true
+					continue
+				}
+				if strings.IndexByte(withArg, ch) >= 0 {
+					v := a[j+1:]
+					if v == "" {
+						v = next()
+					}
+					if ch == 'o' {
+						out = v
+					}
+					break
+				}
+			}
+		default:
+			urls = append(urls, a)
+		}
+	}
+	if remote && out == "-" && len(urls) > 0 {
+		out = urlBase(urls[0])
+	}
+	return out, urls
+}
+
+var curlLongWithArg = set("--header", "--data", "--data-raw", "--data-binary", "--data-urlencode", "--user",
+	"--user-agent", "--referer", "--proxy", "--request", "--cookie", "--cookie-jar", "--form", "--max-time",
+	"--write-out", "--upload-file", "--range", "--continue-at", "--config", "--cert", "--key", "--cacert",
+	"--retry", "--retry-delay", "--retry-max-time", "--connect-timeout", "--output-dir", "--resolve",
+	"--connect-to", "--interface", "--limit-rate", "--max-filesize", "--proto", "--proto-redir", "--json",
+	"--oauth2-bearer", "--variable", "--expand-url", "--ciphers", "--tls-max", "--happy-eyeballs-timeout-ms")
+
+// wgetOutput returns where wget writes ("-" for stdout, else a file) and
+// its URLs.
+func wgetOutput(args []string) (string, []string) {
+	out, prefix := "", ""
+	var urls []string
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		switch {
+		case a == "-O" || a == "--output-document":
+			if i+1 < len(args) {
+				i++
+				out = args[i]
+			}
+		case strings.HasPrefix(a, "--output-document="):
+			out = strings.TrimPrefix(a, "--output-document=")
+		case a == "-P" || a == "--directory-prefix":
+			if i+1 < len(args) {
+				i++
+				prefix = args[i]
+			}
+		case strings.HasPrefix(a, "--directory-prefix="):
+			prefix = strings.TrimPrefix(a, "--directory-prefix=")
+		case strings.HasPrefix(a, "--"):
+			if wgetLongWithArg[a] {
+				i++
+			}
+		case len(a) > 1 && a[0] == '-':
+			if j := strings.IndexByte(a, 'O'); j > 0 {
+				v := a[j+1:]
+				if v == "" && i+1 < len(args) {
+					i++
+					v = args[i]
+				}
+				out = v
+			} else if strings.ContainsAny(a[len(a)-1:], "toeaTwUPQ") {
+				i++
+			}
+		default:
+			urls = append(urls, a)
+		}
+	}
+	if out == "/dev/stdout" {
+		out = "-"
+	}
+	if out == "" && len(urls) > 0 {
+		out = urlBase(urls[0])
+		if out == "" {
+			out = "index.html"
+		}
+		if prefix != "" {
+			out = path.Join(prefix, out)
+		}
+	}
+	return out, urls
+}
+
+var wgetLongWithArg = set("--header", "--post-data", "--post-file", "--user", "--password", "--user-agent",
+	"--referer", "--tries", "--timeout", "--output-file", "--append-output", "--method", "--body-data", "--body-file")
+
+func urlBase(u string) string {
+	u, _, _ = strings.Cut(u, "?")
+	u, _, _ = strings.Cut(u, "#")
+	if i := strings.Index(u, "://"); i >= 0 {
+		u = u[i+3:]
+	}
+	if !strings.Contains(u, "/") {
+		return ""
+	}
+	b := path.Base(u)
+	if b == "/" || b == "." {
+		return ""
+	}
+	return b
+}
+
+// fetchURLs returns the URLs (or host:port) a network client names.
+func fetchURLs(c shCmd) []string {
+	args := c.argText()
+	var urls []string
+	switch c.Name {
+	case "curl":
+		_, urls = curlOutput(args)
+	case "wget":
+		_, urls = wgetOutput(args)
+	default:
+		for _, a := range args {
+			if strings.Contains(a, "://") || (!strings.HasPrefix(a, "-") && strings.Contains(a, ".")) {
+				urls = append(urls, a)
+			}
+		}
+		if len(urls) == 0 && (c.Name == "nc" || c.Name == "ncat" || c.Name == "netcat") {
+			var ops []string
+			for _, a := range args {
+				if !strings.HasPrefix(a, "-") {
+					ops = append(ops, a)
+				}
+			}
+			if len(ops) >= 2 {
+				urls = append(urls, ops[0]+":"+ops[1])
+			}
+		}
+	}
+	for _, w := range c.Args {
+		for _, u := range reURL.FindAllString(w.text, 4) {
+			if !contains(urls, u) && !strings.Contains(strings.Join(urls, " "), u) {
+				urls = append(urls, u)
+			}
+		}
+	}
+	return urls
+}
+
+func contains(xs []string, x string) bool {
+	for _, y := range xs {
+		if y == x {
+			return true
+		}
+	}
+	return false
+}
+
+// decoderKind returns the transform a decoding command applies to its
+// input ("base64", "hex", "gzip"), or "".
+func decoderKind(c shCmd) string {
+	args := c.argText()
+	has := func(opts ...string) bool {
+		for _, a := range args {
+			for _, o := range opts {
+				if a == o || len(o) == 2 && len(a) > 2 && a[0] == '-' && a[1] != '-' && strings.Contains(a[1:], o[1:]) {
+					return true
+				}
+			}
+		}
+		return false
+	}
+	switch c.Name {
+	case "base64", "gbase64", "base64url":
+		if has("-d", "-D", "--decode") {
+			return "base64"
+		}
+	case "base32":
+		if has("-d", "--decode") {
+			return "base32"
+		}
+	case "xxd":
+		if has("-r", "--revert") {
+			return "hex"
+		}
+	case "openssl":
+		if len(args) > 0 && (args[0] == "base64" || args[0] == "enc") && has("-d") {
+			return "base64"
+		}
+	case "gunzip", "zcat", "gzcat":
+		return "gzip"
+	case "gzip":
+		if has("-d", "--decompress") {
+			return "gzip"
+		}
+	case "uudecode":
+		return "uu"
+	case "rev":
+		return "rev"
+	}
+	return ""
+}
+
+// decode applies a decoder's transform; ok is false when the input does
+// not decode.
+func decode(kind, in string) (string, bool) {
+	clean := strings.Map(func(r rune) rune {
+		if r == ' ' || r == '\n' || r == '\r' || r == '\t' {
+			return -1
+		}
+		return r
+	}, in)
+	switch kind {
+	case "base64":
+		for _, enc := range []*base64.Encoding{base64.StdEncoding, base64.RawStdEncoding, base64.URLEncoding, base64.RawURLEncoding} {
+			if b, err := enc.DecodeString(clean); err == nil {
+				return capString(string(b), maxDecoded), true
+			}
+		}
+	case "hex":
+		clean = strings.TrimPrefix(strings.TrimPrefix(clean, "0x"), "\\x")
+		clean = strings.ReplaceAll(clean, `\x`, "")
+		if b, err := hex.DecodeString(clean); err == nil {
+			return capString(string(b), maxDecoded), true
+		}
+	case "gzip":
+		zr, err := gzip.NewReader(strings.NewReader(in))
+		if err != nil {
+			return "", false
+		}
+		b, err := io.ReadAll(io.LimitReader(zr, maxDecoded))
+		if err != nil && len(b) == 0 {
+			return "", false
+		}
+		return string(b), true
+	case "rev":
+		r := []rune(in)
+		for i, j := 0, len(r)-1; i < j; i, j = i+1, j-1 {
+			r[i], r[j] = r[j], r[i]
+		}
+		return strings.TrimSpace(string(r)), true
+	}
+	return "", false
+}
+
+// stageCmd returns the simple command of a pipeline stage, if it is one.
+func (a *shAnalyzer) stageCmd(s *syntax.Stmt) (shCmd, *syntax.CallExpr, bool) {
+	ce, ok := s.Cmd.(*syntax.CallExpr)
+	if !ok || len(ce.Args) == 0 {
+		return shCmd{}, nil, false
+	}
+	return a.call(ce), ce, true
+}
+
+// netCommands returns the network clients writing to stdout anywhere in
+// node (substitutions included).
+func (a *shAnalyzer) netCommands(n syntax.Node) []shCmd {
+	var out []shCmd
+	syntax.Walk(n, func(n syntax.Node) bool {
+		if ce, ok := n.(*syntax.CallExpr); ok && len(ce.Args) > 0 {
+			if c := a.call(ce); netSource(c) {
+				out = append(out, c)
+			}
+		}
+		return true
+	})
+	return out
+}
+
+// stdinExecutor reports whether a pipeline stage executes what it reads:
+// an interpreter reading its program from stdin, source /dev/stdin, or a
+// read loop that evals each line.
+func (a *shAnalyzer) stdinExecutor(s *syntax.Stmt) (string, bool) {
+	if c, _, ok := a.stageCmd(s); ok {
+		args := c.argText()
+		if isInterpreter(c.Name) {
+			if in, _, _ := interpInput(c.Name, args); in {
+				return c.Name, true
+			}
+		}
+		if (c.Name == "source" || c.Name == ".") && len(args) > 0 && (args[0] == "/dev/stdin" || args[0] == "-") {
+			return c.Name, true
+		}
+		if c.Name == "xargs" {
+			// xargs sh -c / xargs -I{} bash -c '{}': lines become code
+			for i, x := range args {
+				if isInterpreter(x) {
+					if _, code, _ := interpInput(x, args[i+1:]); code >= 0 {
+						return "xargs " + x, true
+					}
+				}
+			}
+		}
+		return "", false
+	}
+	if w, ok := s.Cmd.(*syntax.WhileClause); ok {
+		evals := false
+		syntax.Walk(w, func(n syntax.Node) bool {
+			if ce, ok := n.(*syntax.CallExpr); ok && len(ce.Args) > 0 {
+				c := a.call(ce)
+				if c.Name == "eval" || c.Name == "" && len(ce.Args) > 0 && isParamOnly(ce.Args[0]) {
+					evals = true
+				}
+				if isInterpreter(c.Name) {
+					if _, code, _ := interpInput(c.Name, c.argText()); code >= 0 {
+						evals = true
+					}
+				}
+			}
+			return true
+		})
+		if evals {
+			return "read loop", true
+		}
+	}
+	return "", false
+}
+
+func isParamOnly(w *syntax.Word) bool {
+	if len(w.Parts) != 1 {
+		return false
+	}
+	switch p := w.Parts[0].(type) {
+	case *syntax.ParamExp:
+		return true
+	case *syntax.DblQuoted:
+		return len(p.Parts) == 1 && isParamOnly(&syntax.Word{Parts: p.Parts})
+	}
+	return false
+}
+
+func (a *shAnalyzer) pipeline(stages []*syntax.Stmt, facts *shellFacts, depth int) {
+	for j := 0; j < len(stages); j++ {
+		interp, ok := a.stdinExecutor(stages[j])
+		if !ok {
+			continue
+		}
+		// A shell whose output goes to a network client, or whose input
+		// comes from a two-way one (nc, socat): a reverse shell.
+		if shells[interpName(interp)] {
+			for k, s := range stages {
+				if c, _, ok := a.stageCmd(s); ok && (k > j && netSource(c) || k < j && twoWay[c.Name]) {
+					facts.netShell = true
+				}
+			}
+		}
+		if j == 0 {
+			continue
+		}
+		// A network client earlier in the pipe: fetched code runs.
+		var nets []shCmd
+		for _, s := range stages[:j] {
+			nets = append(nets, a.netCommands(s)...)
+		}
+		if len(nets) > 0 {
+			r := codeRun{How: "pipe", Fetcher: nets[0].Name, Interp: interp}
+			for _, n := range nets {
+				r.URLs = append(r.URLs, fetchURLs(n)...)
+			}
+			facts.Runs = append(facts.Runs, r)
+			continue
+		}
+		// A decoder earlier in the pipe: a decoded payload runs.
+		if r, ok := a.decodedRun(stages[:j], depth); ok {
+			r.Interp = interp
+			facts.Runs = append(facts.Runs, r)
+		}
+	}
+}
+
+// decodedRun looks for a decoder in stages (the part of a pipeline before
+// an interpreter) and decodes the literal fed to it.
+func (a *shAnalyzer) decodedRun(stages []*syntax.Stmt, depth int) (codeRun, bool) {
+	first := -1
+	var kinds []string
+	for i, s := range stages {
+		c, _, ok := a.stageCmd(s)
+		if !ok {
+			continue
+		}
+		if k := decoderKind(c); k != "" {
+			if first < 0 {
+				first = i
+			}
+			kinds = append(kinds, k)
+		}
+	}
+	if first < 0 {
+		return codeRun{}, false
+	}
+	r := codeRun{How: "decoded"}
+	payload, ok := a.literalInput(stages, first)
+	if !ok {
+		return r, true
+	}
+	for _, k := range kinds {
+		if payload, ok = decode(k, payload); !ok {
+			return r, true
+		}
+	}
+	r.Decoded = payload
+	r.Inner = a.analyze(payload, depth+1)
+	return r, true
+}
+
+// literalInput returns the literal text that reaches stage i of a pipeline
+// on its stdin: a here-string or here-document of the stage itself, or the
+// output of an echo/printf/cat <<EOF stage before it.
+func (a *shAnalyzer) literalInput(stages []*syntax.Stmt, i int) (string, bool) {
+	if s, ok := a.hereInput(stages[i]); ok {
+		return s, true
+	}
+	if c, _, ok := a.stageCmd(stages[i]); ok {
+		// base64 -d FILE: input is a file we cannot read
+		for _, x := range c.Args[1:] {
+			if !strings.HasPrefix(x.text, "-") {
+				return "", false
+			}
+		}
+	}
+	for k := i - 1; k >= 0; k-- {
+		c, _, ok := a.stageCmd(stages[k])
+		if !ok {
+			return "", false
+		}
+		switch c.Name {
+		case "echo", "printf":
+			var parts []string
+			args := c.Args
+			for len(args) > 0 && strings.HasPrefix(args[0].text, "-") && c.Name == "echo" {
+				args = args[1:]
+			}
+			if c.Name == "printf" && len(args) > 1 {
+				args = args[1:] // printf '%s' BLOB
+			}
+			for _, w := range args {
+				if !w.known {
+					return "", false
+				}
+				parts = append(parts, w.text)
+			}
+			return strings.Join(parts, " "), true
+		case "cat":
+			return a.hereInput(stages[k])
+		}
+		if decoderKind(c) == "" && !passThrough[c.Name] {
+			return "", false
+		}
+	}
+	return "", false
+}
+
+func (a *shAnalyzer) hereInput(s *syntax.Stmt) (string, bool) {
+	for _, r := range s.Redirs {
+		switch r.Op {
+		case syntax.WordHdoc:
+			if w := a.word(r.Word); w.known {
+				return w.text, true
+			}
+		case syntax.Hdoc, syntax.DashHdoc:
+			if r.Hdoc != nil {
+				if w := a.word(r.Hdoc); w.known {
+					return w.text, true
+				}
+			}
+		}
+	}
+	return "", false
+}
+
+// substRun checks a word that becomes code (eval's argument, sh -c's
+// script, python -c's program, a here-string fed to an interpreter) for
+// command or process substitutions producing network or decoded bytes.
+func (a *shAnalyzer) substRun(w shWord, how, interp string, depth int) (codeRun, bool) {
+	for _, cs := range w.substs {
+		if nets := a.netCommands(cs); len(nets) > 0 {
+			r := codeRun{How: how, Fetcher: nets[0].Name, Interp: interp}
+			for _, n := range nets {
+				r.URLs = append(r.URLs, fetchURLs(n)...)
+			}
+			return r, true
+		}
+		if r, ok := a.substDecoded(cs.Stmts, depth); ok {
+			r.Interp = interp
+			return r, true
+		}
+	}
+	for _, ps := range w.procs {
+		if nets := a.netCommands(ps); len(nets) > 0 {
+			r := codeRun{How: "process substitution", Fetcher: nets[0].Name, Interp: interp}
+			for _, n := range nets {
+				r.URLs = append(r.URLs, fetchURLs(n)...)
+			}
+			return r, true
+		}
+		if r, ok := a.substDecoded(ps.Stmts, depth); ok {
+			r.Interp = interp
+			return r, true
+		}
+	}
+	return codeRun{}, false
+}
+
+// substDecoded reads $(echo BLOB | base64 -d) and the like.
+func (a *shAnalyzer) substDecoded(stmts []*syntax.Stmt, depth int) (codeRun, bool) {
+	if len(stmts) != 1 {
+		return codeRun{}, false
+	}
+	s := stmts[0]
+	stages := []*syntax.Stmt{s}
+	if bc, ok := s.Cmd.(*syntax.BinaryCmd); ok && (bc.Op == syntax.Pipe || bc.Op == syntax.PipeAll) {
+		stages = flattenPipe(bc)
+	}
+	return a.decodedRun(stages, depth)
+}
+
+// stmt looks at one statement: the command it runs and its redirections.
+func (a *shAnalyzer) stmt(s *syntax.Stmt, facts *shellFacts, depth int) {
+	ce, isCall := s.Cmd.(*syntax.CallExpr)
+	var c shCmd
+	if isCall && len(ce.Args) > 0 {
+		c = a.call(ce)
+		facts.Commands = append(facts.Commands, c.Name)
+		a.command(c, facts, depth)
+	}
+	isExec := isCall && len(ce.Args) > 0 && c.Name == "" && len(c.Args) == 0 && a.word(ce.Args[0]).text == "exec"
+	for _, r := range s.Redirs {
+		w := a.word(r.Word)
+		if m := reDevTCPPath.FindStringSubmatch(w.text); m != nil {
+			d := devTCP{Target: m[0], Host: m[2], Cmd: c.Name, Shell: isInterpreter(c.Name) && !isLoopback(m[2])}
+			if isExec {
+				d.Cmd = "exec"
+			}
+			facts.DevTCP = append(facts.DevTCP, d)
+		}
+		if (r.Op == syntax.DplIn || r.Op == syntax.RdrIn) && isInterpreter(c.Name) && fdNumber(w.text) {
+			if in, _, _ := interpInput(c.Name, c.argText()); in {
+				facts.fdShell = true // sh <&196: a shell reading a descriptor opened elsewhere
+			}
+		}
+		switch r.Op {
+		case syntax.RdrIn:
+			if isInterpreter(c.Name) {
+				if in, _, _ := interpInput(c.Name, c.argText()); in {
+					if run, ok := a.substRun(w, "process substitution", c.Name, depth); ok {
+						facts.Runs = append(facts.Runs, run)
+					} else if w.known && w.text != "" {
+						facts.FileRuns = append(facts.FileRuns, fileRun{Path: w.text, How: c.Name + " <"})
+					}
+				}
+			}
+		case syntax.WordHdoc:
+			if isInterpreter(c.Name) || c.Name == "source" || c.Name == "." {
+				if in, _, _ := interpInput(c.Name, c.argText()); in || c.Name == "source" || c.Name == "." {
+					if run, ok := a.substRun(w, "here-string", c.Name, depth); ok {
+						facts.Runs = append(facts.Runs, run)
+					}
+				}
+			}
+		case syntax.RdrOut, syntax.AppOut, syntax.RdrAll, syntax.ClbOut:
+			if netSource(c) && w.known && w.text != "" && !strings.HasPrefix(w.text, "/dev/") && (r.N == nil || r.N.Value == "1") {
+				us := fetchURLs(c)
+				facts.Downloads = append(facts.Downloads, download{Path: w.text, URL: first(us), Fetcher: c.Name})
+			}
+		}
+	}
+}
+
+var reDevTCPPath = regexp.MustCompile(`^/dev/(tcp|udp)/([^/\s]+)/(\d+)`)
+
+func first(xs []string) string {
+	if len(xs) == 0 {
+		return ""
+	}
+	return xs[0]
+}
+
+func (a *shAnalyzer) command(c shCmd, facts *shellFacts, depth int) {
+	args := c.argText()
+	switch {
+	case c.Name == "eval":
+		var b strings.Builder
+		for i, w := range c.Args {
+			if run, ok := a.substRun(w, "eval", "eval", depth); ok {
+				facts.Runs = append(facts.Runs, run)
+				return
+			}
+			if i > 0 {
+				b.WriteByte(' ')
+			}
+			b.WriteString(w.text)
+		}
+		facts.merge(a.analyze(b.String(), depth+1))
+	case c.Name == "source" || c.Name == ".":
+		if len(c.Args) == 0 {
+			return
+		}
+		if run, ok := a.substRun(c.Args[0], "process substitution", c.Name, depth); ok {
+			facts.Runs = append(facts.Runs, run)
+		} else if c.Args[0].known && args[0] != "/dev/stdin" && args[0] != "-" {
+			facts.FileRuns = append(facts.FileRuns, fileRun{Path: args[0], How: c.Name})
+		}
+	case isInterpreter(c.Name):
+		_, code, script := interpInput(c.Name, args)
+		if code >= 0 && code < len(c.Args) {
+			w := c.Args[code]
+			if run, ok := a.substRun(w, "command substitution", c.Name, depth); ok {
+				facts.Runs = append(facts.Runs, run)
+			} else if shells[c.Name] {
+				facts.merge(a.analyze(w.text, depth+1))
+			}
+		}
+		if script >= 0 && script < len(c.Args) {
+			w := c.Args[script]
+			if run, ok := a.substRun(w, "process substitution", c.Name, depth); ok {
+				facts.Runs = append(facts.Runs, run)
+			} else if strings.Contains(w.text, "://") && (c.Name == "deno" || c.Name == "bun") {
+				facts.Runs = append(facts.Runs, codeRun{How: "remote module", Fetcher: c.Name, Interp: c.Name, URLs: []string{w.text}})
+			} else if w.known && w.text != "" {
+				facts.FileRuns = append(facts.FileRuns, fileRun{Path: w.text, How: interpName(c.Name)})
+			}
+		}
+	case c.Name == "curl" || c.Name == "wget":
+		var out string
+		var urls []string
+		if c.Name == "curl" {
+			out, urls = curlOutput(args)
+		} else {
+			out, urls = wgetOutput(args)
+		}
+		if out != "-" && out != "" && out != "/dev/null" {
+			facts.Downloads = append(facts.Downloads, download{Path: out, URL: first(urls), Fetcher: c.Name})
+		}
+	case c.Name == "chmod":
+		mode := ""
+		for _, a := range args {
+			if strings.HasPrefix(a, "-") && !strings.Contains(a, "x") {
+				continue
+			}
+			if mode == "" {
+				mode = a
+				if !execMode(mode) {
+					return
+				}
+				continue
+			}
+			facts.Chmods = append(facts.Chmods, a)
+		}
+	case strings.Contains(c.Path, "/"):
+		// a program run by path (./x, /tmp/x, ~/bin/x)
+		facts.FileRuns = append(facts.FileRuns, fileRun{Path: c.Path, How: "exec"})
+	}
+}
+
+// execMode reports a chmod mode that adds execute permission.
+func execMode(m string) bool {
+	if strings.Contains(m, "+") {
+		_, after, _ := strings.Cut(m, "+")
+		return strings.ContainsAny(after, "xX")
+	}
+	if n, err := strconv.ParseUint(m, 8, 32); err == nil {
+		return n&0o111 != 0
+	}
+	return strings.Contains(m, "=") && strings.ContainsAny(m[strings.Index(m, "="):], "xX")
+}
+
+// argvCmd turns an exec's argv into a shCmd (wrappers stripped).
+func argvCmd(argv []string) shCmd {
+	ws := make([]shWord, len(argv))
+	for i, a := range argv {
+		ws[i] = shWord{text: a, known: true}
+	}
+	return unwrapWords(ws)
+}
