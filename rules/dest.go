@@ -196,7 +196,9 @@ func ReputationOf(host, urlPath string) Reputation {
 func registrable(host string) (string, string) {
 	d, err := publicsuffix.EffectiveTLDPlusOne(host)
 	if err != nil {
-		return host, host
+		// a public suffix itself (github.io, githubusercontent.com) or a
+		// single label
+		d = host
 	}
 	label, _, _ := strings.Cut(d, ".")
 	return d, label

@@ -99,7 +99,7 @@ func encodedPart(p string) bool {
 	if len(p) < 12 {
 		return false
 	}
-	digits, letters, hex := 0, 0, true
+	digits, letters, upper, hex := 0, 0, 0, true
 	for i := 0; i < len(p); i++ {
 		ch := p[i]
 		switch {
@@ -107,6 +107,9 @@ func encodedPart(p string) bool {
 			digits++
 		case ch >= 'a' && ch <= 'z' || ch >= 'A' && ch <= 'Z':
 			letters++
+			if ch <= 'Z' {
+				upper++
+			}
 			if !(ch >= 'a' && ch <= 'f' || ch >= 'A' && ch <= 'F') {
 				hex = false
 			}
@@ -114,14 +117,15 @@ func encodedPart(p string) bool {
 			return false
 		}
 	}
-	if digits == 0 || letters == 0 {
+	if letters == 0 {
 		return false
 	}
-	if hex && digits*5 >= len(p) && letters*8 >= len(p) {
-		return true // hex needs both kinds well mixed
+	if hex && len(p) >= 16 && digits*5 >= len(p) && letters >= 2 {
+		return true // hex: digits and a few letters
 	}
-	if digits*10 < len(p) {
-		return false
+	mixedCase := upper >= 3 && letters-upper >= 3 && len(p) >= 16
+	if digits*10 < len(p) && !mixedCase {
+		return false // names carry few digits; base64 of text mixes case instead
 	}
 	return entropy(p) >= entropyFloor(len(p)) && wordiness(p)*2 < len(p)
 }

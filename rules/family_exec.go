@@ -315,20 +315,34 @@ func execRules() {
 				return
 			}
 			slices.SortFunc(proof, func(a, b *trace.Event) int { return int(a.Seq - b.Seq) })
-			var urls []string
-			if callback != "" {
-				urls = []string{callback + "/"}
-			}
+			// Where the script came from: the downloads the jail answered
+			// with it before the proof (from the callback's host when there
+			// is one: the script calls back to where it was served from).
+			var urls, fromCallback, sameCall []string
 			var served []*trace.Event
+			proofCall := c.callOf(proof[0])
 			for i := range c.events {
 				e := &c.events[i]
 				if x, ok := e.Data.(*trace.HTTPExchange); ok && e.Seq < proof[len(proof)-1].Seq &&
 					(x.Response == "second-stage" || strings.HasPrefix(x.Response, "file:")) {
 					served = append(served, e)
-					if callback == "" {
-						urls = append(urls, x.Host+urlPathOf(x.URL))
+					u := normHost(x.Host) + urlPathOf(x.URL)
+					urls = append(urls, u)
+					if callback != "" && normHost(x.Host) == callback {
+						fromCallback = append(fromCallback, u)
+					}
+					if c.callOf(e) == proofCall {
+						sameCall = append(sameCall, u)
 					}
 				}
+			}
+			switch {
+			case len(fromCallback) > 0:
+				urls = fromCallback
+			case callback != "":
+				urls = []string{callback + "/"}
+			case len(sameCall) > 0:
+				urls = sameCall
 			}
 			rep := c.judge(urls, c.callOf(proof[0]))
 			sev, conf, harm := codeClass(rep.Tier)
