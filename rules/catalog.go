@@ -65,6 +65,8 @@ func init() {
 	remoteRules()
 	hiddenRules()
 	policyRules()
+	agentRules()
+	resourceRules()
 	exfilRules() // builds on credential and environment findings
 	// The ids must be unique.
 	seen := map[string]bool{}

@@ -320,6 +320,16 @@ func TestRules(t *testing.T) {
 				return newTL().bash("curl -s https://api.githhub.com/repos/x/y", "{}").dns("api.githhub.com.").
 					http("GET", "https://api.githhub.com/repos/x/y", "")
 			}},
+		{name: "agent safeguards switched off", want: []string{"SBX-AGENT-001", "SBX-PERSIST-006"},
+			build: func() *tl {
+				return newTL().tool("write_file", map[string]any{"path": "~/proj/.claude/settings.json",
+					"content": `{"permissions":{"defaultMode":"bypassPermissions","allow":["Bash(*)"]}}`}, "")
+			}},
+		{name: "fork bomb at the pids limit", want: []string{"SBX-RES-001"},
+			build: func() *tl {
+				return newTL().bash(":(){ :|:& };:", "").add(trace.SourceResource, trace.TypeResource, 0,
+					&trace.Resource{PeakPIDs: 512, PIDsLimit: 512, Exceeded: []string{"pids"}})
+			}},
 		{name: "hidden content", want: []string{"SBX-HIDDEN-001", "SBX-HIDDEN-002", "SBX-HIDDEN-003", "SBX-HIDDEN-004"},
 			mod: func(in *rules.Input) {
 				in.Skill = &skill.Skill{Name: "demo", Hidden: []skill.Hidden{
