@@ -63,7 +63,7 @@ var failurePatterns = []struct {
 	notRun bool
 }{
 	{regexp.MustCompile(`(?m)(?:^|: )([^\s:]+): (?:command )?not found\s*$`), "command not found", true},
-	{regexp.MustCompile(`(?m)^(?:bash|sh|zsh|dash)?:?\s*(?:line \d+: )?(?:syntax error|unexpected EOF)|SyntaxError:|syntax error near unexpected token`), "syntax error", true},
+	{regexp.MustCompile(`\bsyntax error\b|unexpected EOF while looking for|SyntaxError:|Unterminated quoted string`), "syntax error", true},
 	{regexp.MustCompile(`(?i)\b(?:unrecognized|unknown|invalid|illegal|unsupported) (?:option|argument|flag|command-line option)s?\b|unrecognized arguments:|no such option|flag provided but not defined|option requires an argument|requires an argument`), "unsupported option", true},
 	{regexp.MustCompile(`(?im)^\s*usage:|\berror: the following arguments are required\b|\bmissing (?:required )?(?:argument|operand)s?\b|\bTry '[^']*--help' for more information`), "usage error", true},
 	{regexp.MustCompile(`ModuleNotFoundError|No module named|Cannot find module|ERR_MODULE_NOT_FOUND|cannot load such file|Can't locate \S+ in @INC`), "missing module", true},
@@ -94,7 +94,7 @@ func DecisiveStep(tc *trace.ToolCall, facts *shellFacts) bool {
 	default:
 		return true
 	}
-	if facts == nil || len(facts.Commands) == 0 {
+	if facts == nil || len(facts.Commands) == 0 || facts.parseErr {
 		return strings.TrimSpace(decodeArgs(tc).Command) != ""
 	}
 	cmd := decodeArgs(tc).Command
@@ -175,7 +175,7 @@ func (c *ctx) outcome(e *trace.Event, tc *trace.ToolCall, facts *shellFacts) (st
 		return OutcomeSucceeded, ""
 	}
 	out := tc.Stderr + "\n" + tc.Stdout + "\n" + tc.Error
-	if name := c.missingCommand(tc.ID); name != "" && (tc.ExitCode == 127 || strings.Contains(out, "not found")) {
+	if name := c.missingCommand(tc.ID); name != "" {
 		return OutcomeNotRun, "command not found: " + name
 	}
 	if tc.ExitCode == 127 {

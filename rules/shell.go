@@ -78,6 +78,7 @@ type shellFacts struct {
 	// in order, "" for a name that is not literal.
 	Commands []string
 
+	parseErr bool // the text did not parse whole
 	readLoop bool // a loop executes each line it reads
 	fdShell  bool // an interpreter reads its program from a numbered descriptor
 	// netShell: a netcat/socat binds a program to a connection, or a shell
@@ -127,7 +128,12 @@ func (a *shAnalyzer) analyze(script string, depth int) *shellFacts {
 		script = script[:*a.budget]
 	}
 	*a.budget -= len(script)
-	f, _ := syntax.NewParser(syntax.Variant(syntax.LangBash), syntax.RecoverErrors(3)).Parse(strings.NewReader(script), "")
+	f, err := syntax.NewParser(syntax.Variant(syntax.LangBash)).Parse(strings.NewReader(script), "")
+	if err != nil {
+		// read what can be read of broken text
+		facts.parseErr = true
+		f, _ = syntax.NewParser(syntax.Variant(syntax.LangBash), syntax.RecoverErrors(3)).Parse(strings.NewReader(script), "")
+	}
 	if f == nil {
 		return facts
 	}
