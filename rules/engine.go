@@ -54,9 +54,11 @@ func Evaluate(in Input) Result {
 		events = append(events, e)
 	}
 	c := newCtx(in, events)
-	for _, r := range registry {
+	for _, r := range evalOrder {
+		c.current = r
 		r.match(c)
 	}
+	c.current = nil
 	fs := c.result()
 	cov := c.coverage()
 	v, reasons := Decide(fs, c.traceFacts(cov))
@@ -131,6 +133,16 @@ type ctx struct {
 	compiled map[*string][]compiledPath
 	paths    map[*Finding][]string  // files listed in a finding's message
 	shCache  map[string]*shellFacts // command text read by the shell parser
+	current  *ruleDef               // the rule whose matcher runs
+}
+
+// found returns the findings of rule id so far. The running rule must
+// declare id in its After, or found panics: dependencies are data.
+func (c *ctx) found(id string) []*Finding {
+	if c.current != nil && c.current.ID != id && !slices.Contains(c.current.After, id) {
+		panic(fmt.Sprintf("rules: %s reads the findings of %s without declaring it in After", c.current.ID, id))
+	}
+	return c.byRule[id]
 }
 
 // A callWindow is when a tool call ran.

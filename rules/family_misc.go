@@ -346,14 +346,15 @@ func exfilRules() {
 		})
 	derived := func(id, title, tech, help string, from ...string) {
 		def(Rule{ID: id, Family: "exfiltration", Title: title, Severity: High, Confidence: ConfMedium,
-			Technique: tech, Help: help, Harm: HarmExfil},
+			Technique: tech, Help: help, Harm: HarmExfil,
+			After: append([]string{"SBX-EXFIL-001", "SBX-NET-001", "SBX-NET-003"}, from...)},
 			func(c *ctx, r *Rule) {
-				if len(c.byRule["SBX-EXFIL-001"]) > 0 {
+				if len(c.found("SBX-EXFIL-001")) > 0 {
 					return // the token itself was seen leaving: that finding says it better
 				}
 				var base []*Finding
 				for _, id := range from {
-					base = append(base, c.byRule[id]...)
+					base = append(base, c.found(id)...)
 				}
 				if len(base) == 0 {
 					return
@@ -367,7 +368,7 @@ func exfilRules() {
 				start := firstSeq(*first)
 				rawOrBad := map[int64]bool{}
 				for _, id := range []string{"SBX-NET-001", "SBX-NET-003"} {
-					for _, f := range c.byRule[id] {
+					for _, f := range c.found(id) {
 						if f.Severity.Rank() < Medium.Rank() {
 							continue // a messaging webhook is not a drop
 						}

@@ -105,6 +105,13 @@ type Rule struct {
 	// drop it (a vendor's installer ran), never add another. Empty for
 	// rules about access, probes and reconnaissance.
 	Harm Harm `json:"harm,omitempty"`
+	// After lists the rules whose findings this one reads: they run
+	// first.
+	After []string `json:"after,omitempty"`
+	// Needs says what evidence the rule reads; Twins names benign
+	// look-alikes it is tested not to fire on (or to rate low).
+	Needs []string `json:"needs,omitempty"`
+	Twins []string `json:"twins,omitempty"`
 }
 
 // Evidence is one event that supports a finding.
