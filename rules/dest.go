@@ -42,6 +42,25 @@ type Reputation struct {
 	Severity Severity
 	// Host is the host judged, Entry the list entry that matched.
 	Host, Entry, Source string
+	// Plain is set when the URL was fetched without TLS (http://, or no
+	// scheme, which curl and wget take as http); Opaque when its path has a
+	// random-looking segment (/q0c7ew2ro8l2cfqp). Vendors do neither.
+	Plain, Opaque bool
+}
+
+// urlTraits returns whether a URL is fetched without TLS and whether its
+// path holds a random-looking segment.
+func urlTraits(u string) (plain, opaque bool) {
+	l := strings.ToLower(u)
+	plain = strings.HasPrefix(l, "http://") || !strings.Contains(l, "://")
+	_, p := hostPath(u)
+	for _, seg := range strings.Split(p, "/") {
+		seg = strings.TrimSuffix(strings.TrimSuffix(seg, ".sh"), ".py")
+		if len(seg) >= 12 && encodedPart(seg) {
+			opaque = true
+		}
+	}
+	return plain, opaque
 }
 
 type destEntry struct {

@@ -32,7 +32,6 @@ var (
 	reSetuid        = regexp.MustCompile(`\bchmod\s+(?:-\w+\s+)*(?:[ugoa]*\+[rwx]*s|[4-7][0-7]{3})\b`)
 	reDockerSock    = regexp.MustCompile(`/(?:var/)?run/docker\.sock|/run/containerd/containerd\.sock|\bdocker\s+(?:-H|--host)\b`)
 	reSudoersCmd    = regexp.MustCompile(`(?:>>?|\btee\s+(?:-a\s+)?)\s*/etc/(?:sudoers|sudoers\.d/\S*|passwd|shadow|ld\.so\.preload)\b|\bvisudo\b|\busermod\s+-aG\s+(?:sudo|wheel|docker)\b`)
-	reRmRoot        = regexp.MustCompile(`\brm\s+(?:-[a-zA-Z]*[rR][a-zA-Z]*\s+(?:-[a-zA-Z]+\s+)*|--recursive\s+|--no-preserve-root\s+)+(?:--no-preserve-root\s+)?["']?(?:~|\$HOME|\$\{HOME\}|/home(?:/[^/\s;&|]+)?|/root|)/?\*?["']?(?:\s|$|;|&|\|)`)
 	reWipe          = regexp.MustCompile(`\bshred\b|\bwipe\s|\bsrm\s|\bdd\s+[^|;&]*of=(?:/dev/(?:sd|nvme|vd|xvd|hd|mmcblk)|~|\$HOME)|\bmkfs(?:\.\w+)?\s|\bfind\s+(?:~|\$HOME|/|/home\S*|/root)\s[^|;&]*-delete\b`)
 	reForcePush     = regexp.MustCompile(`\bgit\s+push\b[^;&|\n]*\s(?:-f|--force|--force-with-lease|\+[\w/.-]+)(?:\s|$|;|&|\|)`)
 	reSecretPattern = regexp.MustCompile(`(?i)password|secret|api[_-]?key|token|private key|BEGIN|mnemonic|wallet|\.pem|\.key\b|id_rsa`)
@@ -321,6 +320,58 @@ func ncExecArgv(c shCmd) bool {
 	return false
 }
 
+// wipedTarget returns the home or root a recursive rm deletes (or empties),
+// or "".
+func (c *ctx) wipedTarget(rm shCmd) string {
+	if rm.Name != "rm" {
+		return ""
+	}
+	recursive, children := false, 0
+	var ops []shWord
+	for i, w := range rm.Args {
+		a := w.text
+		switch {
+		case a == "--":
+			ops = append(ops, rm.Args[i+1:]...)
+		case a == "--recursive" || len(a) > 1 && a[0] == '-' && a[1] != '-' && strings.ContainsAny(a, "rR"):
+			recursive = true
+			continue
+		case strings.HasPrefix(a, "-"):
+			continue
+		default:
+			ops = append(ops, w)
+			continue
+		}
+		break
+	}
+	if !recursive {
+		return ""
+	}
+	for _, w := range ops {
+		if !w.known || w.text == "" {
+			continue // an unresolved or empty operand deletes nothing we can name
+		}
+		p := strings.TrimSuffix(strings.TrimSuffix(w.text, "*"), "/")
+		switch p {
+		case "", "~", "/home", "/root", c.home, "/usr", "/etc", "/var":
+			if p == "" {
+				p = "/"
+			}
+			return p
+		}
+		if strings.HasPrefix(p, "/home/") && !strings.Contains(p[len("/home/"):], "/") {
+			return p
+		}
+		if path.Dir(path.Clean(w.text)) == c.home {
+			children++
+		}
+	}
+	if children >= 5 {
+		return c.home + " (its contents)"
+	}
+	return ""
+}
+
 // disposable reports files whose deletion destroys nothing of the user's:
 // caches, build output, dependencies, temporary files, bytecode.
 func disposable(p string) bool {
@@ -346,11 +397,21 @@ func setuidMode(m string) bool {
 func destroyRules() {
 	def(Rule{ID: "SBX-DESTROY-001", Family: "impact", Title: "Recursive delete of the home or root",
 		Severity: Critical, Confidence: ConfHigh, Technique: "T1485", Harm: HarmDestruction,
-		Help: "rm -rf of ~, $HOME, /home, / or /*."},
+		Help: "A recursive rm of the home, /home, /root or / (or everything in them), read from the " +
+			"command by the shell parser or from rm's argv after the shell expanded it. An rm whose " +
+			"operand is an empty variable, a build folder or a path inside the home is not this."},
 		func(c *ctx, r *Rule) {
 			for _, cm := range c.cmds {
-				if reRmRoot.MatchString(cm.text + " ") {
-					c.hit(r, cm.ev.ToolCallID, "wipes: "+short(cm.text), cm.ev)
+				if cm.argv != nil {
+					if t := c.wipedTarget(argvCmd(cm.argv)); t != "" {
+						c.hit(r, cm.ev.ToolCallID, "wipes "+t+": "+short(cm.text), cm.ev)
+					}
+					continue
+				}
+				for _, rm := range c.shellAll(cm.text).Removes {
+					if t := c.wipedTarget(rm); t != "" {
+						c.hit(r, cm.ev.ToolCallID, "wipes "+t+": "+short(cm.text), cm.ev)
+					}
 				}
 			}
 		})

@@ -28,13 +28,19 @@ var (
 	reRunsDecoded = regexp.MustCompile(`\b(?:exec|eval|system|popen|spawn|Function)\s*\(|\|\s*(?:ba|z|da)?sh\b|\bsh\s+-c\b|\bbash\s+-c\b`)
 )
 
-// codeClass is the severity, confidence and harm of code from a
-// destination of tier t being run.
-func codeClass(t Tier) (Severity, Confidence, Harm) {
-	switch t {
-	case TierVendor:
+// codeClass is the severity, confidence and harm of code from rep being
+// run: a vendor is low; a code host, or an unknown host fetched the way
+// vendors publish (TLS, a readable path), high with medium confidence
+// (suspicious: it may be a vendor the lists do not know); an unknown host
+// over plain HTTP or at a random-looking path, an obfuscated download, and
+// untrusted destinations (raw IPs, drops, tunnels, paste sites, look-alikes)
+// critical.
+func codeClass(rep Reputation, obfuscated bool) (Severity, Confidence, Harm) {
+	switch {
+	case rep.Tier == TierVendor:
 		return Low, ConfHigh, HarmNone
-	case TierCodeHost:
+	case rep.Tier == TierCodeHost && !obfuscated,
+		rep.Tier == TierUnknown && !obfuscated && !rep.Plain && !rep.Opaque:
 		return High, ConfMedium, HarmRemoteCode
 	}
 	return Critical, ConfHigh, HarmRemoteCode
@@ -87,7 +93,9 @@ func (c *ctx) judge(urls []string, call string) Reputation {
 		if host == "" || strings.ContainsAny(host, "$`{}") {
 			return
 		}
-		if rep := ReputationOf(host, p); !found || rep.Tier > worst.Tier {
+		rep := ReputationOf(host, p)
+		rep.Plain, rep.Opaque = urlTraits(u)
+		if !found || rep.Tier > worst.Tier || rep.Tier == worst.Tier && (rep.Plain || rep.Opaque) {
 			worst, found = rep, true
 		}
 	}
@@ -104,7 +112,7 @@ func (c *ctx) judge(urls []string, call string) Reputation {
 		if !ok || call == "" || c.callOf(e) != call {
 			continue
 		}
-		u := x.Host + urlPathOf(x.URL)
+		u := exchangeURL(x)
 		all = append(all, u)
 		if x.Response == "second-stage" || strings.HasPrefix(x.Response, "file:") {
 			served = append(served, u)
@@ -117,6 +125,19 @@ func (c *ctx) judge(urls []string, call string) Reputation {
 		return worst
 	}
 	return Reputation{Tier: TierUnknown, Kind: "destination not known"}
+}
+
+// exchangeURL is the URL of a request as the client asked for it, with
+// its scheme.
+func exchangeURL(x *trace.HTTPExchange) string {
+	if strings.Contains(x.URL, "://") {
+		return x.URL
+	}
+	scheme := "http://"
+	if x.TLS {
+		scheme = "https://"
+	}
+	return scheme + normHost(x.Host) + urlPathOf(x.URL)
 }
 
 func cmpOr(a, b []string) []string {
@@ -192,13 +213,15 @@ func execRules() {
 			"bash, python... (seen in the process tree, or in the command read by a shell parser, so " +
 			"quoting, variables, tee and wrappers do not hide it), $(curl ...) given to eval or sh -c, " +
 			"bash <(curl ...), source <(curl ...), a here-string, deno run URL, PowerShell iex(iwr ...) or " +
-			"Python exec(urlopen(...)). Severity follows the destination: a vendor's installer or a " +
-			"package registry is low, a code host (GitHub, GitLab...) high with medium confidence, " +
-			"anything else critical."},
+			"Python exec(urlopen(...)). Severity follows the destination (docs/verdicts.md): a vendor's " +
+			"installer or a package registry is low; a code host (GitHub, GitLab...) or an unknown host " +
+			"fetched over TLS at a readable path high with medium confidence; raw IPs, drops, tunnels, " +
+			"paste sites, look-alikes and unknown hosts over plain HTTP or at a random-looking path " +
+			"critical."},
 		func(c *ctx, r *Rule) {
 			report := func(run codeRun, call string, evs ...*trace.Event) {
 				rep := c.judge(run.URLs, call)
-				sev, conf, harm := codeClass(rep.Tier)
+				sev, conf, harm := codeClass(rep, false)
 				msg := fmt.Sprintf("%s output run by %s (%s) from %s", orWord(run.Fetcher, "network"), run.Interp, run.How, describeRep(rep))
 				c.hitAs(r, call, sev, conf, harm, msg, evs...)
 			}
@@ -241,7 +264,7 @@ func execRules() {
 					return
 				}
 				rep := c.judge([]string{d.url}, c.callOf(d.ev))
-				sev, conf, harm := codeClass(rep.Tier)
+				sev, conf, harm := codeClass(rep, false)
 				c.hitAs(r, d.path, sev, conf, harm, fmt.Sprintf("%s downloaded from %s then %s", d.path, describeRep(rep), how), d.ev, e)
 			}
 			chmod := func(p string, e *trace.Event) {
@@ -326,7 +349,7 @@ func execRules() {
 				if x, ok := e.Data.(*trace.HTTPExchange); ok && e.Seq < proof[len(proof)-1].Seq &&
 					(x.Response == "second-stage" || strings.HasPrefix(x.Response, "file:")) {
 					served = append(served, e)
-					u := normHost(x.Host) + urlPathOf(x.URL)
+					u := exchangeURL(x)
 					urls = append(urls, u)
 					if callback != "" && normHost(x.Host) == callback {
 						fromCallback = append(fromCallback, u)
@@ -340,12 +363,14 @@ func execRules() {
 			case len(fromCallback) > 0:
 				urls = fromCallback
 			case callback != "":
-				urls = []string{callback + "/"}
+				// the callback names the host only; how the script was
+				// fetched is unknown, so it counts as neither plain nor opaque
+				urls = []string{"https://" + callback + "/"}
 			case len(sameCall) > 0:
 				urls = sameCall
 			}
 			rep := c.judge(urls, c.callOf(proof[0]))
-			sev, conf, harm := codeClass(rep.Tier)
+			sev, conf, harm := codeClass(rep, false)
 			what := "its marker file written"
 			if callback != "" {
 				what = "its callback request made"
@@ -393,7 +418,7 @@ func execRules() {
 					}
 					if network {
 						rep := c.judge(urls, call)
-						sev, conf, harm := codeClass(rep.Tier)
+						sev, conf, harm := codeClass(rep, true)
 						c.hitAs(r, call, sev, conf, harm, fmt.Sprintf("decoded payload run by %s downloads and runs code from %s%s: %q",
 							run.Interp, describeRep(rep), note, short(run.Decoded)), cm.ev)
 						continue
@@ -407,7 +432,7 @@ func execRules() {
 				if len(runs) == 0 {
 					if d, ok := decodedDropper(cm.text); ok {
 						rep := c.judge(flattenFacts(analyzeShell(d)).urls(), call)
-						sev, conf, harm := codeClass(rep.Tier)
+						sev, conf, harm := codeClass(rep, true)
 						c.hitAs(r, call, sev, conf, harm, fmt.Sprintf("base64 blob decodes to %q, run%s", short(d), note), cm.ev)
 					}
 				}

@@ -5,6 +5,8 @@ import (
 	"path"
 	"slices"
 	"strings"
+
+	"github.com/sandboxctl/sandboxctl/trace"
 )
 
 // tokenLocations returns the planted files of the canary set as globs.
@@ -20,6 +22,11 @@ func (c *ctx) tokenLocations() pathSet {
 	}
 	return ps
 }
+
+// askedFor reports a read the agent asked for by name through a file tool:
+// even when it failed, the attempt is the finding (a process probing for
+// a file that is not there is not).
+func askedFor(f fileOp) bool { return f.ev.Source == trace.SourceTool }
 
 // envTemplate reports the example .env files projects commit
 // (.env.example, .env.sample, ...): placeholders, not secrets.
@@ -58,7 +65,7 @@ func credRules() {
 		func(c *ctx, r *Rule) {
 			planted := c.tokenLocations()
 			for _, f := range c.files {
-				if f.op != opRead || f.failed || isPublicKey(f.path) || c.underSkill(f.path) || envTemplate(f.path) || gitWorktreeRead(f) {
+				if f.op != opRead || f.failed && !askedFor(f) || isPublicKey(f.path) || c.underSkill(f.path) || envTemplate(f.path) || gitWorktreeRead(f) {
 					continue
 				}
 				_, ok := c.matchPath(planted, f.path)
@@ -88,7 +95,7 @@ func credRules() {
 			"Wallet theft is the most common goal of malicious skills."},
 		func(c *ctx, r *Rule) {
 			for _, f := range c.files {
-				if (f.op == opRead) && !f.failed && !c.underSkill(f.path) {
+				if (f.op == opRead) && (!f.failed || askedFor(f)) && !c.underSkill(f.path) {
 					if _, ok := c.matchPath(walletPaths, f.path); ok {
 						c.hitPath(r, "wallet file", f)
 					}
@@ -115,7 +122,7 @@ func credRules() {
 			"Firefox logins.json/key4.db/cookies.sqlite), which no skill needs."},
 		func(c *ctx, r *Rule) {
 			for _, f := range c.files {
-				if f.op == opRead && !f.failed {
+				if f.op == opRead && (!f.failed || askedFor(f)) {
 					if _, ok := c.matchPath(browserPaths, f.path); ok && underDir(c.home, f.path) {
 						c.hitPath(r, "browser credential store", f)
 					}

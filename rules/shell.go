@@ -73,6 +73,7 @@ type shellFacts struct {
 	Downloads []download
 	FileRuns  []fileRun
 	Chmods    []string // paths made executable
+	Removes   []shCmd  // rm commands, for the destruction rules
 	DevTCP    []devTCP
 	// Commands lists the program names the script runs (after wrappers),
 	// in order, "" for a name that is not literal.
@@ -99,6 +100,7 @@ func (f *shellFacts) merge(o *shellFacts) {
 	f.Downloads = append(f.Downloads, o.Downloads...)
 	f.FileRuns = append(f.FileRuns, o.FileRuns...)
 	f.Chmods = append(f.Chmods, o.Chmods...)
+	f.Removes = append(f.Removes, o.Removes...)
 	f.DevTCP = append(f.DevTCP, o.DevTCP...)
 	f.Commands = append(f.Commands, o.Commands...)
 	f.readLoop = f.readLoop || o.readLoop
@@ -1288,6 +1290,8 @@ func (a *shAnalyzer) command(c shCmd, facts *shellFacts, depth int) {
 		if out != "-" && out != "" && out != "/dev/null" {
 			facts.Downloads = append(facts.Downloads, download{Path: out, URL: first(urls), Fetcher: c.Name})
 		}
+	case c.Name == "rm":
+		facts.Removes = append(facts.Removes, c)
 	case c.Name == "chmod":
 		mode := ""
 		for _, a := range args {

