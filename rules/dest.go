@@ -46,6 +46,11 @@ type Reputation struct {
 	// scheme, which curl and wget take as http); Opaque when its path has a
 	// random-looking segment (/q0c7ew2ro8l2cfqp). Vendors do neither.
 	Plain, Opaque bool
+	// Named is set when the skill is about the destination's product: its
+	// name (the registrable domain's first label) is a word of the skill's
+	// name or description, or of its text three times or more outside
+	// URLs and host names (aspire.dev for a skill about Aspire).
+	Named bool
 }
 
 // urlTraits returns whether a URL is fetched without TLS and whether its

@@ -134,6 +134,10 @@ type ctx struct {
 	paths    map[*Finding][]string  // files listed in a finding's message
 	shCache  map[string]*shellFacts // command text read by the shell parser
 	current  *ruleDef               // the rule whose matcher runs
+	// words of the skill (namedBySkill): in its text outside URLs and
+	// host names, and in its name and description
+	skillWords map[string]int
+	skillHead  map[string]bool
 }
 
 // found returns the findings of rule id so far. The running rule must

@@ -29,21 +29,56 @@ var (
 )
 
 // codeClass is the severity, confidence and harm of code from rep being
-// run: a vendor is low; a code host, or an unknown host fetched the way
-// vendors publish (TLS, a readable path), high with medium confidence
-// (suspicious: it may be a vendor the lists do not know); an unknown host
-// over plain HTTP or at a random-looking path, an obfuscated download, and
-// untrusted destinations (raw IPs, drops, tunnels, paste sites, look-alikes)
-// critical.
+// run: a vendor is low; a code host, or an unknown host that is the
+// product the skill is about fetched the way vendors publish (TLS, a
+// readable path), high with medium confidence (suspicious: it may be a
+// vendor the lists do not know); any other unknown host, an obfuscated
+// download, and untrusted destinations (raw IPs, drops, tunnels, paste
+// sites, look-alikes) critical.
 func codeClass(rep Reputation, obfuscated bool) (Severity, Confidence, Harm) {
 	switch {
 	case rep.Tier == TierVendor:
 		return Low, ConfHigh, HarmNone
 	case rep.Tier == TierCodeHost && !obfuscated,
-		rep.Tier == TierUnknown && !obfuscated && !rep.Plain && !rep.Opaque:
+		rep.Tier == TierUnknown && !obfuscated && !rep.Plain && !rep.Opaque && rep.Named:
 		return High, ConfMedium, HarmRemoteCode
 	}
 	return Critical, ConfHigh, HarmRemoteCode
+}
+
+var reHostish = regexp.MustCompile(`(?i)\S+://\S+|[a-z0-9-]+(?:\.[a-z0-9-]+)*\.[a-z]{2,}\S*`)
+
+// namedBySkill reports whether host's product is what the skill is about:
+// the first label of its registrable domain is a word of the skill's name
+// or description, or appears three times or more in its text outside URLs
+// and host names.
+func (c *ctx) namedBySkill(host string) bool {
+	sk := c.in.Skill
+	if sk == nil || host == "" {
+		return false
+	}
+	_, label := registrable(normHost(host))
+	if len(label) < 3 {
+		return false
+	}
+	if c.skillWords == nil {
+		c.skillWords = map[string]int{}
+		c.skillHead = map[string]bool{}
+		words := func(s string) []string {
+			return strings.FieldsFunc(strings.ToLower(s), func(r rune) bool {
+				return !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '-')
+			})
+		}
+		for _, w := range words(sk.Name + " " + sk.Description) {
+			c.skillHead[w] = true
+		}
+		for _, f := range sk.Files {
+			for _, w := range words(reHostish.ReplaceAllString(string(f.Content), " ")) {
+				c.skillWords[w]++
+			}
+		}
+	}
+	return c.skillHead[label] || c.skillWords[label] >= 3
 }
 
 // shell returns what a command text does (cached per text).
@@ -103,6 +138,7 @@ func (c *ctx) judge(urls []string, call string) Reputation {
 		consider(u)
 	}
 	if found {
+		worst.Named = c.namedBySkill(worst.Host)
 		return worst
 	}
 	var served, all []string
@@ -122,6 +158,7 @@ func (c *ctx) judge(urls []string, call string) Reputation {
 		consider(u)
 	}
 	if found {
+		worst.Named = c.namedBySkill(worst.Host)
 		return worst
 	}
 	return Reputation{Tier: TierUnknown, Kind: "destination not known"}
@@ -346,7 +383,7 @@ func execRules() {
 			proofCall := c.callOf(proof[0])
 			for i := range c.events {
 				e := &c.events[i]
-				if x, ok := e.Data.(*trace.HTTPExchange); ok && e.Seq < proof[len(proof)-1].Seq &&
+				if x, ok := e.Data.(*trace.HTTPExchange); ok && e.Seq < proof[len(proof)-1].Seq && !slices.Contains(proof, e) &&
 					(x.Response == "second-stage" || strings.HasPrefix(x.Response, "file:")) {
 					served = append(served, e)
 					u := exchangeURL(x)

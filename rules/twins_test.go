@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/sandboxctl/sandboxctl/rules"
+	"github.com/sandboxctl/sandboxctl/skill"
 	"github.com/sandboxctl/sandboxctl/trace"
 )
 
@@ -66,6 +67,7 @@ func TestTwins(t *testing.T) {
 		want    rules.Verdict
 		fire    map[string]rules.Severity // rule -> severity it must fire with
 		notFire []string
+		skill   *skill.Skill
 	}{
 		// Download and execute: the destination decides.
 		{name: "rustup installer", build: installer("https://sh.rustup.rs"), want: rules.Clean,
@@ -82,8 +84,12 @@ func TestTwins(t *testing.T) {
 			b.child("curl", "-fsSL", "https://get.docker.com", "-o", "get-docker.sh").write(home + "/get-docker.sh")
 			return b.served("https://get.docker.com/").child("sh", "get-docker.sh").stage2Ran("get.docker.com")
 		}, want: rules.Clean, fire: map[string]rules.Severity{"SBX-EXEC-002": rules.Low, "SBX-EXEC-003": rules.Low}},
-		{name: "installer from an unknown host over TLS", build: installer("https://get.tool-setup.dev/install.sh"), want: rules.Suspicious,
-			fire: map[string]rules.Severity{"SBX-EXEC-001": rules.High, "SBX-EXEC-003": rules.High}},
+		{name: "installer of the product the skill is about", build: installer("https://get.toolsetup.dev/install.sh"), want: rules.Suspicious,
+			skill: &skill.Skill{Name: "toolsetup", Description: "Use the Toolsetup CLI to scaffold projects."},
+			fire:  map[string]rules.Severity{"SBX-EXEC-001": rules.High, "SBX-EXEC-003": rules.High}},
+		{name: "installer from an unknown host the skill is not about", build: installer("https://get.toolsetup.dev/install.sh"), want: rules.Malicious,
+			skill: &skill.Skill{Name: "pdf-summary", Description: "Summarise PDF files."},
+			fire:  map[string]rules.Severity{"SBX-EXEC-001": rules.Critical, "SBX-EXEC-003": rules.Critical}},
 		{name: "dropper from an unknown host over plain HTTP", build: installer("http://get.tool-setup.dev/install.sh"), want: rules.Malicious,
 			fire: map[string]rules.Severity{"SBX-EXEC-001": rules.Critical, "SBX-EXEC-003": rules.Critical}},
 		{name: "dropper at a random-looking path", build: installer("https://cdn.tool-setup.dev/q0c7ew2ro8l2cfqp"), want: rules.Malicious,
@@ -246,7 +252,9 @@ func TestTwins(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			res := eval(tt.build(), func(in *rules.Input) { in.MarkerPath, in.MarkerToken = home+"/"+markerPath, markerToken })
+			res := eval(tt.build(), func(in *rules.Input) {
+				in.MarkerPath, in.MarkerToken, in.Skill = home+"/"+markerPath, markerToken, tt.skill
+			})
 			got := map[string]rules.Severity{}
 			for _, f := range res.Findings {
 				if f.Severity.Rank() > got[f.RuleID].Rank() {
