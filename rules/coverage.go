@@ -124,6 +124,7 @@ var reVersionOnly = regexp.MustCompile(`^\S+(?:\s+(?:--version|-V|version|--help
 // coverage computes the coverage of the trace's tool calls.
 func (c *ctx) coverage() Coverage {
 	cov := Coverage{Steps: []StepCoverage{}}
+	setEarlier := map[string]bool{}
 	for i := range c.events {
 		e := &c.events[i]
 		tc, ok := e.Data.(*trace.ToolCall)
@@ -141,6 +142,22 @@ func (c *ctx) coverage() Coverage {
 			cov.Decisive++
 		}
 		outcome, reason := c.outcome(e, tc, facts)
+		if facts != nil {
+			// a step using variables only an earlier step set ran with them
+			// empty: each tool call is a fresh shell
+			var lost []string
+			for _, v := range facts.Unset {
+				if setEarlier[v] {
+					lost = append(lost, v)
+				}
+			}
+			if len(lost) > 0 && outcome != OutcomeNotRun {
+				outcome, reason = OutcomeNotRun, "uses variables only an earlier step set ("+strings.Join(firstN(lost, 4), ", ")+"): they were empty here"
+			}
+			for _, v := range facts.Assigned {
+				setEarlier[v] = true
+			}
+		}
 		switch outcome {
 		case OutcomeSucceeded:
 			cov.Run++

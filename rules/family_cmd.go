@@ -12,30 +12,31 @@ import (
 // Command patterns. They run on exec argv joined with spaces, on shell -c
 // scripts, and on bash tool-call commands.
 var (
-	reDevTCP        = regexp.MustCompile(`/dev/(?:tcp|udp)/[^/\s]+/\d+`)
-	reNcExec        = regexp.MustCompile(`\b(?:nc|ncat|netcat|nc\.traditional|busybox\s+nc)\b[^|;&]*\s-(?:[a-zA-Z]*[ec])\s*\S+|\bsocat\b[^|;&]*\bexec:|\bmkfifo\b[^;]*\|\s*(?:nc|ncat|netcat)\b|\b(?:nc|ncat|netcat)\b[^|;&]*\|\s*(?:/bin/)?(?:ba)?sh\b[^|;&]*\|\s*(?:nc|ncat|netcat)\b`)
-	reScriptShell   = regexp.MustCompile(`(?s)\bsocket\b.*(?:\bdup2\b|\bpty\.spawn\b|\bsubprocess\.call\(\s*\[\s*["']/bin/(?:ba)?sh)|\bfsockopen\b.*\b(?:exec|system|proc_open)\b|\bTCPSocket\.(?:new|open)\b.*\b(?:exec|spawn|IO\.popen)\b|\bnet\.Socket\b.*\bchild_process\b`)
-	reShadow        = regexp.MustCompile(`\b(?:cat|less|more|head|tail|cp|grep|tar|base64|xxd|strings)\b[^|;&]*\s/etc/(?:g?shadow)\b|\bunshadow\b`)
-	reEnvironPath   = regexp.MustCompile(`^/proc/(?:self|\d+|thread-self)/environ$`)
-	reEnvDump       = regexp.MustCompile(`(?:^|[;&|(]\s*)(?:env|printenv|export\s+-p|declare\s+-x|set)\s*(?:$|[|;&>)])|\bdict\(\s*os\.environ\s*\)|\bos\.environ\.(?:items|copy)\(\)|json\.dumps\(\s*(?:dict\()?os\.environ|JSON\.stringify\(\s*process\.env\s*\)|/proc/(?:self|\d+|\*)/environ`)
-	reCrontab       = regexp.MustCompile(`\bcrontab\s+(?:-u\s+\S+\s+)?(?:-\s*$|-\s*[;&|]|[^-\s]\S*)|\|\s*crontab\b|\bcrontab\s+-\s*$`)
-	reSystemctl     = regexp.MustCompile(`\bsystemctl\s+(?:--user\s+)?(?:enable|link|daemon-reload)\b|\blaunchctl\s+(?:load|bootstrap|submit)\b`)
-	reGitHooks      = regexp.MustCompile(`\bgit\s+config\s+(?:--global\s+|--system\s+)?(?:core\.hooksPath|core\.sshCommand|core\.pager|core\.fsmonitor|credential\.helper|alias\.\S+\s+["']?!)`)
-	reContainer     = regexp.MustCompile(`/\.dockerenv|/run/\.containerenv|/proc/1/cgroup|/proc/self/cgroup|/proc/1/sched|\bsystemd-detect-virt\b|\bvirt-what\b|\bdmidecode\b|/sys/class/dmi/|\bhypervisor\b|\bimvirt\b`)
-	reTracer        = regexp.MustCompile(`\bTracerPid\b|\bstrace\b|\bltrace\b|\bptrace\b|\bfrida\b|\bsysdig\b|\bfalco\b|\bauditctl\b|\btcpdump\b|\bwireshark\b|\bbpftrace\b`)
-	reEnvProbe      = regexp.MustCompile(`\buptime\b|/proc/uptime|(?i:\bsandbox\b)|\bLD_PRELOAD\b|\bhttps?_proxy\b|\bHTTPS?_PROXY\b|\bSSL_CERT_FILE\b|\bREQUESTS_CA_BUNDLE\b|\bNODE_EXTRA_CA_CERTS\b|\blast\s+reboot\b|\bwho\s+-b\b`)
-	reToolDiscover  = regexp.MustCompile(`\b(?:which|command\s+-v|type\s+-[pP]|hash|whereis)\s+(?:[\w.-]+\s+)*(?:aws|gcloud|az|kubectl|docker|gpg|doctl|terraform|vault|op|heroku|gh|ssh|solana|bitcoin-cli|geth|metamask|1password)\b`)
-	reHomeSweep     = regexp.MustCompile(`(?i)\bfind\s+(?:~|\$HOME|/home|/root|/)\S*[^|;&]*-i?(?:name|path|regex)\s+["']?[^"'\s]*(?:\.pem|\.key|wallet|keystore|id_rsa|id_ed25519|credential|\.env|mnemonic|seed|secret|password|token|\.kdbx)|\bls\s+-[a-zA-Z]*R[a-zA-Z]*\s+(?:~|\$HOME|/home|/root|/)(?:/?\s|/?$)|\b(?:grep|rg|ag)\s+-[a-zA-Z]*[rR][a-zA-Z]*\s+[^|;&]*(?:password|secret|api[_-]?key|token|private[_ ]key|mnemonic|BEGIN)[^|;&]*(?:~|\$HOME|/home|/root)|(?:~|\$HOME)/\*\*?/\*\.(?:pem|key)\b|\bglob\(.*(?:\*\.pem|\*\.key|wallet\.dat|keystore|id_rsa)`)
-	reSysInfo       = regexp.MustCompile(`^(?:uname\s+-a|id|whoami|hostname|cat\s+/etc/(?:os-release|issue|passwd)|ip\s+a(?:ddr)?|ifconfig|arp\s+-a)$`)
-	reSudo          = regexp.MustCompile(`(?:^|[;&|(]\s*)(?:sudo|doas|runuser)\b`)
-	reRootShell     = regexp.MustCompile(`(?:^|[;&|(]\s*)(?:su|pkexec)(?:\s|$)|\bsudo\s+(?:-\S*[isS]\S*\b|su\b|(?:/bin/|/usr/bin/)?(?:ba|z|da)?sh\b)|\|\s*sudo\s+-S\b`)
-	reSetuid        = regexp.MustCompile(`\bchmod\s+(?:-\w+\s+)*(?:[ugoa]*\+[rwx]*s|[4-7][0-7]{3})\b`)
-	reDockerSock    = regexp.MustCompile(`/(?:var/)?run/docker\.sock|/run/containerd/containerd\.sock|\bdocker\s+(?:-H|--host)\b`)
-	reSudoersCmd    = regexp.MustCompile(`(?:>>?|\btee\s+(?:-a\s+)?)\s*/etc/(?:sudoers|sudoers\.d/\S*|passwd|shadow|ld\.so\.preload)\b|\bvisudo\b|\busermod\s+-aG\s+(?:sudo|wheel|docker)\b`)
-	reWipe          = regexp.MustCompile(`\bshred\b|\bwipe\s|\bsrm\s|\bdd\s+[^|;&]*of=(?:/dev/(?:sd|nvme|vd|xvd|hd|mmcblk)|~|\$HOME)|\bmkfs(?:\.\w+)?\s|\bfind\s+(?:~|\$HOME|/|/home\S*|/root)\s[^|;&]*-delete\b`)
-	reForcePush     = regexp.MustCompile(`\bgit\s+push\b[^;&|\n]*\s(?:-f|--force|--force-with-lease|\+[\w/.-]+)(?:\s|$|;|&|\|)`)
-	reSecretPattern = regexp.MustCompile(`(?i)password|secret|api[_-]?key|token|private key|BEGIN|mnemonic|wallet|\.pem|\.key\b|id_rsa`)
-	reURL           = regexp.MustCompile(`https?://[^\s"'<>()\]\[\x60]+`)
+	reDevTCP         = regexp.MustCompile(`/dev/(?:tcp|udp)/[^/\s]+/\d+`)
+	reNcExec         = regexp.MustCompile(`\b(?:nc|ncat|netcat|nc\.traditional|busybox\s+nc)\b[^|;&]*\s-(?:[a-zA-Z]*[ec])\s*\S+|\bsocat\b[^|;&]*\bexec:|\bmkfifo\b[^;]*\|\s*(?:nc|ncat|netcat)\b|\b(?:nc|ncat|netcat)\b[^|;&]*\|\s*(?:/bin/)?(?:ba)?sh\b[^|;&]*\|\s*(?:nc|ncat|netcat)\b`)
+	reScriptShell    = regexp.MustCompile(`(?s)\bsocket\b.*(?:\bdup2\b|\bpty\.spawn\b|\bsubprocess\.call\(\s*\[\s*["']/bin/(?:ba)?sh)|\bfsockopen\b.*\b(?:exec|system|proc_open)\b|\bTCPSocket\.(?:new|open)\b.*\b(?:exec|spawn|IO\.popen)\b|\bnet\.Socket\b.*\bchild_process\b`)
+	reShadow         = regexp.MustCompile(`\b(?:cat|less|more|head|tail|cp|grep|tar|base64|xxd|strings)\b[^|;&]*\s/etc/(?:g?shadow)\b|\bunshadow\b`)
+	reEnvironPath    = regexp.MustCompile(`^/proc/(?:self|\d+|thread-self)/environ$`)
+	reEnvDump        = regexp.MustCompile(`(?:^|[;&|(]\s*)(?:env|printenv|export\s+-p|declare\s+-x|set)\s*(?:$|[|;&>)])|\bdict\(\s*os\.environ\s*\)|\bos\.environ\.(?:items|copy)\(\)|json\.dumps\(\s*(?:dict\()?os\.environ|JSON\.stringify\(\s*process\.env\s*\)|/proc/(?:self|\d+|\*)/environ`)
+	reCrontab        = regexp.MustCompile(`\bcrontab\s+(?:-u\s+\S+\s+)?(?:-\s*$|-\s*[;&|]|[^-\s]\S*)|\|\s*crontab\b|\bcrontab\s+-\s*$`)
+	reSystemctl      = regexp.MustCompile(`\bsystemctl\s+(?:--user\s+)?(?:enable|link|daemon-reload)\b|\blaunchctl\s+(?:load|bootstrap|submit)\b`)
+	reGitHooks       = regexp.MustCompile(`\bgit\s+config\s+(?:--global\s+|--system\s+)?(?:core\.hooksPath|core\.sshCommand|core\.pager|core\.fsmonitor|credential\.helper|alias\.\S+\s+["']?!)`)
+	reContainer      = regexp.MustCompile(`/\.dockerenv|/run/\.containerenv|/proc/1/cgroup|/proc/self/cgroup|/proc/1/sched|\bsystemd-detect-virt\b|\bvirt-what\b|\bdmidecode\b|/sys/class/dmi/|\bhypervisor\b|\bimvirt\b`)
+	reTracer         = regexp.MustCompile(`\bTracerPid\b|\bstrace\b|\bltrace\b|\bptrace\b|\bfrida\b|\bsysdig\b|\bfalco\b|\bauditctl\b|\btcpdump\b|\bwireshark\b|\bbpftrace\b`)
+	reEnvProbe       = regexp.MustCompile(`\buptime\b|/proc/uptime|(?i:\bsandbox\b)|\bLD_PRELOAD\b|\bhttps?_proxy\b|\bHTTPS?_PROXY\b|\bSSL_CERT_FILE\b|\bREQUESTS_CA_BUNDLE\b|\bNODE_EXTRA_CA_CERTS\b|\blast\s+reboot\b|\bwho\s+-b\b`)
+	reToolDiscover   = regexp.MustCompile(`\b(?:which|command\s+-v|type\s+-[pP]|hash|whereis)\s+(?:[\w.-]+\s+)*(?:aws|gcloud|az|kubectl|docker|gpg|doctl|terraform|vault|op|heroku|gh|ssh|solana|bitcoin-cli|geth|metamask|1password)\b`)
+	reHomeSweep      = regexp.MustCompile(`(?i)\bfind\s+(?:~|\$HOME|/home|/root|/)\S*[^|;&]*-i?(?:name|path|regex)\s+["']?[^"'\s]*(?:\.pem|\.key|wallet|keystore|id_rsa|id_ed25519|credential|\.env|mnemonic|seed|secret|password|token|\.kdbx)|\bls\s+-[a-zA-Z]*R[a-zA-Z]*\s+(?:~|\$HOME|/home|/root|/)(?:/?\s|/?$)|\b(?:grep|rg|ag)\s+-[a-zA-Z]*[rR][a-zA-Z]*\s+[^|;&]*(?:password|secret|api[_-]?key|token|private[_ ]key|mnemonic|BEGIN)[^|;&]*(?:~|\$HOME|/home|/root)|(?:~|\$HOME)/\*\*?/\*\.(?:pem|key)\b|\bglob\(.*(?:\*\.pem|\*\.key|wallet\.dat|keystore|id_rsa)`)
+	reSysInfo        = regexp.MustCompile(`^(?:uname\s+-a|id|whoami|hostname|cat\s+/etc/(?:os-release|issue|passwd)|ip\s+a(?:ddr)?|ifconfig|arp\s+-a)$`)
+	reSudo           = regexp.MustCompile(`(?:^|[;&|(]\s*)(?:sudo|doas|runuser)\b`)
+	reRootShell      = regexp.MustCompile(`(?:^|[;&|(]\s*)(?:su|pkexec)(?:\s|$)|\bsudo\s+(?:-\S*[isS]\S*\b|su\b|(?:/bin/|/usr/bin/)?(?:ba|z|da)?sh\b)|\|\s*sudo\s+-S\b`)
+	rePipedSudoShell = regexp.MustCompile(`\|\s*sudo\s+(?:-\S+\s+)*(?:/bin/|/usr/bin/)?(?:ba|z|da)?sh\b(?:\s+-s\b|\s+-\s)?`)
+	reSetuid         = regexp.MustCompile(`\bchmod\s+(?:-\w+\s+)*(?:[ugoa]*\+[rwx]*s|[4-7][0-7]{3})\b`)
+	reDockerSock     = regexp.MustCompile(`/(?:var/)?run/docker\.sock|/run/containerd/containerd\.sock|\bdocker\s+(?:-H|--host)\b`)
+	reSudoersCmd     = regexp.MustCompile(`(?:>>?|\btee\s+(?:-a\s+)?)\s*/etc/(?:sudoers|sudoers\.d/\S*|passwd|shadow|ld\.so\.preload)\b|\bvisudo\b|\busermod\s+-aG\s+(?:sudo|wheel|docker)\b`)
+	reWipe           = regexp.MustCompile(`\bshred\b|\bwipe\s|\bsrm\s|\bdd\s+[^|;&]*of=(?:/dev/(?:sd|nvme|vd|xvd|hd|mmcblk)|~|\$HOME)|\bmkfs(?:\.\w+)?\s|\bfind\s+(?:~|\$HOME|/|/home\S*|/root)\s[^|;&]*-delete\b`)
+	reForcePush      = regexp.MustCompile(`\bgit\s+push\b[^;&|\n]*\s(?:-f|--force|--force-with-lease|\+[\w/.-]+)(?:\s|$|;|&|\|)`)
+	reSecretPattern  = regexp.MustCompile(`(?i)password|secret|api[_-]?key|token|private key|BEGIN|mnemonic|wallet|\.pem|\.key\b|id_rsa`)
+	reURL            = regexp.MustCompile(`https?://[^\s"'<>()\]\[\x60]+`)
 )
 
 func short(s string) string { return capString(oneLine(s), 160) }
@@ -241,9 +242,17 @@ func privRules() {
 					case "su", "pkexec":
 						c.hit(r, cm.ev.ToolCallID, "runs "+short(cm.text), cm.ev)
 						continue
+					case "sudo", "doas":
+						if sc := argvCmd(cm.argv); shells[sc.Name] {
+							if in, _, _ := interpInput(sc.Name, sc.argText()); in {
+								continue // a root shell reading a pipe: download-and-run, judged by SBX-EXEC-001
+							}
+						}
 					}
 				}
-				if reRootShell.MatchString(cm.text) {
+				// curl ... | sudo bash is download-and-run as root, judged
+				// with its destination by SBX-EXEC-001.
+				if reRootShell.MatchString(rePipedSudoShell.ReplaceAllString(cm.text, "|")) {
 					c.hit(r, cm.ev.ToolCallID, "root shell attempt: "+short(cm.text), cm.ev)
 				}
 			}

@@ -78,8 +78,23 @@ func (c *ctx) namedBySkill(host string) bool {
 			}
 		}
 	}
-	return c.skillHead[label] || c.skillWords[label] >= 3
+	named := func(w string) bool { return len(w) >= 3 && (c.skillHead[w] || c.skillWords[w] >= 3) }
+	if named(label) {
+		return true
+	}
+	// the product's name with a usual affix: fluxcd, golang, getsentry
+	for _, a := range nameAffixes {
+		if w, ok := strings.CutSuffix(label, a); ok && named(w) {
+			return true
+		}
+		if w, ok := strings.CutPrefix(label, a); ok && named(w) {
+			return true
+		}
+	}
+	return false
 }
+
+var nameAffixes = []string{"cd", "hq", "io", "app", "cli", "dev", "labs", "lang", "js", "sh", "get", "try", "use", "run", "-cli", "-dev", "-sh"}
 
 // shell returns what a command text does (cached per text).
 func (c *ctx) shell(text string) *shellFacts {

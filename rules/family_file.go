@@ -61,7 +61,9 @@ func credRules() {
 			"canary was planted in. Listing a folder, reading public keys, certificates in package " +
 			"caches, or a tool reading its own configuration (git reading .gitconfig, ssh its keys, " +
 			"Python requests the .netrc) does not count. On its own this is suspicious; followed by " +
-			"egress it is exfiltration (SBX-EXFIL-004)."},
+			"egress it is exfiltration (SBX-EXFIL-004). Reading only .env files, which applications " +
+			"load as configuration, has low confidence: reported, not suspect (a planted secret in " +
+			"them leaving is SBX-EXFIL-001)."},
 		func(c *ctx, r *Rule) {
 			planted := c.tokenLocations()
 			for _, f := range c.files {
@@ -86,6 +88,11 @@ func credRules() {
 					continue
 				}
 				c.hitPath(r, "credential file", f)
+			}
+			for _, fd := range c.found(r.ID) {
+				if ps := c.paths[fd]; len(ps) > 0 && !slices.ContainsFunc(ps, func(p string) bool { return !strings.HasPrefix(path.Base(p), ".env") }) {
+					fd.Confidence = ConfLow
+				}
 			}
 		})
 	def(Rule{ID: "SBX-CRED-002", Family: "credential-access", Title: "Cryptocurrency wallet read",
@@ -291,7 +298,7 @@ func persistRules() {
 						if f.op == opMkdir && s.id != "SBX-PERSIST-003" {
 							continue
 						}
-						c.hit(r, target, "write to "+target+failedNote(f.failed), f.ev)
+						c.persistHit(r, target, f)
 					}
 				}
 				if s.cmd != nil {

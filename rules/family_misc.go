@@ -132,10 +132,12 @@ func allows(entries []allowedEntry, tool, command string) bool {
 
 func policyRules() {
 	def(Rule{ID: "SBX-POLICY-001", Family: "policy", Title: "Tool used outside the skill's allowed-tools",
-		Severity: Medium, Confidence: ConfHigh, Technique: "T1059",
+		Severity: Medium, Confidence: ConfLow, Technique: "T1059",
 		Help: "The skill's frontmatter declares allowed-tools, and a tool call used a tool (or a Bash " +
 			"command) it does not list. Tools map as bash→Bash, read_file→Read, write_file→Write, " +
-			"edit_file→Edit, list_directory→LS/Glob, search_files→Grep/Glob, fetch_url→WebFetch."},
+			"edit_file→Edit, list_directory→LS/Glob, search_files→Grep/Glob, fetch_url→WebFetch. " +
+			"Low confidence: the agent's harness enforces allowed-tools, and a call outside them is " +
+			"as often the driver reading the skill loosely as the skill overreaching."},
 		func(c *ctx, r *Rule) {
 			list := c.in.AllowedTools
 			if list == nil && c.in.Skill != nil {
@@ -354,7 +356,11 @@ func exfilRules() {
 				}
 				var base []*Finding
 				for _, id := range from {
-					base = append(base, c.found(id)...)
+					for _, f := range c.found(id) {
+						if id != "SBX-CRED-001" || f.Confidence != ConfLow { // not a .env read as configuration
+							base = append(base, f)
+						}
+					}
 				}
 				if len(base) == 0 {
 					return

@@ -7,6 +7,7 @@ import (
 	"io"
 	"path"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -78,6 +79,9 @@ type shellFacts struct {
 	// Commands lists the program names the script runs (after wrappers),
 	// in order, "" for a name that is not literal.
 	Commands []string
+	// Assigned lists the variables the script sets; Unset the variables it
+	// uses without setting them (the environment's usual ones left out).
+	Assigned, Unset []string
 
 	parseErr bool // the text did not parse whole
 	readLoop bool // a loop executes each line it reads
@@ -103,6 +107,8 @@ func (f *shellFacts) merge(o *shellFacts) {
 	f.Removes = append(f.Removes, o.Removes...)
 	f.DevTCP = append(f.DevTCP, o.DevTCP...)
 	f.Commands = append(f.Commands, o.Commands...)
+	f.Assigned = append(f.Assigned, o.Assigned...)
+	f.Unset = append(f.Unset, o.Unset...)
 	f.readLoop = f.readLoop || o.readLoop
 	f.fdShell = f.fdShell || o.fdShell
 	f.netShell = f.netShell || o.netShell
@@ -112,13 +118,41 @@ func (f *shellFacts) merge(o *shellFacts) {
 // gives what the parser recovered (often nothing).
 func analyzeShell(script string) *shellFacts {
 	budget := maxShellText
-	a := &shAnalyzer{vars: map[string]string{}, budget: &budget}
-	return a.analyze(script, 0)
+	a := &shAnalyzer{vars: map[string]string{}, assigned: map[string]bool{}, budget: &budget}
+	f := a.analyze(script, 0)
+	for n := range a.assigned {
+		f.Assigned = append(f.Assigned, n)
+	}
+	seen := map[string]bool{}
+	for _, n := range a.refs {
+		if !a.assigned[n] && !envVar(n) && !seen[n] {
+			seen[n] = true
+			f.Unset = append(f.Unset, n)
+		}
+	}
+	slices.Sort(f.Assigned)
+	return f
+}
+
+// envVar reports variables a shell or the environment provides.
+func envVar(n string) bool {
+	if n == "" || n[0] >= '0' && n[0] <= '9' || strings.ContainsAny(n, "@*#?$!-_") && len(n) == 1 {
+		return true
+	}
+	switch n {
+	case "HOME", "PATH", "USER", "LOGNAME", "PWD", "OLDPWD", "SHELL", "LANG", "LC_ALL", "TERM", "RANDOM", "SECONDS",
+		"LINENO", "IFS", "HOSTNAME", "UID", "EUID", "PPID", "TMPDIR", "EDITOR", "VISUAL", "PAGER", "CI", "OSTYPE",
+		"MACHTYPE", "HOSTTYPE", "SHLVL", "REPLY", "OPTARG", "OPTIND", "PIPESTATUS", "FUNCNAME", "BASHPID", "COLUMNS", "LINES":
+		return true
+	}
+	return strings.HasPrefix(n, "BASH") || strings.HasPrefix(n, "XDG_") || strings.HasPrefix(n, "LC_")
 }
 
 type shAnalyzer struct {
-	vars   map[string]string
-	budget *int
+	vars     map[string]string
+	assigned map[string]bool // every variable set, literal or not
+	refs     []string        // variables used that no literal assignment resolved
+	budget   *int
 }
 
 func (a *shAnalyzer) analyze(script string, depth int) *shellFacts {
@@ -143,11 +177,38 @@ func (a *shAnalyzer) analyze(script string, depth int) *shellFacts {
 	syntax.Walk(f, func(n syntax.Node) bool {
 		switch n := n.(type) {
 		case *syntax.CallExpr:
+			for _, as := range n.Assigns {
+				if as.Name != nil {
+					a.assigned[as.Name.Value] = true
+				}
+			}
 			if len(n.Args) == 0 {
 				a.assign(n.Assigns)
+			} else if name := n.Args[0].Lit(); name == "read" || name == "mapfile" || name == "readarray" {
+				for _, w := range n.Args[1:] {
+					if l := w.Lit(); l != "" && !strings.HasPrefix(l, "-") {
+						a.assigned[l] = true
+					}
+				}
 			}
 		case *syntax.DeclClause:
+			for _, as := range n.Args {
+				if as.Name != nil {
+					a.assigned[as.Name.Value] = true
+				}
+			}
 			a.assign(n.Args)
+		case *syntax.WordIter:
+			if n.Name != nil {
+				a.assigned[n.Name.Value] = true
+			}
+		case *syntax.ArithmExp, *syntax.ArithmCmd, *syntax.LetClause:
+			syntax.Walk(n, func(m syntax.Node) bool {
+				if l, ok := m.(*syntax.Lit); ok && l.Value != "" {
+					a.assigned[l.Value] = true // (( i++ )): names in arithmetic count as set
+				}
+				return true
+			})
 		}
 		return true
 	})
@@ -256,6 +317,9 @@ func (a *shAnalyzer) word(w *syntax.Word) shWord {
 					b.WriteString(v)
 				} else {
 					out.known = false
+					if p.Param != nil {
+						a.refs = append(a.refs, p.Param.Value)
+					}
 				}
 			case *syntax.CmdSubst:
 				out.known = false
