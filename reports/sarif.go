@@ -207,6 +207,9 @@ func WriteSARIF(w io.Writer, r *Report) error {
 		if f.ToolCallID != "" {
 			props["tool_call_id"] = f.ToolCallID
 		}
+		if f.Harm != "" {
+			props["harm"] = string(f.Harm)
+		}
 		run.Results = append(run.Results, sarifResult{RuleID: f.RuleID, RuleIndex: index[f.RuleID],
 			Level: sarifLevel(f.Severity), Message: sarifText{Text: f.Title + ": " + f.Message},
 			Locations: []sarifLocation{loc}, PartialFingerprints: map[string]string{"sandboxctlFinding/v1": hex.EncodeToString(sum[:16])},
