@@ -28,7 +28,7 @@ func writeCoverageText(t *textWriter, r *Report) {
 	c := r.Coverage
 	t.line("")
 	t.line(t.paint(ansiBold, "Coverage"))
-	sum := fmt.Sprintf("%d step%s planned, %d run, %d succeeded, %d failed, %d did not run",
+	sum := fmt.Sprintf("%d step%s planned, %d sent to the sandbox: %d succeeded, %d failed, %d did not run",
 		c.Planned, plural(c.Planned), c.Run, c.Succeeded, c.Failed, c.NotRun)
 	if c.Decisive > 0 {
 		sum += fmt.Sprintf("; %d of %d decisive step%s did not run", c.DecisiveNotRun, c.Decisive, plural(c.Decisive))

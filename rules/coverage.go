@@ -22,7 +22,10 @@ const (
 	OutcomeNotRun    = "not run" // it did not get to run what it was for
 )
 
-// Coverage summarises how much of the planned work ran.
+// Coverage summarises how much of the planned work ran. Planned counts the
+// tool calls; Run those handed to the sandbox (not rejected by the
+// driver), each of which Succeeded, Failed (it ran and failed) or did not
+// run (NotRun: it never got to do its work; rejected calls count here too).
 type Coverage struct {
 	Planned   int `json:"planned"`
 	Run       int `json:"run"`
