@@ -168,6 +168,9 @@ func (c *ctx) traceFacts(cov Coverage) Facts {
 			if d.OOMKilled && !slices.Contains(f.Exhausted, "memory") {
 				f.Exhausted = append(f.Exhausted, "memory")
 			}
+			if d.OutputDropped > 0 {
+				f.Missing = append(f.Missing, fmt.Sprintf("%d bytes of tool output were not kept", d.OutputDropped))
+			}
 		case *trace.Notice:
 			if d.Incomplete || d.Lost > 0 {
 				f.Missing = append(f.Missing, capString(oneLine(d.Message), 160))
