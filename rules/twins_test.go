@@ -238,6 +238,14 @@ func TestTwins(t *testing.T) {
 			return newTL().bash("python3 big.py", "").add(trace.SourceResource, trace.TypeResource, 0,
 				&trace.Resource{PeakMemory: 2 << 30, MemoryLimit: 2 << 30, OOMKilled: true, Exceeded: []string{"memory"}})
 		}, want: rules.Inconclusive, fire: map[string]rules.Severity{"SBX-RES-001": rules.Medium}},
+		{name: "tool output not kept", build: func() *tl {
+			return newTL().bash("python3 gen.py", "...").add(trace.SourceResource, trace.TypeResource, 0,
+				&trace.Resource{OutputBytes: 9 << 20, OutputDropped: 1 << 20})
+		}, want: rules.Inconclusive},
+		{name: "evidence lost by the jail", build: func() *tl {
+			return newTL().bash("python3 gen.py", "...").add(trace.SourceTCP, trace.TypeJailNotice, 0,
+				&trace.Notice{Message: "jail event stream ended without its count", Incomplete: true})
+		}, want: rules.Inconclusive},
 		{name: "clean build removes its output", build: func() *tl {
 			b := newTL().bash("make build && rm -rf build node_modules/.cache", "")
 			for i := range 80 {
