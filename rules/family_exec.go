@@ -321,7 +321,11 @@ func execRules() {
 			}
 			chmod := func(p string, e *trace.Event) {
 				if d := dl.lookup(p, e.Seq); d != nil {
-					c.hitAs(r, d.path, Medium, ConfMedium, HarmNone, fmt.Sprintf("%s downloaded then made executable", d.path), d.ev, e)
+					sev := Medium
+					if c.judge([]string{d.url}, c.callOf(d.ev)).Tier == TierVendor {
+						sev = Low
+					}
+					c.hitAs(r, d.path, sev, ConfMedium, HarmNone, fmt.Sprintf("%s downloaded then made executable", d.path), d.ev, e)
 				}
 			}
 			for _, cm := range c.cmds {
