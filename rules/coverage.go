@@ -262,29 +262,44 @@ func firstLine(s string) string {
 // missingCommand returns a program the call's processes looked up along
 // PATH and never found (every execve of that name failed with ENOENT).
 func (c *ctx) missingCommand(call string) string {
-	failed, ok := map[string]bool{}, map[string]bool{}
-	var order []string
-	for i := range c.events {
-		e := &c.events[i]
-		x, isExec := e.Data.(*trace.Exec)
-		if !isExec || e.ToolCallID != call {
-			continue
+	if c.missing == nil {
+		// one pass over the timeline for every call
+		type state struct {
+			failed, ok map[string]bool
+			order      []string
 		}
-		name := path.Base(x.Path)
-		switch x.Errno {
-		case "":
-			ok[name] = true
-		case "ENOENT":
-			if !failed[name] {
-				order = append(order, name)
+		per := map[string]*state{}
+		for i := range c.events {
+			e := &c.events[i]
+			x, isExec := e.Data.(*trace.Exec)
+			if !isExec {
+				continue
 			}
-			failed[name] = true
+			st := per[e.ToolCallID]
+			if st == nil {
+				st = &state{failed: map[string]bool{}, ok: map[string]bool{}}
+				per[e.ToolCallID] = st
+			}
+			name := path.Base(x.Path)
+			switch x.Errno {
+			case "":
+				st.ok[name] = true
+			case "ENOENT":
+				if !st.failed[name] {
+					st.order = append(st.order, name)
+				}
+				st.failed[name] = true
+			}
+		}
+		c.missing = map[string]string{}
+		for id, st := range per {
+			for _, n := range st.order {
+				if !st.ok[n] {
+					c.missing[id] = n
+					break
+				}
+			}
 		}
 	}
-	for _, n := range order {
-		if !ok[n] {
-			return n
-		}
-	}
-	return ""
+	return c.missing[call]
 }

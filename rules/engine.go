@@ -138,6 +138,10 @@ type ctx struct {
 	// host names, and in its name and description
 	skillWords map[string]int
 	skillHead  map[string]bool
+	missing    map[string]string   // per tool call, a program never found (missingCommand)
+	callText   map[string][]string // per tool call, its arguments and exec argv (writtenText)
+	heads      map[string][]string // per path, the heads of the file-system diff
+	httpByCall map[string][]*trace.HTTPExchange
 }
 
 // found returns the findings of rule id so far. The running rule must

@@ -61,24 +61,28 @@ func agentRules() {
 // event e: a file tool's content, the commands of e's tool call, the head
 // of the changed file in the file-system diff.
 func (c *ctx) writtenText(e *trace.Event, p string) []string {
-	var out []string
-	call := c.callOf(e)
-	for i := range c.events {
-		x := &c.events[i]
-		switch d := x.Data.(type) {
-		case *trace.ToolCall:
-			if d.ID == call {
-				out = append(out, string(d.Arguments))
-			}
-		case *trace.Exec:
-			if x.ToolCallID == call && call != "" {
-				out = append(out, strings.Join(d.Argv, " "))
-			}
-		case *trace.FSChange:
-			if d.Path == p && len(d.Head) > 0 {
-				out = append(out, string(d.Head))
+	if c.callText == nil {
+		// one pass: the texts of each call and the heads of changed files
+		c.callText, c.heads = map[string][]string{}, map[string][]string{}
+		for i := range c.events {
+			x := &c.events[i]
+			switch d := x.Data.(type) {
+			case *trace.ToolCall:
+				c.callText[d.ID] = append(c.callText[d.ID], string(d.Arguments))
+			case *trace.Exec:
+				if x.ToolCallID != "" && len(c.callText[x.ToolCallID]) < 200 {
+					c.callText[x.ToolCallID] = append(c.callText[x.ToolCallID], strings.Join(d.Argv, " "))
+				}
+			case *trace.FSChange:
+				if len(d.Head) > 0 {
+					c.heads[d.Path] = append(c.heads[d.Path], string(d.Head))
+				}
 			}
 		}
 	}
-	return out
+	var out []string
+	if call := c.callOf(e); call != "" {
+		out = append(out, c.callText[call]...)
+	}
+	return append(out, c.heads[p]...)
 }

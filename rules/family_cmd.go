@@ -107,6 +107,10 @@ func shellRules() {
 		})
 }
 
+// procTools read /proc/<pid>/* of every process as their job (pgrep -f,
+// ps, top): their reads of /proc/1/cgroup are not probes.
+var procTools = set("ps", "pgrep", "pkill", "pidof", "killall", "top", "htop", "pstree", "lsof", "fuser", "w", "uptime")
+
 func isLoopback(a string) bool {
 	return strings.HasPrefix(a, "127.") || a == "::1" || a == "localhost"
 }
@@ -135,7 +139,7 @@ func probeRules() {
 		func(c *ctx, r *Rule) {
 			for _, f := range c.files {
 				if f.op == opRead {
-					if _, ok := c.matchPath(containerProbePaths, f.path); ok {
+					if _, ok := c.matchPath(containerProbePaths, f.path); ok && !procTools[f.proc] {
 						c.hit(r, "probe", "probe of "+f.path, f.ev)
 					}
 				}

@@ -20,8 +20,6 @@ import (
 // else harm.
 
 var (
-	rePSDownload  = regexp.MustCompile(`(?i)\biex\b.*\b(?:iwr|irm|invoke-webrequest|downloadstring)\b|\b(?:iwr|irm)\b.*\|\s*iex\b`)
-	rePyDownload  = regexp.MustCompile(`(?i)\bexec\s*\(.*\burlopen\b|\burlopen\b.*\bexec\s*\(|\beval\s*\(.*\b(?:urlopen|requests\.get)\b`)
 	reMacOSBase64 = regexp.MustCompile(`\bbase64\s+(?:-[a-zA-Z]*D|--decode)\b`)
 	reB64Blob     = regexp.MustCompile(`[A-Za-z0-9+/]{16,}={0,2}`)
 	reQuarantine  = regexp.MustCompile(`\bxattr\s+(?:-[a-z]*\s+)*-d\s+com\.apple\.quarantine\b|\bspctl\s+--master-disable\b`)
@@ -156,12 +154,20 @@ func (c *ctx) judge(urls []string, call string) Reputation {
 		worst.Named = c.namedBySkill(worst.Host)
 		return worst
 	}
+	if c.httpByCall == nil {
+		c.httpByCall = map[string][]*trace.HTTPExchange{}
+		for i := range c.events {
+			e := &c.events[i]
+			if x, ok := e.Data.(*trace.HTTPExchange); ok {
+				id := c.callOf(e)
+				c.httpByCall[id] = append(c.httpByCall[id], x)
+			}
+		}
+	}
 	var served, all []string
-	for i := range c.events {
-		e := &c.events[i]
-		x, ok := e.Data.(*trace.HTTPExchange)
-		if !ok || call == "" || c.callOf(e) != call {
-			continue
+	for _, x := range c.httpByCall[call] {
+		if call == "" {
+			break
 		}
 		u := exchangeURL(x)
 		all = append(all, u)
@@ -279,13 +285,12 @@ func execRules() {
 			}
 			for _, cm := range c.cmds {
 				call := c.callOf(cm.ev)
+				missing := c.missingCommand(call)
 				for _, run := range c.shellAll(cm.text).Runs {
-					if run.How != "decoded" {
-						report(run, call, cm.ev)
+					if run.How == "decoded" || missing != "" && (run.Interp == missing || run.Fetcher == missing) {
+						continue // the interpreter or the client was not there: nothing ran
 					}
-				}
-				if rePSDownload.MatchString(cm.text) || rePyDownload.MatchString(cm.text) {
-					report(codeRun{How: "inline code", Interp: "interpreter", URLs: reURL.FindAllString(cm.text, 4)}, call, cm.ev)
+					report(run, call, cm.ev)
 				}
 			}
 			// Process evidence: an interpreter reading its program from

@@ -303,9 +303,16 @@ func persistRules() {
 				}
 				if s.cmd != nil {
 					for _, cm := range c.cmds {
-						if s.cmd(cm.text) {
-							c.hit(r, "cmd:"+cm.ev.ToolCallID, "command: "+short(cm.text), cm.ev)
+						if !s.cmd(cm.text) {
+							continue
 						}
+						// an exec of crontab or systemctl under a tool call
+						// whose command says what it installs is judged on that
+						// command
+						if tc := c.calls[cm.ev.ToolCallID]; cm.argv != nil && tc != nil && s.cmd(toolCommand(tc)) {
+							continue
+						}
+						c.persistCmdHit(r, cm)
 					}
 				}
 			})

@@ -75,6 +75,9 @@ type shellFacts struct {
 	FileRuns  []fileRun
 	Chmods    []string // paths made executable
 	Removes   []shCmd  // rm commands, for the destruction rules
+	// CronLines are the lines echoed or printed into crontab - (variables
+	// resolved), for the persistence rules.
+	CronLines []string
 	DevTCP    []devTCP
 	// Commands lists the program names the script runs (after wrappers),
 	// in order, "" for a name that is not literal.
@@ -105,6 +108,7 @@ func (f *shellFacts) merge(o *shellFacts) {
 	f.FileRuns = append(f.FileRuns, o.FileRuns...)
 	f.Chmods = append(f.Chmods, o.Chmods...)
 	f.Removes = append(f.Removes, o.Removes...)
+	f.CronLines = append(f.CronLines, o.CronLines...)
 	f.DevTCP = append(f.DevTCP, o.DevTCP...)
 	f.Commands = append(f.Commands, o.Commands...)
 	f.Assigned = append(f.Assigned, o.Assigned...)
@@ -660,6 +664,11 @@ func interpInput(name string, args []string) (stdin bool, code, script int) {
 	return true, -1, -1
 }
 
+// reInlineDownload finds inline programs that fetch code and run it.
+var reInlineDownload = regexp.MustCompile(`(?i)\biex\b.*\b(?:iwr|irm|invoke-webrequest|invoke-restmethod|downloadstring)\b|\b(?:iwr|irm|invoke-webrequest|invoke-restmethod)\b.*\|\s*(?:iex|invoke-expression)\b|` +
+	`\bexec\s*\(.*\burlopen\b|\burlopen\b.*\bexec\s*\(|\b(?:exec|eval)\s*\(.*\brequests\.get\b|\beval\s*\(.*\burlopen\b|` +
+	`\beval\s*\(.*\bfetch\(|new Function\(.*\bfetch\(`)
+
 // reNetCode finds network fetching in inline code of a script interpreter.
 var reNetCode = regexp.MustCompile(`\burlopen\b|\burllib\b|\brequests\.(?:get|post)\b|\bhttpx\.|\bhttp\.client\b|\bhttps?\.get\(|\bfetch\(|Net::HTTP|LWP::|HTTP::Tiny|IO::Socket|\bInvoke-WebRequest\b|\biwr\b|\birm\b|\bDownloadString\b|\bWebClient\b|\bfile_get_contents\(\s*["']https?:`)
 
@@ -1053,6 +1062,20 @@ func isParamOnly(w *syntax.Word) bool {
 }
 
 func (a *shAnalyzer) pipeline(stages []*syntax.Stmt, facts *shellFacts, depth int) {
+	for j := 1; j < len(stages); j++ {
+		if c, _, ok := a.stageCmd(stages[j]); ok && c.Name == "crontab" && (len(c.Args) == 0 || c.Args[len(c.Args)-1].text == "-") {
+			for _, s := range stages[:j] {
+				syntax.Walk(s, func(n syntax.Node) bool {
+					if ce, ok := n.(*syntax.CallExpr); ok && len(ce.Args) > 0 {
+						if e := a.call(ce); e.Name == "echo" || e.Name == "printf" {
+							facts.CronLines = append(facts.CronLines, strings.Join(e.argText(), " "))
+						}
+					}
+					return true
+				})
+			}
+		}
+	}
 	for j := 0; j < len(stages); j++ {
 		interp, ok := a.stdinExecutor(stages[j])
 		if !ok {
@@ -1331,6 +1354,11 @@ func (a *shAnalyzer) command(c shCmd, facts *shellFacts, depth int) {
 				facts.Runs = append(facts.Runs, run)
 			} else if shells[c.Name] {
 				facts.merge(a.analyze(w.text, depth+1))
+			} else if reInlineDownload.MatchString(w.text) {
+				// PowerShell iex(iwr ...), Python exec(urlopen(...)): the
+				// program fetches code and runs it itself
+				facts.Runs = append(facts.Runs, codeRun{How: "inline code", Interp: interpName(c.Name),
+					URLs: reURL.FindAllString(w.text, 4)})
 			}
 		}
 		if script >= 0 && script < len(c.Args) {
