@@ -399,6 +399,11 @@ func execRules() {
 					}
 				}
 			}
+			// The file-system diff is read at the end of the trace: it proves
+			// a run only when nothing seen at the time did.
+			if slices.ContainsFunc(proofs, func(p proofOf) bool { return p.ev.Source != trace.SourceFSDiff }) {
+				proofs = slices.DeleteFunc(proofs, func(p proofOf) bool { return p.ev.Source == trace.SourceFSDiff })
+			}
 			var served []*trace.Event
 			for i := range c.events {
 				e := &c.events[i]
