@@ -12,7 +12,6 @@ import (
 // Command patterns. They run on exec argv joined with spaces, on shell -c
 // scripts, and on bash tool-call commands.
 var (
-	reDevTCP         = regexp.MustCompile(`/dev/(?:tcp|udp)/[^/\s]+/\d+`)
 	reNcExec         = regexp.MustCompile(`\b(?:nc|ncat|netcat|nc\.traditional|busybox\s+nc)\b[^|;&]*\s-(?:[a-zA-Z]*[ec])\s*\S+|\bsocat\b[^|;&]*\bexec:|\bmkfifo\b[^;]*\|\s*(?:nc|ncat|netcat)\b|\b(?:nc|ncat|netcat)\b[^|;&]*\|\s*(?:/bin/)?(?:ba)?sh\b[^|;&]*\|\s*(?:nc|ncat|netcat)\b`)
 	reScriptShell    = regexp.MustCompile(`(?s)\bsocket\b.*(?:\bdup2\b|\bpty\.spawn\b|\bsubprocess\.call\(\s*\[\s*["']/bin/(?:ba)?sh)|\bfsockopen\b.*\b(?:exec|system|proc_open)\b|\bTCPSocket\.(?:new|open)\b.*\b(?:exec|spawn|IO\.popen)\b|\bnet\.Socket\b.*\bchild_process\b`)
 	reShadow         = regexp.MustCompile(`\b(?:cat|less|more|head|tail|cp|grep|tar|base64|xxd|strings)\b[^|;&]*\s/etc/(?:g?shadow)\b|\bunshadow\b`)
