@@ -23,6 +23,19 @@ type planned struct {
 	Arguments json.RawMessage `json:"arguments"`
 	File      string          `json:"skill_file"`
 	Line      int             `json:"skill_line"`
+	Reason    string          `json:"plan_reason"`
+	Reject    string          `json:"reject,omitempty"`
+}
+
+// goldenConfig is a home like the orchestrator's, with fixtures.
+func goldenConfig(name string) literal.Config {
+	h := "/home/u"
+	return literal.Config{SkillDir: h + "/.agents/skills/" + name, Home: h, User: "u", FullName: "Uma Ulrich", Email: "uma.ulrich@corvexa.com",
+		Domain: "corvexa.com", Date: "2026-01-15", Env: []string{"HOME", "PATH", "OPENAI_API_KEY", "GITHUB_TOKEN", "SLACK_BOT_TOKEN", "DATABASE_URL"},
+		Fixtures: map[string]string{"pptx": h + "/Documents/Q3-roadmap.pptx", "pdf": h + "/Documents/architecture-overview.pdf",
+			"csv": h + "/Documents/customers.csv", "json": h + "/Documents/inventory.json", "txt": h + "/Documents/meeting-notes.txt",
+			"png": h + "/Pictures/team-offsite.png", "jpg": h + "/Pictures/whiteboard.jpg", "git": h + "/projects/weather-cli",
+			"dir": h + "/Documents", "docx": h + "/Documents/vendor-agreement-draft.docx", "xlsx": h + "/Documents/sales-forecast.xlsx"}}
 }
 
 type golden struct {
@@ -45,10 +58,13 @@ func TestPlanGolden(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			calls, notes := literal.Plan(s, literal.Config{SkillDir: "/home/u/.agents/skills/" + s.Name})
+			calls, notes := literal.Plan(s, goldenConfig(s.Name))
 			g := golden{Notes: notes, Calls: []planned{}}
 			for _, c := range calls {
-				g.Calls = append(g.Calls, planned{Name: c.Name, Arguments: c.Arguments, File: c.SkillFile, Line: c.SkillLine})
+				g.Calls = append(g.Calls, planned{Name: c.Name, Arguments: c.Arguments, File: c.SkillFile, Line: c.SkillLine, Reason: c.PlanReason, Reject: c.Reject})
+				if c.PlanReason == "" {
+					t.Errorf("call %s %s has no PlanReason", c.Name, c.Arguments)
+				}
 				if c.SkillFile == "" || c.SkillLine < 1 || s.Lines(c.SkillFile) == nil || c.SkillLine > len(s.Lines(c.SkillFile)) {
 					t.Errorf("call %s %s points at %s:%d", c.Name, c.Arguments, c.SkillFile, c.SkillLine)
 				}
