@@ -112,6 +112,7 @@ type run struct {
 	dir       string // the run folder, "" for none
 	skill     *skill.Skill
 	home      *canaryfs.Home
+	fixtures  canaryfs.Fixtures
 	jailCfg   netcapture.Config
 	image     string
 	skillDir  string
@@ -147,6 +148,10 @@ func (r *Runner) Run(ctx context.Context, p Plan, dir string) (out Outcome, err 
 		return out, fmt.Errorf("load skill: %w", err)
 	}
 	st.home, err = canaryfs.Build(canaryfs.Options{User: p.User, Hostname: p.Hostname, Seed: p.Seed, Now: st.started})
+	if err != nil {
+		return out, fmt.Errorf("seed home: %w", err)
+	}
+	st.fixtures, err = st.home.AddFixtures()
 	if err != nil {
 		return out, fmt.Errorf("seed home: %w", err)
 	}
@@ -511,7 +516,7 @@ func (r *Runner) driver(st *run) (agent.Driver, error) {
 	p := st.plan
 	switch p.Driver.Kind {
 	case DriverLiteral:
-		return literal.New(st.skill, literal.Config{SkillDir: st.skillDir}), nil
+		return literal.New(st.skill, literalConfig(st)), nil
 	case DriverReplay:
 		d, err := replay.Open(p.Driver.Transcript)
 		if err != nil {
