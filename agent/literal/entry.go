@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"path"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 
@@ -185,6 +186,11 @@ func (p *planner) entryPoints() {
 	for _, u := range units {
 		u.plan()
 	}
+	for f := range covered {
+		if p.s.File(f) != nil {
+			p.ran[f] = true // run by a package's scripts or a console script
+		}
+	}
 }
 
 func names(scripts [][3]string) []string {
@@ -290,12 +296,12 @@ func (p *planner) includedFiles() map[string]bool {
 					mods = append(mods, m[1])
 				}
 				list := m[3]
-				if m[2] != "" && m[1] == "" || m[2] != "" {
+				if m[2] != "" {
 					list += "," + m[2] // "from . import util", "from pkg import mod"
 				}
 				for _, x := range strings.Split(list, ",") {
-					if x = strings.TrimSpace(strings.Fields(x + " ")[0]); x != "" {
-						mods = append(mods, x)
+					if w := strings.Fields(x); len(w) > 0 {
+						mods = append(mods, w[0]) // "import x as y": x
 					}
 				}
 				for _, mod := range mods {
@@ -383,7 +389,10 @@ func (p *planner) entryScript(f *skill.File, file string, line int, reason strin
 	if path.Base(f.Path) == "__main__.py" && path.Dir(f.Path) != "." {
 		// A package's __main__: python3 -m pkg, from the package's parent.
 		pkg := path.Dir(f.Path)
-		run = "cd " + shellQuote(path.Dir(pkg)) + " && " + in + " -m " + path.Base(pkg)
+		run = in + " -m " + path.Base(pkg)
+		if path.Dir(pkg) != "." {
+			run = "cd " + shellQuote(path.Dir(pkg)) + " && " + run
+		}
 	}
 	reads := envReads(string(f.Content), false)
 	src := string(f.Content)
@@ -471,6 +480,7 @@ func (p *planner) npmUnit(f *skill.File, pj pkgJSON) {
 		return r
 	}
 	startRuns := ""
+	var ran []string // the lifecycle scripts' commands: main need not run again if one runs it
 	for _, name := range lifecycle {
 		cmd, ok := pj.Scripts[name]
 		if !ok {
@@ -480,12 +490,13 @@ func (p *planner) npmUnit(f *skill.File, pj pkgJSON) {
 			startRuns = cmd
 		}
 		if name == "test" && startRuns == "" {
-			p.npmMain(f, pj, cd, file, line, scriptReads)
+			p.npmMain(f, pj, cd, file, line, scriptReads, ran)
 		}
+		ran = append(ran, cmd)
 		p.emit(agent.ToolBash, cd+"npm run "+name, file, line, agent.ReasonEntryPoint, false, scriptReads(cmd))
 	}
 	if startRuns == "" && pj.Scripts["test"] == "" {
-		p.npmMain(f, pj, cd, file, line, scriptReads)
+		p.npmMain(f, pj, cd, file, line, scriptReads, ran)
 	}
 	var other []string
 	for name := range pj.Scripts {
@@ -509,7 +520,7 @@ func contains(list []string, s string) bool {
 }
 
 // npmMain runs a package's main and bin files with node.
-func (p *planner) npmMain(f *skill.File, pj pkgJSON, cd, file string, line int, reads func(string) []string) {
+func (p *planner) npmMain(f *skill.File, pj pkgJSON, cd, file string, line int, reads func(string) []string, ran []string) {
 	dir := path.Dir(f.Path)
 	mains := pj.bins()
 	if pj.Main != "" {
@@ -526,7 +537,7 @@ func (p *planner) npmMain(f *skill.File, pj pkgJSON, cd, file string, line int, 
 		}
 		seen[m] = true
 		g := p.s.File(path.Join(dir, m))
-		if g == nil {
+		if g == nil || slices.ContainsFunc(ran, func(cmd string) bool { return mentions(cmd, m) }) {
 			continue
 		}
 		p.ran[g.Path] = true

@@ -2,6 +2,7 @@ package literal_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"flag"
 	"os"
@@ -161,4 +162,42 @@ func FuzzPlan(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestDriverUsageProbe: the call after a usage probe is built from what the
+// script's --help printed, not from the planner's guess.
+func TestDriverUsageProbe(t *testing.T) {
+	s, err := skill.Load("testdata/skills/entrypoints", skill.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	help := "usage: analyze.py [-h] [--verbose] --format {md,html} slides\n\npositional arguments:\n  slides   the deck, as .pptx\n"
+	sess := &agenttest.Session{Handle: func(ctx context.Context, c agent.ToolCall) (agent.ToolResult, error) {
+		if strings.Contains(string(c.Arguments), "analyze.py --help") {
+			return agent.ToolResult{Stdout: help, Text: help}, nil
+		}
+		return agent.ToolResult{Text: "ok"}, nil
+	}}
+	res, err := (&agent.Loop{Session: sess}).Run(t.Context(), literal.New(s, goldenConfig(s.Name)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Calls) < 2 || res.Calls[0].Call.PlanReason != agent.ReasonUsageProbe {
+		t.Fatalf("calls %+v", res.Calls)
+	}
+	got := res.Calls[1].Call
+	want := `{"command":"cd /home/u/.agents/skills/entrypoints && python3 scripts/analyze.py --format md /home/u/Documents/Q3-roadmap.pptx"}`
+	if string(got.Arguments) != want || got.PlanReason != agent.ReasonPlaceholder {
+		t.Errorf("call after the probe = %s (%s), want %s", got.Arguments, got.PlanReason, want)
+	}
+	// Without a usage line in the output the planned call stands.
+	planned, _ := literal.Plan(s, goldenConfig(s.Name))
+	sess = &agenttest.Session{}
+	res, err = (&agent.Loop{Session: sess}).Run(t.Context(), literal.New(s, goldenConfig(s.Name)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(res.Calls[1].Call.Arguments) != string(planned[1].Arguments) {
+		t.Errorf("call after a useless probe = %s, want the planned %s", res.Calls[1].Call.Arguments, planned[1].Arguments)
+	}
 }

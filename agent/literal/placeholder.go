@@ -46,7 +46,7 @@ var (
 	skillDirRE = regexp.MustCompile(`\$?\{(?:baseDir|base_dir|skillDir|skill_dir|SKILL_DIR|skillPath|skill_path)\}`)
 	// A stock file name: input.pdf, example.pptx, my_data.csv, your-file.docx.
 	genericRE  = regexp.MustCompile(`(?:^|[\s"'=(])((?:input|example|sample|document|doc|file|presentation|deck|slides|spreadsheet|workbook|data|dataset|image|img|photo|picture|pic|my[_-]?\w*|your[_-]?\w*)\.([A-Za-z0-9]{2,5}))(?:$|[\s"')])`)
-	optionalRE = regexp.MustCompile(`(?:^|\s)(\[(?:--?[A-Za-z][^\[\]\n]*|<[^\[\]\n]*>[^\[\]\n]*|(?i:options?|flags?|args?|arguments?|opts?)(?:\s*\.\.\.)?|[A-Za-z][\w.|-]*(?: ?\.\.\.)?)\])(?:\s*\.\.\.)?(?:$|\s)`)
+	optionalRE = regexp.MustCompile(`(?:^|\s)(\[(?:--?[A-Za-z][^\[\]\n]*|<[^\[\]\n]*>[^\[\]\n]*|(?i:options?|flags?|args?|arguments?|opts?)(?:\s*\.\.\.)?|[A-Za-z][\w.|-]*(?: ?\.\.\.)?)\])(?:\s*\.\.\.)?`)
 	// An upper-case metavariable standing alone as an argument: INPUT, OUTPUT_DIR.
 	metavarRE = regexp.MustCompile(`(?:^|[ \t])([A-Z][A-Z0-9_]{2,30})(?:$|[ \t])`)
 	flagRE    = regexp.MustCompile(`(--?[A-Za-z][\w-]*)[= ]\s*["']?$`)
@@ -130,7 +130,10 @@ func findPlaceholders(text string) []placeholder {
 		add(m[2], m[3], m[2], m[3], styleGeneric)
 	}
 	for _, m := range optionalRE.FindAllStringSubmatchIndex(text, -1) {
-		add(m[2], m[3], m[2], m[3], styleOptional)
+		if m[1] < len(text) && text[m[1]] != ' ' && text[m[1]] != '\t' && text[m[1]] != '\n' {
+			continue // [abc]* is a glob, a[0] an index
+		}
+		add(m[2], m[1], m[2], m[3], styleOptional)
 	}
 	for _, m := range metavarRE.FindAllStringSubmatchIndex(text, -1) {
 		switch classify(words(text[m[2]:m[3]]), "").kind {

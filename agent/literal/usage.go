@@ -112,6 +112,10 @@ func parseSpec(spec string) []argSpec {
 			switch {
 			case hasEq:
 				a.name = val
+			case i+1 < len(toks) && strings.HasPrefix(toks[i+1], "{"):
+				i++
+				a.choice = strings.Trim(strings.SplitN(strings.Trim(toks[i], "{}"), ",", 2)[0], "{} ")
+				a.name = a.choice
 			case i+1 < len(toks) && isMetavar(toks[i+1]):
 				i++
 				a.name = toks[i]

@@ -135,7 +135,7 @@ func classifyWords(ws []string) class {
 		return class{kind: kindURL}
 	case out && dirWord:
 		return class{kind: kindOutDir}
-	case out && (fileWord || ext != ""):
+	case out && (fileWord || ext != "" || len(ws) == 1):
 		return class{kind: kindOutFile, ext: ext}
 	case ext != "":
 		return class{kind: kindFile, ext: ext}
@@ -357,6 +357,12 @@ func (v *values) value(p placeholder, site fillSite) (string, string) {
 	}
 	if p.style == styleArgs && v.argsClass.kind != "" {
 		c = v.argsClass
+	}
+	if p.style == stylePathTo && strings.HasSuffix(name, "/") && c.kind != kindSkillDir {
+		c = class{kind: kindDir}
+		if has(ws, "output", "out", "dest", "destination", "results") {
+			c.kind = kindOutDir
+		}
 	}
 	if p.style == stylePathTo && (c.kind == kindSlug || c.kind == kindPhrase || c.kind == "") {
 		c = class{kind: kindDir}
