@@ -55,14 +55,13 @@ var (
 	closingRE = regexp.MustCompile(`</\s*([A-Za-z][\w:-]*)`)
 )
 
-// markup lists HTML and SVG element names, which are placeholders only if
-// nothing in the text closes them.
+// markup lists HTML elements that are written without a closing tag; any
+// other tag name is markup only when the text closes it (</title>).
 var markup = map[string]bool{}
 
 func init() {
-	for _, t := range strings.Fields(`html head body div span p a b i u em strong br hr img script style link meta table thead tbody tr td th ul ol li
-		h1 h2 h3 h4 h5 h6 form input button select option textarea label nav header footer main section article aside pre code
-		svg path g rect circle line text defs iframe video audio source canvas template slot small sub sup title`) {
+	for _, t := range strings.Fields(`html head body div span p a b i u em strong br hr img script style link meta input source wbr
+		table tr td th ul ol li h1 h2 h3 h4 h5 h6 svg g rect circle`) {
 		markup[t] = true
 	}
 }
@@ -86,7 +85,7 @@ func findPlaceholders(text string) []placeholder {
 		}
 		name := text[m[2]:m[3]]
 		first := strings.ToLower(strings.FieldsFunc(name, func(r rune) bool { return r == ' ' || r == '/' })[0])
-		if closed[first] || markup[first] && (closed[first] || !strings.ContainsAny(name, "-_.")) {
+		if closed[first] || markup[first] && !strings.ContainsAny(name, "-_.") {
 			continue
 		}
 		if strings.HasPrefix(name, "http") || strings.Contains(name, "@") && strings.Contains(name, ".") && !strings.Contains(name, " ") {
