@@ -15,7 +15,7 @@ import (
 var (
 	// Reads in scripts: os.environ["X"], os.environ.get("X"), os.getenv("X"),
 	// process.env.X, process.env["X"], ENV["X"], ENV.fetch("X"), $ENV{X},
-	// os.Getenv("X"), std::env::var("X").
+	// Go's os.Getenv, Rust's std::env::var.
 	envReadRE = regexp.MustCompile(`(?:os\.environ(?:\.get)?\s*[\[(]\s*|os\.getenv\s*\(\s*|getenv\s*\(\s*|ENV(?:\.fetch)?\s*[\[(]\s*|env::var\s*\(\s*|Getenv\s*\(\s*)["']([A-Z][A-Z0-9_]{2,})["']|process\.env\.([A-Z][A-Z0-9_]{2,})|process\.env\[\s*["']([A-Z][A-Z0-9_]{2,})["']|\$ENV\{([A-Z][A-Z0-9_]{2,})\}`)
 	// Shell expansions: $X, ${X}; ${X:-default} and ${X-default} have a default.
 	shellVarRE = regexp.MustCompile(`\$\{([A-Z][A-Z0-9_]{2,})(:?[-=?+][^}]*)?\}|\$([A-Z][A-Z0-9_]{2,})`)
