@@ -118,7 +118,7 @@ func (f *finder) find(data []byte, outer Encoding, base, depth int) {
 		return
 	}
 	f.scan(data, rec, scanAll)
-	runs := base64Runs(data)
+	runs := allRuns(data)
 	for _, r := range runs {
 		if len(r.parts) > 1 {
 			joined := r.join(data)
@@ -430,13 +430,14 @@ func blobStarts(data []byte, decoded bool) []int {
 	return out
 }
 
-// binaryHead reports whether the first 16 bytes of b hold a byte that text
-// does not: compressed and encrypted data almost surely do.
+// binaryHead reports whether the first 32 bytes of b hold a byte that text
+// does not: compressed and encrypted data almost surely do (an IV or nonce
+// sent first may be text).
 func binaryHead(b []byte) bool {
 	if len(b) < 16 {
 		return false
 	}
-	for _, c := range b[:16] {
+	for _, c := range b[:min(len(b), 32)] {
 		if c < 0x20 && c != '\n' && c != '\r' && c != '\t' || c >= 0x7f {
 			return true
 		}

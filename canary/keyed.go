@@ -49,6 +49,7 @@ type Key struct {
 const (
 	maxXORKeys   = 16
 	maxXORKeyLen = 64
+	maxXORPhases = 128 // key bytes of all XOR keys together
 	maxCryptKeys = 16
 	maxBlob      = 1 << 20 // bytes of one blob decrypted per key and mode
 	maxIter      = 1 << 20 // PBKDF2 iterations accepted from a command line
@@ -56,14 +57,14 @@ const (
 
 // WithKeys returns a Set with the same tokens that also finds them
 // obfuscated or encrypted with keys. Keys beyond the caps (16 XOR keys of
-// up to 64 bytes, 16 others) are ignored; duplicates count once. With no
-// usable key it returns s.
+// 2 to 64 bytes and 128 bytes in all, 16 others) are ignored; duplicates
+// count once. With no usable key it returns s.
 func (s *Set) WithKeys(keys []Key) *Set {
 	if s == nil {
 		return nil
 	}
 	var use []Key
-	nx, nc := 0, 0
+	nx, nc, phases := 0, 0, 0
 	seen := map[string]bool{}
 	for _, k := range append(slices.Clone(s.keys), keys...) {
 		id := k.Cipher + "\x00" + string(k.Password) + "\x00" + string(k.Raw) + "\x00" + string(k.IV) + "\x00" +
@@ -73,10 +74,11 @@ func (s *Set) WithKeys(keys []Key) *Set {
 		}
 		seen[id] = true
 		if k.Cipher == "xor" {
-			if len(k.Raw) > maxXORKeyLen || nx >= maxXORKeys {
-				continue
+			if len(k.Raw) < 2 || len(k.Raw) > maxXORKeyLen || nx >= maxXORKeys || phases+len(k.Raw) > maxXORPhases {
+				continue // one byte: every key is tried anyway
 			}
 			nx++
+			phases += len(k.Raw)
 		} else {
 			if nc >= maxCryptKeys {
 				continue
@@ -108,9 +110,6 @@ func keyedVariants(n []byte, keys []Key) []variant {
 	for _, k := range keys {
 		if k.Cipher != "xor" || len(k.Raw) == 0 {
 			continue
-		}
-		if len(k.Raw) == 1 {
-			continue // single bytes are found by the difference index
 		}
 		for ph := range k.Raw {
 			b := make([]byte, len(n))
@@ -347,17 +346,27 @@ func (f *finder) rawAES(k Key, b []byte, outer Encoding, at, depth int) {
 			// payload is CTR from counter 2, the tag trails.
 			f.decrypted(ctr, key, append(slices.Clone(b[:12]), 0, 0, 0, 2), b[12:], enc, outer, at, depth)
 		}
-		if len(key) == 16 && len(k.Raw) == 32 && b[0] == 0x80 && len(b) >= 57+aes.BlockSize {
-			// Fernet: 0x80, a timestamp, the IV, AES-128-CBC, an HMAC;
-			// the key's second half encrypts.
-			f.decrypted(cbc, key, b[9:25], b[25:len(b)-32], enc, outer, at, depth)
-		}
+	}
+	if fk := fernetKey(k.Raw); fk != nil && b[0] == 0x80 && len(b) >= 57+aes.BlockSize {
+		// Fernet: 0x80, a timestamp, the IV, AES-128-CBC, an HMAC; the
+		// key's second half encrypts.
+		cbc, _ := cipherByName("aes-128-cbc")
+		f.decrypted(cbc, fk, b[9:25], b[25:len(b)-32], enc, outer, at, depth)
 	}
 }
 
+// fernetKey is the encryption half of a Fernet key (base64 of 32 bytes).
+func fernetKey(raw []byte) []byte {
+	for _, e := range []*base64.Encoding{base64.URLEncoding, base64.StdEncoding} {
+		if d, err := e.DecodeString(string(raw)); err == nil && len(d) == 32 {
+			return d[16:]
+		}
+	}
+	return nil
+}
+
 // aesKeys returns the AES keys a raw key can stand for: itself when it has
-// an AES size, its hex or base64 decoding when that has one, and a Fernet
-// key's encryption half.
+// an AES size, its hex or base64 decoding when that has one.
 func aesKeys(raw []byte) [][]byte {
 	var out [][]byte
 	okLen := func(b []byte) bool { return len(b) == 16 || len(b) == 24 || len(b) == 32 }
@@ -370,9 +379,6 @@ func aesKeys(raw []byte) [][]byte {
 	for _, e := range []*base64.Encoding{base64.StdEncoding, base64.URLEncoding} {
 		if d, err := e.DecodeString(string(raw)); err == nil && okLen(d) {
 			out = append(out, d)
-			if len(d) == 32 {
-				out = append(out, d[16:]) // Fernet
-			}
 		}
 	}
 	return out

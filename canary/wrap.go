@@ -1,0 +1,167 @@
+package canary
+
+import (
+	"cmp"
+	"slices"
+)
+
+// Short wraps: base64 or hex broken into lines narrower than minWrap
+// (`base64 -w 8`, `fold -w 16`, a CRLF every 4 characters). base64Runs
+// follows lines of minWrap characters and more; these are found apart.
+const (
+	minShortWrap = 4  // narrowest line width followed
+	minShortRun  = 16 // fewest characters a short-wrapped run must hold
+)
+
+// shortRuns returns the runs of data made of at least two whole lines of
+// base64 alphabet, all of one width w (minShortWrap <= w < minWrap) but the
+// last, which may be shorter, separated by line breaks (real or
+// JSON-escaped), holding minShortRun characters or more.
+func shortRuns(data []byte) []run {
+	// A run holds minShortRun characters and at least one break, so
+	// probing every minShortRun-th byte lands in every one.
+	const stride = minShortRun
+	n := len(data)
+	isAlpha := func(i int) bool { return cls[data[i]]&clsAlpha != 0 }
+	// escaped reports whether data[i] is the letter of an escaped break
+	// ("\n" in JSON): not part of a line.
+	escaped := func(i int) bool {
+		return i >= 1 && data[i-1] == '\\' && (data[i] == 'n' || data[i] == 'r')
+	}
+	// part returns the bounds of the alphabet run around i.
+	part := func(i int) (int, int) {
+		s, e := i, i+1
+		for s > 0 && isAlpha(s-1) && !escaped(s-1) {
+			s--
+		}
+		for e < n && isAlpha(e) && !escaped(e) {
+			e++
+		}
+		return s, e
+	}
+	// prev returns the line before the one starting at s, when only a
+	// line break (and blanks) separates them.
+	prev := func(s, floor int) (int, int, bool) {
+		j, brk := s, false
+		for j > floor && s-j <= 8 {
+			switch c := data[j-1]; {
+			case c == ' ' || c == '\t':
+				j--
+			case c == '\n' || c == '\r':
+				j, brk = j-1, true
+			case escaped(j-1) && j-2 >= floor:
+				j, brk = j-2, true
+			default:
+				goto done
+			}
+		}
+	done:
+		if !brk || j <= floor || !isAlpha(j-1) || escaped(j-1) {
+			return 0, 0, false
+		}
+		ps, pe := part(j - 1)
+		return ps, pe, ps >= floor
+	}
+	// next returns the line after the one ending at e.
+	next := func(e int) (int, int, bool) {
+		j, brk := e, false
+		for j < n && j-e <= 8 {
+			switch c := data[j]; {
+			case c == ' ' || c == '\t':
+				j++
+			case c == '\n' || c == '\r':
+				j, brk = j+1, true
+			case c == '\\' && j+1 < n && escaped(j+1):
+				j, brk = j+2, true
+			default:
+				goto done
+			}
+		}
+	done:
+		if !brk || j >= n || !isAlpha(j) {
+			return 0, 0, false
+		}
+		_, ne := part(j)
+		return j, ne, true
+	}
+	var runs []run
+	floor := 0 // where the last run ended: lines before it are taken
+	for p := stride - 1; p < n; p += stride {
+		if p < floor || !isAlpha(p) {
+			continue
+		}
+		s, e := part(p)
+		if e-s >= minWrap {
+			continue
+		}
+		// The line's width, or the one before it when this is the
+		// shorter last line; then back to the first line of that width.
+		w := e - s
+		if ps, pe, ok := prev(s, floor); ok && pe-ps >= w && pe-ps < minWrap {
+			w, s, e = pe-ps, ps, pe
+		}
+		if w < minShortWrap {
+			continue
+		}
+		for {
+			ps, pe, ok := prev(s, floor)
+			if !ok || pe-ps != w {
+				break
+			}
+			s, e = ps, pe
+		}
+		parts := [][2]int{{s, e}}
+		total := w
+		for {
+			ns, ne, ok := next(e)
+			if !ok || ne-ns > w {
+				break
+			}
+			parts = append(parts, [2]int{ns, ne})
+			total += ne - ns
+			e = ne
+			if ne-ns < w {
+				break // the last, shorter line
+			}
+		}
+		if len(parts) < 2 || total < minShortRun {
+			continue
+		}
+		r := run{parts: parts, n: total}
+		for _, pt := range parts {
+			var flags uint8
+			for _, c := range data[pt[0]:pt[1]] {
+				flags |= cls[c]
+			}
+			r.url = r.url || flags&clsURL != 0
+			r.std = r.std || flags&clsStd != 0
+			r.nonHex = r.nonHex || flags&clsNonHex != 0
+		}
+		runs = append(runs, r)
+		floor = e
+		p = e // the loop adds stride
+	}
+	return runs
+}
+
+// allRuns merges base64Runs and shortRuns: a one-line run that is a line of
+// a short-wrapped run is dropped (the whole is decoded instead).
+func allRuns(data []byte) []run {
+	runs := base64Runs(data)
+	short := shortRuns(data)
+	if len(short) == 0 {
+		return runs
+	}
+	out := runs[:0:0]
+	for _, r := range runs {
+		if len(r.parts) == 1 && slices.ContainsFunc(short, func(s run) bool {
+			return s.parts[0][0] <= r.parts[0][0] && r.parts[0][1] <= s.parts[len(s.parts)-1][1]
+		}) {
+			continue
+		}
+		out = append(out, r)
+	}
+	out = append(out, short...)
+	slices.SortFunc(out, func(a, b run) int { return cmp.Compare(a.parts[0][0], b.parts[0][0]) })
+	return out
+}
