@@ -197,20 +197,18 @@ const btoaBegin = "xbtoa Begin"
 // Begin/End) that starts at data[i] and searches it. Inside frames lines may
 // be wrapped and groups folded ('z', 'y'), which the patterns do not see.
 func (f *finder) frame85(data []byte, i int, btoa bool, outer Encoding, base, depth int) {
-	open, end := "<~", "~>"
+	open := "<~"
 	if btoa {
-		open, end = btoaBegin, "xbtoa End"
+		open = btoaBegin
 	}
+	// The frame ends at its closing "~>" or "xbtoa End": '~' and 'x' are
+	// outside the alphabet, where decodeA85 stops anyway.
 	start := i + len(open)
-	n := bytes.Index(data[start:], []byte(end))
-	if n < 0 {
-		n = len(data) - start
-	}
-	if n < MinNeedle || f.streams <= 0 {
+	if len(data)-start < MinNeedle || f.streams <= 0 {
 		return
 	}
 	f.streams--
-	d := decodeA85(data[start : start+n])
+	d := decodeA85(data[start:min(len(data), start+f.budget)])
 	if len(d) < MinNeedle {
 		return
 	}

@@ -92,6 +92,7 @@ func shortRuns(data []byte) []run {
 		}
 		s, e := part(p)
 		if e-s >= minWrap {
+			p = e // the whole line is looked at: on past it
 			continue
 		}
 		// The line's width, or the one before it when this is the
@@ -101,6 +102,7 @@ func shortRuns(data []byte) []run {
 			w, s, e = pe-ps, ps, pe
 		}
 		if w < minShortWrap {
+			p = max(p, e)
 			continue
 		}
 		for {
@@ -125,6 +127,7 @@ func shortRuns(data []byte) []run {
 			}
 		}
 		if len(parts) < 2 || total < minShortRun {
+			p = max(p, e)
 			continue
 		}
 		r := run{parts: parts, n: total}
