@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/sandboxctl/sandboxctl/canary"
 )
 
@@ -105,6 +106,34 @@ func TestFindAESModes(t *testing.T) {
 			hits := set.Find(data)
 			if len(hits) == 0 || hits[0].Encoding != canary.AES {
 				t.Errorf("hits %v, want one aes hit", hits)
+			}
+		})
+	}
+}
+
+func TestFindSplit(t *testing.T) {
+	set := canary.NewSet(tokAWS, tokGH)
+	v := tokGH.Value
+	tests := []struct {
+		name  string
+		parts []string
+		want  []canary.Hit
+	}{
+		{name: "two halves", parts: []string{"x", v[:20], v[20:], "y"},
+			want: []canary.Hit{{Token: tokGH, Encoding: canary.Split, Offset: 1, Parts: []int{1, 2}}}},
+		{name: "base64 in four", parts: chunks(b64("t="+v), 15),
+			want: []canary.Hit{{Token: tokGH, Encoding: canary.Split + "+" + canary.Base64, Offset: 0, Parts: []int{0, 1, 2, 3}}}},
+		{name: "whole in one part", parts: []string{v, "x"}},
+		{name: "nothing", parts: []string{"a", "b"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var parts [][]byte
+			for _, p := range tt.parts {
+				parts = append(parts, []byte(p))
+			}
+			if diff := cmp.Diff(tt.want, set.FindSplit(parts)); diff != "" {
+				t.Errorf("FindSplit (-want +got):\n%s", diff)
 			}
 		})
 	}

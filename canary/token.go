@@ -146,6 +146,9 @@ type Hit struct {
 	Token    Token    `json:"token"`
 	Encoding Encoding `json:"encoding"`
 	Offset   int      `json:"offset"`
+	// Parts are, for FindSplit, the indexes of the parts the token was
+	// reassembled from.
+	Parts []int `json:"parts,omitempty"`
 }
 
 // String is for logs; it never prints the value.

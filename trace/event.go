@@ -268,6 +268,10 @@ type CanaryHit struct {
 	Offset   int    `json:"offset"`
 	// EventSeq is the Seq of the event the token was found in.
 	EventSeq int64 `json:"event_seq"`
+	// Spans are the Seqs of every event a token split across several
+	// requests or payloads was reassembled from, in order (EventSeq is
+	// the first); empty when one event held it.
+	Spans []int64 `json:"spans,omitempty"`
 }
 
 // FSChange is one entry of the container's file-system diff.
