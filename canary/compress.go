@@ -54,14 +54,44 @@ func (f *finder) openXz(b []byte) (io.Reader, Encoding) {
 		return nil, ""
 	}
 	dict, err := lzma.DecodeDictCap(h[p+n])
-	if err != nil || !f.claimDict(dict) {
+	if err != nil || dict > maxDict {
 		return nil, ""
 	}
-	r, err := lzma.Reader2Config{DictCap: max(int(dict), lzma.MinDictCap)}.NewReader2(bytes.NewReader(b[12+hlen:]))
+	// Most blobs are small: decode with a small dictionary first (a match
+	// can reach no further back than what was decoded), and again with the
+	// stream's own only when the small one did not do.
+	body := b[12+hlen:]
+	limit := min(maxInflate, f.budget)
+	small := min(dict, xzSmallDict)
+	if !f.claimDict(small) {
+		return nil, ""
+	}
+	out, err := readXz(body, small, limit)
+	if err != nil && dict > small && int64(len(out)) >= small/2 && f.claimDict(dict) {
+		out, _ = readXz(body, dict, limit)
+	}
+	if len(out) == 0 {
+		return nil, ""
+	}
+	return bytes.NewReader(out), Xz
+}
+
+// xzSmallDict is the dictionary xz blocks are first decoded with.
+const xzSmallDict = 256 << 10
+
+// readXz decodes an LZMA2 block body with a dictionary of dict bytes, up to
+// limit bytes; what was decoded before an error is returned with it.
+func readXz(body []byte, dict int64, limit int) ([]byte, error) {
+	r, err := lzma.Reader2Config{DictCap: max(int(dict), lzma.MinDictCap)}.NewReader2(bytes.NewReader(body))
 	if err != nil {
-		return nil, ""
+		return nil, err
 	}
-	return r, Xz
+	var out bytes.Buffer
+	_, err = io.Copy(&out, io.LimitReader(r, int64(limit)))
+	if err == nil && out.Len() < limit && !r.EOS() {
+		err = io.ErrUnexpectedEOF
+	}
+	return out.Bytes(), err
 }
 
 // openZstd opens the Zstandard frame at the start of b, decoded

@@ -155,11 +155,16 @@ func allRuns(data []byte) []run {
 	if len(short) == 0 {
 		return runs
 	}
+	// Both lists are in order and a run does not overlap the next: one
+	// sweep drops the lines of short runs.
 	out := runs[:0:0]
+	j := 0
 	for _, r := range runs {
-		if len(r.parts) == 1 && slices.ContainsFunc(short, func(s run) bool {
-			return s.parts[0][0] <= r.parts[0][0] && r.parts[0][1] <= s.parts[len(s.parts)-1][1]
-		}) {
+		for j < len(short) && short[j].parts[len(short[j].parts)-1][1] <= r.parts[0][0] {
+			j++
+		}
+		if len(r.parts) == 1 && j < len(short) && short[j].parts[0][0] <= r.parts[0][0] &&
+			r.parts[0][1] <= short[j].parts[len(short[j].parts)-1][1] {
 			continue
 		}
 		out = append(out, r)
