@@ -2,6 +2,7 @@ package canary
 
 import (
 	"cmp"
+	"math/bits"
 	"slices"
 )
 
@@ -85,13 +86,24 @@ func shortRuns(data []byte) []run {
 		return j, ne, true
 	}
 	var runs []run
+	var buf [][2]int
 	floor := 0 // where the last run ended: lines before it are taken
 	for p := stride - 1; p < n; p += stride {
-		if p < floor || !isAlpha(p) {
+		if p < floor || cls[data[p]]&clsAlpha == 0 {
+			continue
+		}
+		// Fast path for prose: a word followed by a space is not a
+		// line of an encoding.
+		e := p + 1
+		for e < n && cls[data[e]]&clsAlpha != 0 {
+			e++
+		}
+		if e < n && data[e] == ' ' && !(e+1 < n && (data[e+1] == '\n' || data[e+1] == '\r')) {
+			p = e
 			continue
 		}
 		s, e := part(p)
-		if e-s >= minWrap {
+		if e-s >= minWrap || !breakAt(data, e) && !breakBefore(data, s) {
 			p = e // the whole line is looked at: on past it
 			continue
 		}
@@ -112,7 +124,7 @@ func shortRuns(data []byte) []run {
 			}
 			s, e = ps, pe
 		}
-		parts := [][2]int{{s, e}}
+		parts := append(buf[:0], [2]int{s, e})
 		total := w
 		for {
 			ns, ne, ok := next(e)
@@ -126,25 +138,62 @@ func shortRuns(data []byte) []run {
 				break // the last, shorter line
 			}
 		}
-		if len(parts) < 2 || total < minShortRun {
+		buf = parts
+		// Two lines of a few characters each happen in any list of
+		// words: narrow lines must come at least three at a time.
+		// Nor does encoded data repeat a line.
+		if len(parts) < 2 || total < minShortRun || len(parts) == 2 && w < 11 ||
+			string(data[parts[0][0]:parts[0][1]]) == string(data[parts[1][0]:parts[1][1]]) {
 			p = max(p, e)
 			continue
 		}
-		r := run{parts: parts, n: total}
+		r := run{n: total}
+		var kinds uint8
 		for _, pt := range parts {
 			var flags uint8
 			for _, c := range data[pt[0]:pt[1]] {
 				flags |= cls[c]
+				kinds |= charKind[c]
 			}
 			r.url = r.url || flags&clsURL != 0
 			r.std = r.std || flags&clsStd != 0
 			r.nonHex = r.nonHex || flags&clsNonHex != 0
 		}
+		// Encoded data mixes kinds of characters (base64: cases and
+		// digits; hex: digits and letters) of one alphabet; a list of
+		// words does not.
+		if bits.OnesCount8(kinds) < 2 || r.url && r.std {
+			p = max(p, e)
+			continue
+		}
+		r.parts = slices.Clone(parts)
 		runs = append(runs, r)
 		floor = e
 		p = e // the loop adds stride
 	}
 	return runs
+}
+
+// charKind classes letters and digits for shortRuns: 1 upper case, 2 lower
+// case, 4 digit.
+var charKind = func() (k [256]uint8) {
+	for c := 'A'; c <= 'Z'; c++ {
+		k[c], k[c+'a'-'A'] = 1, 2
+	}
+	for c := '0'; c <= '9'; c++ {
+		k[c] = 4
+	}
+	return k
+}()
+
+// breakAt reports whether a line break (real or escaped) starts at data[i];
+// breakBefore whether one ends just before data[i].
+func breakAt(data []byte, i int) bool {
+	return i < len(data) && (data[i] == '\n' || data[i] == '\r' || data[i] == '\\' || data[i] == ' ' && i+1 < len(data) && (data[i+1] == '\n' || data[i+1] == '\r'))
+}
+
+func breakBefore(data []byte, i int) bool {
+	return i > 0 && (data[i-1] == '\n' || data[i-1] == '\r' || i > 1 && data[i-2] == '\\' && (data[i-1] == 'n' || data[i-1] == 'r'))
 }
 
 // allRuns merges base64Runs and shortRuns: a one-line run that is a line of
