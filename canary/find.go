@@ -554,7 +554,12 @@ func init() {
 // JSON-escaped "\n") when the lines before it are at least
 // minWrap characters long and all of the same length, as encoders that wrap
 // lines produce.
-func base64Runs(data []byte) []run {
+func base64Runs(data []byte) []run { return base64RunsShort(data, nil) }
+
+// base64RunsShort is base64Runs, and also appends to short where a
+// short-wrapped run (see shortRuns) may be: probes that landed on a line
+// break or on a line narrower than minWrap next to a break.
+func base64RunsShort(data []byte, short *[]int) []run {
 	// Every run worth keeping has a part of at least minDecodeRun
 	// characters (a wrapped run's first line is longer still), so probing
 	// every minDecodeRun-th byte finds them all: most text is skipped.
@@ -565,6 +570,9 @@ func base64Runs(data []byte) []run {
 	n := len(data)
 	for p := stride - 1; p < n; {
 		if !isAlpha(p) {
+			if short != nil && (data[p] == '\n' || data[p] == '\r') {
+				*short = append(*short, p)
+			}
 			p += stride
 			continue
 		}
@@ -611,6 +619,10 @@ func base64Runs(data []byte) []run {
 			cur.nonHex = cur.nonHex || flags&clsNonHex != 0
 		}
 		buf = cur.parts[:0] // reuse the scratch array, grown or not
+		if short != nil && first >= minShortWrap && first < minWrap && (breakAt(data, e) || breakBefore(data, s)) &&
+			twoKinds(data[s:e]) {
+			*short = append(*short, p)
+		}
 		if len(cur.parts) > 1 || cur.n >= minDecodeRun {
 			cur.parts = slices.Clone(cur.parts)
 			runs = append(runs, cur)

@@ -17,11 +17,11 @@ const (
 // shortRuns returns the runs of data made of at least two whole lines of
 // base64 alphabet, all of one width w (minShortWrap <= w < minWrap) but the
 // last, which may be shorter, separated by line breaks (real or
-// JSON-escaped), holding minShortRun characters or more.
-func shortRuns(data []byte) []run {
-	// A run holds minShortRun characters and at least one break, so
-	// probing every minShortRun-th byte lands in every one.
-	const stride = minShortRun
+// JSON-escaped), holding minShortRun characters or more (three lines at
+// least when narrower than 11), looked for around the probes given (in
+// order). Lines that repeat, or of one kind of character (a list of words),
+// are not taken.
+func shortRuns(data []byte, probes []int) []run {
 	n := len(data)
 	isAlpha := func(i int) bool { return cls[data[i]]&clsAlpha != 0 }
 	// escaped reports whether data[i] is the letter of an escaped break
@@ -88,9 +88,22 @@ func shortRuns(data []byte) []run {
 	var runs []run
 	var buf [][2]int
 	floor := 0 // where the last run ended: lines before it are taken
-	for p := stride - 1; p < n; p += stride {
-		if p < floor || cls[data[p]]&clsAlpha == 0 {
+	for _, p := range probes {
+		if p < floor {
 			continue
+		}
+		if cls[data[p]]&clsAlpha == 0 {
+			// A probe on a break: the line before it, or after it.
+			switch {
+			case p > 0 && cls[data[p-1]]&clsAlpha != 0:
+				p--
+			case p+1 < n && cls[data[p+1]]&clsAlpha != 0:
+				p++
+			case p+2 < n && data[p+1] == '\n' && cls[data[p+2]]&clsAlpha != 0:
+				p += 2
+			default:
+				continue
+			}
 		}
 		// Fast path for prose: a word followed by a space is not a
 		// line of an encoding.
@@ -103,7 +116,7 @@ func shortRuns(data []byte) []run {
 			continue
 		}
 		s, e := part(p)
-		if e-s >= minWrap || !breakAt(data, e) && !breakBefore(data, s) {
+		if e-s >= minWrap || !breakAt(data, e) && !breakBefore(data, s) || !twoKinds(data[s:e]) {
 			p = e // the whole line is looked at: on past it
 			continue
 		}
@@ -186,6 +199,18 @@ var charKind = func() (k [256]uint8) {
 	return k
 }()
 
+// twoKinds reports whether line mixes two kinds of character (cases,
+// digits): the lines of encoded data do, but for the odd short one, words
+// do not. A probe that lands on a line of one kind looks no further; a
+// short-wrapped run long enough to be probed twice is met on another line.
+func twoKinds(line []byte) bool {
+	var k uint8
+	for _, c := range line {
+		k |= charKind[c]
+	}
+	return bits.OnesCount8(k) >= 2
+}
+
 // breakAt reports whether a line break (real or escaped) starts at data[i];
 // breakBefore whether one ends just before data[i].
 func breakAt(data []byte, i int) bool {
@@ -197,10 +222,15 @@ func breakBefore(data []byte, i int) bool {
 }
 
 // allRuns merges base64Runs and shortRuns: a one-line run that is a line of
-// a short-wrapped run is dropped (the whole is decoded instead).
+// a short-wrapped run is dropped (the whole is decoded instead). The probes
+// of base64Runs (one byte in minDecodeRun) are where short runs are looked
+// for: a short-wrapped run of minDecodeRun bytes or more is always met, a
+// shorter one (a lone password of 16 to 20 characters wrapped at a few
+// characters) only when a probe lands in it.
 func allRuns(data []byte) []run {
-	runs := base64Runs(data)
-	short := shortRuns(data)
+	probes := make([]int, 0, len(data)/256)
+	runs := base64RunsShort(data, &probes)
+	short := shortRuns(data, probes)
 	if len(short) == 0 {
 		return runs
 	}

@@ -32,7 +32,11 @@ func TestShortRuns(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			runs := shortRuns([]byte(tt.data))
+			var probes []int
+			for p := range len(tt.data) {
+				probes = append(probes, p)
+			}
+			runs := shortRuns([]byte(tt.data), probes)
 			if tt.parts == 0 {
 				if len(runs) != 0 {
 					t.Errorf("runs %v, want none", runs)
