@@ -51,8 +51,8 @@ const maxWhere = 200
 // that XORs or encrypts, from exec argv and tool-call commands) are tried
 // on what leaves (canary.WithKeys). A token split across several HTTP
 // requests, or TCP or UDP payloads, to one destination is reassembled (per
-// field, in request order; see splitStreams): its hit names every event it
-// spans in Spans.
+// field, in request order; see splitStreams), as are DNS queries (FindDNS):
+// its hit names every event it spans in Spans.
 func ScanCanaries(set *canary.Set, events []trace.Event) []trace.Event {
 	if set == nil || set.Len() == 0 {
 		return nil
@@ -164,7 +164,19 @@ func ScanCanaries(set *canary.Set, events []trace.Event) []trace.Event {
 		for _, h := range set.FindDNS(dnsNames) {
 			if h.Offset >= 0 && h.Offset < len(dnsEvents) {
 				e := events[dnsEvents[h.Offset]]
+				n := len(out)
 				add(e, h, ChannelDNS, dnsNames[h.Offset])
+				var spans []int64
+				for _, p := range h.Parts {
+					if p >= 0 && p < len(dnsEvents) {
+						if s := events[dnsEvents[p]].Seq; !slices.Contains(spans, s) {
+							spans = append(spans, s)
+						}
+					}
+				}
+				if len(out) > n && len(spans) > 1 {
+					out[n].Data.(*trace.CanaryHit).Spans = spans
+				}
 			}
 		}
 	}

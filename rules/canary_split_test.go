@@ -111,3 +111,21 @@ func TestScanCanariesSplitAndKeys(t *testing.T) {
 		})
 	}
 }
+
+// TestScanCanariesDNSSpans: a token spread over DNS queries names every
+// query event it needed.
+func TestScanCanariesDNSSpans(t *testing.T) {
+	h := hex.EncodeToString([]byte(awsKey))
+	b := newTL().dns("1." + h[:20] + ".t.exfil.example").dns("www.example.org").
+		dns("2." + h[20:] + ".t.exfil.example")
+	evs := b.events()
+	var got []int64
+	for _, e := range rules.ScanCanaries(canaries, evs) {
+		if d := e.Data.(*trace.CanaryHit); d.Channel == rules.ChannelDNS {
+			got = d.Spans
+		}
+	}
+	if want := []int64{evs[0].Seq, evs[2].Seq}; !slices.Equal(got, want) {
+		t.Errorf("spans %v, want %v", got, want)
+	}
+}
