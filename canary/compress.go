@@ -2,6 +2,8 @@ package canary
 
 import (
 	"bytes"
+	"encoding/binary"
+	"hash/crc32"
 	"io"
 
 	"github.com/klauspost/compress/zstd"
@@ -21,8 +23,9 @@ func (f *finder) openXz(b []byte) (io.Reader, Encoding) {
 		return nil, ""
 	}
 	hlen := (int(b[12]) + 1) * 4
-	if 12+hlen > len(b) {
-		return nil, ""
+	if 12+hlen > len(b) || crc32.ChecksumIEEE(b[6:8]) != binary.LittleEndian.Uint32(b[8:12]) ||
+		crc32.ChecksumIEEE(b[12:12+hlen-4]) != binary.LittleEndian.Uint32(b[12+hlen-4:]) {
+		return nil, "" // the stream flags' and block header's CRC32 must hold, as for xz itself
 	}
 	h := b[12 : 12+hlen]
 	flags := h[1]
