@@ -35,7 +35,8 @@ var internalRules = map[string][]string{
 	"mcptools":   {"trace"},
 	"agent":      {"trace", "skill"},
 	"rules":      {"trace", "canary", "skill"},
-	"reports":    {"trace", "rules", "canary", "skill"},
+	"reports":    {"trace", "rules", "canary", "skill", "safetext"},
+	"safetext":   {},
 }
 
 // TestLayering fails on an import edge the design does not allow, and on

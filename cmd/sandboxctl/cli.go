@@ -14,6 +14,8 @@ import (
 	"os"
 	"sort"
 	"strings"
+
+	"github.com/sandboxctl/sandboxctl/safetext"
 )
 
 // Exit codes (README "Exit codes").
@@ -34,16 +36,19 @@ type env struct {
 	isTerminal func() bool
 }
 
+// Diagnostics often quote what the skill or the sandbox said (a file name,
+// a tool server's last words): they are escaped like every report.
+
 func (e env) errorf(format string, a ...any) {
-	fmt.Fprintf(e.stderr, "sandboxctl: error: "+format+"\n", a...)
+	fmt.Fprintln(e.stderr, "sandboxctl: error: "+safetext.Block(fmt.Sprintf(format, a...), 0))
 }
 
 func (e env) warnf(format string, a ...any) {
-	fmt.Fprintf(e.stderr, "sandboxctl: warning: "+format+"\n", a...)
+	fmt.Fprintln(e.stderr, "sandboxctl: warning: "+safetext.Block(fmt.Sprintf(format, a...), 0))
 }
 
 func (e env) hintf(format string, a ...any) {
-	fmt.Fprintf(e.stderr, "sandboxctl: hint: "+format+"\n", a...)
+	fmt.Fprintln(e.stderr, "sandboxctl: hint: "+safetext.Block(fmt.Sprintf(format, a...), 0))
 }
 
 // A command is one subcommand. Hidden ones run inside the containers.
