@@ -45,12 +45,14 @@ var TracedSyscalls = []string{
 // set up so that:
 //
 //   - Self (agentd, the sandboxctl binary) and Strace exist and are
-//     executable by root; Self is also executable by the user, since the
-//     shim and the file tools run as the user;
-//   - User exists in /etc/passwd with UID, GID and Home (strace -u looks
-//     the name up and calls initgroups);
-//   - the container has CAP_SYS_PTRACE (strace -u needs PTRACE_SEIZE) and
-//     the user's processes have no capabilities (no-new-privileges);
+//     executable by root; neither needs to be (nor should be) readable or
+//     executable by the user: the shim and the file tools start as root and
+//     become the user themselves;
+//   - User exists with UID and GID (the shim gives the command the
+//     supplementary groups /etc/group lists for User, as initgroups would);
+//   - the container has CAP_SYS_PTRACE (strace's PTRACE_SEIZE), SETUID and
+//     SETGID (to become the user), and the user's processes have no
+//     capabilities (no-new-privileges);
 //   - the server runs as root (docker exec -u 0 -i), and LogDir is on a
 //     file system the user cannot write (it is created 0700 root).
 //
@@ -122,7 +124,8 @@ func (c Config) withDefaults() Config {
 
 // StraceArgs returns strace's arguments (without argv[0] and the traced
 // command) for one call whose log goes to logPath. strace runs as root and
-// follows forks (-f); the command runs as c.User (-u). --seccomp-bpf stops
+// follows forks (-f); it starts the shim as root, and the shim starts the
+// command as c.User (so that no process of the user holds the shim's pipes). --seccomp-bpf stops
 // the tracee only on the traced syscalls, so an output flood costs no stops
 // (a side effect: once strace detaches, at Flush, traced syscalls of
 // processes still running fail with ENOSYS). -I 2 lets SIGTERM end strace
@@ -133,10 +136,14 @@ func (c Config) StraceArgs(logPath string) []string {
 	return []string{
 		"-f", "--seccomp-bpf", "-I", "2", "-ttt", "-v", "-yy",
 		"-s", strconv.Itoa(c.StrSize),
-		"-u", c.User,
 		"-e", "trace=" + strings.Join(TracedSyscalls, ","),
 		"-o", logPath,
 	}
+}
+
+// identity is the user tool calls run as.
+func (c Config) identity() identity {
+	return identity{uid: c.UID, gid: c.GID, user: c.User}
 }
 
 // userEnv is the environment of the user's processes.
