@@ -1,6 +1,7 @@
 package mcptools
 
 import (
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -38,6 +39,24 @@ var TracedSyscalls = []string{
 	"chdir", "fchdir",
 	"connect", "bind", "sendto", "sendmsg",
 	"clone", "clone3", "fork", "vfork",
+	"link", "linkat", "symlink", "symlinkat",
+}
+
+// DeniedSyscalls are refused to every process a tool call starts, because
+// they act out of the tracer's sight: io_uring does opens, reads and
+// connects that strace never sees; process_vm_* and process_madvise read or
+// change another process's memory; pidfd_getfd takes another process's
+// descriptors; userfaultfd stalls the kernel mid-copy (a race-window tool);
+// open_by_handle_at opens a file with no path. strace injects EPERM for them
+// (-e inject), so each attempt fails and is logged as "(INJECTED)", which
+// package strace turns into a trace.TypeDenied event. Its seccomp filter
+// stays on the processes after strace detaches, and then refuses them with
+// ENOSYS. The sandbox's own seccomp profile (orchestrator) covers them for
+// anything strace does not trace.
+var DeniedSyscalls = []string{
+	"io_uring_setup", "io_uring_enter", "io_uring_register",
+	"pidfd_getfd", "process_vm_readv", "process_vm_writev", "process_madvise",
+	"userfaultfd", "open_by_handle_at",
 }
 
 // Config says how the tool server runs commands. The zero value, with
@@ -136,7 +155,8 @@ func (c Config) StraceArgs(logPath string) []string {
 	return []string{
 		"-f", "--seccomp-bpf", "-I", "2", "-ttt", "-v", "-yy",
 		"-s", strconv.Itoa(c.StrSize),
-		"-e", "trace=" + strings.Join(TracedSyscalls, ","),
+		"-e", "trace=" + strings.Join(append(slices.Clone(TracedSyscalls), DeniedSyscalls...), ","),
+		"-e", "inject=" + strings.Join(DeniedSyscalls, ",") + ":error=EPERM",
 		"-o", logPath,
 	}
 }

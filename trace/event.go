@@ -57,6 +57,9 @@ const (
 	TypeFSChange   Type = "fs_change"   // *FSChange
 	TypeResource   Type = "resource"    // *Resource
 	TypeJailNotice Type = "jail_notice" // *Notice: the jail's own messages (ready, lost lines)
+	TypeLink       Type = "link"        // *File: a new name (NewPath) for Path; Flags "symlink" for a symbolic one
+	TypeDenied     Type = "denied"      // *Denied: a syscall the sandbox refused to the skill
+	TypeInode      Type = "inode"       // *Inode: a planted file's identity and times
 )
 
 // NewData returns a fresh payload of the type that events of type t carry,
@@ -67,7 +70,7 @@ func NewData(t Type) any {
 		return new(ToolCall)
 	case TypeExec:
 		return new(Exec)
-	case TypeOpen, TypeRead, TypeWrite, TypeUnlink, TypeRename, TypeChmod, TypeMkdir:
+	case TypeOpen, TypeRead, TypeWrite, TypeUnlink, TypeRename, TypeChmod, TypeMkdir, TypeLink:
 		return new(File)
 	case TypeConnect, TypeBind, TypeSendto:
 		return new(Net)
@@ -89,6 +92,10 @@ func NewData(t Type) any {
 		return new(Resource)
 	case TypeJailNotice:
 		return new(Notice)
+	case TypeDenied:
+		return new(Denied)
+	case TypeInode:
+		return new(Inode)
 	}
 	return nil
 }
@@ -178,6 +185,11 @@ type File struct {
 	Errno   string `json:"errno,omitempty"`
 	// Write reports whether an open asked for write access.
 	Write bool `json:"write,omitempty"`
+	// Resolved is the path the kernel gives the file an open returned
+	// (strace -yy), when it differs from Path: a symlink, /proc/self/root,
+	// /dev/fd/N or ".." in the name asked for all resolve to the file that
+	// was really opened.
+	Resolved string `json:"resolved,omitempty"`
 }
 
 // Net is a socket syscall with its peer address.
@@ -310,3 +322,36 @@ type Notice struct {
 	// notice cannot be judged clean.
 	Incomplete bool `json:"incomplete,omitempty"`
 }
+
+// Denied is a syscall the sandbox refuses to the skill's processes because
+// it would act out of the tracer's sight (io_uring, another process's
+// memory or descriptors): the call failed with Errno and this records the
+// attempt.
+type Denied struct {
+	Syscall string `json:"syscall"`
+	Args    string `json:"args,omitempty"` // as strace printed them (capped)
+	Errno   string `json:"errno"`
+}
+
+// Inode is the identity (device and inode number) and times of a planted
+// file, recorded when the home is unpacked (Phase "planted") and when the
+// trace ends (Phase "end"). Whatever name a process used, a read of the
+// file shows as a newer Atime, a new name or changed metadata as a newer
+// Ctime and Nlink, and the other names it has at the end as Aliases.
+type Inode struct {
+	Path    string    `json:"path"` // where it was planted
+	Phase   string    `json:"phase"`
+	Dev     uint64    `json:"dev"`
+	Ino     uint64    `json:"ino"`
+	Nlink   int       `json:"nlink,omitempty"`
+	Atime   time.Time `json:"atime"`
+	Ctime   time.Time `json:"ctime"`
+	Missing bool      `json:"missing,omitempty"` // gone at the end
+	Aliases []string  `json:"aliases,omitempty"` // other paths with the same identity (hard links)
+}
+
+// Phases of Inode.
+const (
+	InodePlanted = "planted"
+	InodeEnd     = "end"
+)
