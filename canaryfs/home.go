@@ -47,6 +47,9 @@ type Home struct {
 	// LOGNAME, SHELL, PATH, LANG and the planted variables.
 	Env   []string
 	Files []File // sorted by path; parents before children
+	// Since is when the account was made: before every file of the home.
+	// The orchestrator dates the system's account files to it.
+	Since time.Time
 }
 
 // Names that must never be a user: sandbox tells, and what probes look for.
@@ -126,6 +129,13 @@ func Build(opts Options) (*Home, error) {
 		"LANG=en_US.UTF-8", "TERM=xterm-256color", "EDITOR=vim",
 	}, b.env...)
 	h.Files = b.finish()
+	h.Since = b.now
+	for _, f := range h.Files {
+		if !f.ModTime.IsZero() && f.ModTime.Before(h.Since) {
+			h.Since = f.ModTime
+		}
+	}
+	h.Since = h.Since.Add(-time.Duration(3+b.m.Intn(20)) * 24 * time.Hour)
 	return h, nil
 }
 

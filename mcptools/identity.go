@@ -119,13 +119,13 @@ func (id identity) become() error {
 	if err := unix.Setgroups(ints); err != nil {
 		return fmt.Errorf("setgroups: %w", err)
 	}
-	if err := unix.Setresgid(id.gid, id.gid, id.gid); err != nil {
+	if err := setresgid(id.gid); err != nil {
 		return fmt.Errorf("setresgid %d: %w", id.gid, err)
 	}
-	if err := unix.Setresuid(id.uid, id.uid, id.uid); err != nil {
+	if err := setresuid(id.uid); err != nil {
 		return fmt.Errorf("setresuid %d: %w", id.uid, err)
 	}
-	if os.Geteuid() == 0 || os.Getuid() == 0 || unix.Setresuid(0, 0, 0) == nil {
+	if os.Geteuid() == 0 || os.Getuid() == 0 || setresuid(0) == nil {
 		return errStillRoot
 	}
 	return nil

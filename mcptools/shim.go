@@ -9,8 +9,6 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
-
-	"golang.org/x/sys/unix"
 )
 
 // The shim's descriptors to the tool server, inherited through strace.
@@ -39,7 +37,7 @@ const (
 func Shim(args []string, stdin, stdout, stderr *os.File) int {
 	// Before anything else: once not dumpable, /proc/PID of the shim is
 	// root's and ptrace access needs CAP_SYS_PTRACE over it.
-	_ = unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0)
+	notDumpable()
 	syscall.CloseOnExec(statusFD)
 	syscall.CloseOnExec(controlFD)
 	st := os.NewFile(statusFD, "status")

@@ -3,6 +3,7 @@ package orchestrator
 import (
 	"fmt"
 	"strconv"
+	"time"
 )
 
 // Paths inside the containers (the image and mcptools agree on them).
@@ -64,7 +65,7 @@ func jailSpec(p Plan, image, hostname string, files []File) Spec {
 // network namespace, so every packet it sends lands in a sink. The places
 // the user can write are tmpfs mounts charged to the container's memory, so
 // a skill that fills the disk fills its own quota, not the host's disk.
-func sandboxSpec(p Plan, image, jailID, user string, files []File) Spec {
+func sandboxSpec(p Plan, image, jailID, user string, files []File, seccomp []byte) Spec {
 	l := p.Limits
 	return Spec{
 		Name:            "sandboxctl-" + p.TraceID + "-sandbox",
@@ -80,6 +81,7 @@ func sandboxSpec(p Plan, image, jailID, user string, files []File) Spec {
 		Memory:          l.Memory,
 		PIDs:            l.PIDs,
 		NanoCPUs:        l.NanoCPUs,
+		Seccomp:         seccomp,
 		Tmpfs: map[string]string{
 			"/home":           tmpfsOpts(l.HomeSize, "755"),
 			"/tmp":            tmpfsOpts(l.TmpSize, "1777"),
@@ -95,9 +97,10 @@ func tmpfsOpts(size int64, mode string) string {
 }
 
 // passwdFiles renames the image's uid-1000 user to user, with home
-// /home/user and bash as its shell. (/etc/hostname and /etc/hosts are the
-// engine's, taken from the jail.)
-func passwdFiles(user string) []File {
+// /home/user and bash as its shell, dated since (when the account was made,
+// before anything in its home), not the trace's start. (/etc/hostname and
+// /etc/hosts are the engine's, taken from the jail; setupScript dates them.)
+func passwdFiles(user string, since time.Time) []File {
 	passwd := fmt.Sprintf(`root:x:0:0:root:/root:/bin/bash
 daemon:x:1:1:daemon:/usr/sbin:/usr/sbin/nologin
 bin:x:2:2:bin:/bin:/usr/sbin/nologin
@@ -151,8 +154,8 @@ _apt:*:19700:0:99999:7:::
 %s:$y$j9T$Jd0cJ1sQm3Zx0Wf7bX8eT.$4fQm9o2R0yYq6Nw1hKpL8cV3sD5aG7jU2eX9tB0rZ1C:19880:0:99999:7:::
 `, user)
 	return []File{
-		{Path: "/etc/passwd", Mode: 0o644, Content: []byte(passwd)},
-		{Path: "/etc/group", Mode: 0o644, Content: []byte(group)},
-		{Path: "/etc/shadow", Mode: 0o640, GID: 42, Content: []byte(shadow)},
+		{Path: "/etc/passwd", Mode: 0o644, Content: []byte(passwd), ModTime: since},
+		{Path: "/etc/group", Mode: 0o644, Content: []byte(group), ModTime: since},
+		{Path: "/etc/shadow", Mode: 0o640, GID: 42, Content: []byte(shadow), ModTime: since},
 	}
 }
