@@ -128,7 +128,7 @@ type run struct {
 	events    []trace.Event
 	planted   []trace.Event // identities of the planted files, as unpacked
 	deadline  bool          // the trace's deadline ended the agent loop
-	exhausted bool // the skill used up the sandbox's pids or memory
+	exhausted bool          // the skill used up the sandbox's pids or memory
 }
 
 // Run runs one trace: load, plan, image, jail, seeded home, sandbox, driver
