@@ -65,6 +65,7 @@ func init() {
 	remoteRules()
 	hiddenRules()
 	policyRules()
+	tracerRules()
 	exfilRules() // builds on credential and environment findings
 	// The ids must be unique.
 	seen := map[string]bool{}
