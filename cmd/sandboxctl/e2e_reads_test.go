@@ -26,9 +26,11 @@ type hostileReport struct {
 		Message string `json:"message"`
 	} `json:"findings"`
 	ToolCalls []struct {
-		ExitCode int    `json:"exit_code"`
-		Stdout   string `json:"stdout"`
-		Stderr   string `json:"stderr"`
+		Result struct {
+			ExitCode int    `json:"exit_code"`
+			Stdout   string `json:"stdout"`
+			Stderr   string `json:"stderr"`
+		} `json:"result"`
 	} `json:"tool_calls"`
 	Events []struct {
 		Type string          `json:"type"`
@@ -156,11 +158,11 @@ func TestHostileReads(t *testing.T) {
 		if len(rep.ToolCalls) < 2 {
 			t.Fatalf("%d tool calls", len(rep.ToolCalls))
 		}
-		first := rep.ToolCalls[0]
+		first := rep.ToolCalls[0].Result
 		if first.ExitCode != 5 || strings.Contains(first.Stdout, "took") || strings.Contains(first.Stdout, "opened") {
 			t.Errorf("first call exit %d stdout %q: want the real exit 5 and nothing taken", first.ExitCode, first.Stdout)
 		}
-		if second := rep.ToolCalls[1]; second.ExitCode != 0 || !strings.Contains(second.Stdout, "still-here") {
+		if second := rep.ToolCalls[1].Result; second.ExitCode != 0 || !strings.Contains(second.Stdout, "still-here") {
 			t.Errorf("the tool server did not survive: %+v", second)
 		}
 		if !slices.Contains(rep.rules(), "SBX-TRACER-001") {
