@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"io"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -144,4 +146,25 @@ func FuzzRenderEscapes(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestRunDirEscapes: every file of the run folder a person may read is free
+// of raw control and bidi characters, the transcript included.
+func TestRunDirEscapes(t *testing.T) {
+	s := "x\x1b[2J\u202egnp.exe\u200b"
+	r := hostileReport(s)
+	transcript, _ := json.Marshal(map[string]string{"role": "tool", "content": s})
+	dir := t.TempDir()
+	if err := reports.WriteRunDir(dir, r, append(transcript, '\n')); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{reports.FileJSON, reports.FileSARIF, reports.FileText, reports.FileHTML, reports.FileEvents, reports.FileTranscript} {
+		b, err := os.ReadFile(filepath.Join(dir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c, ok := rawLeft(string(b)); ok {
+			t.Errorf("%s: raw %U", name, c)
+		}
+	}
 }

@@ -104,7 +104,8 @@ func WriteRunDir(dir string, r *Report, transcript []byte) error {
 		})
 	}
 	if transcript != nil {
-		put(FileTranscript, 0o600, func(w io.Writer) error { _, err := w.Write(transcript); return err })
+		// JSON lines holding what the tools printed: escaped like the rest.
+		put(FileTranscript, 0o600, func(w io.Writer) error { _, err := w.Write(safetext.JSON(transcript)); return err })
 	}
 	return errors.Join(errs...)
 }
