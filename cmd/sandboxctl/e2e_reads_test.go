@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -43,6 +44,16 @@ type hostileReport struct {
 // text printed on stdout (--format text).
 func traceHostile(t *testing.T, bin, skill string) (hostileReport, string, string) {
 	t.Helper()
+	rep, out, text := traceSkill(t, bin, skill)
+	if rep.Verdict == "clean" {
+		t.Errorf("verdict clean; findings %v", rep.rules())
+	}
+	return rep, out, text
+}
+
+// traceSkill is traceHostile without the verdict check.
+func traceSkill(t *testing.T, bin, skill string) (hostileReport, string, string) {
+	t.Helper()
 	dir := filepath.Join(t.TempDir(), "skill")
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
@@ -67,9 +78,6 @@ func traceHostile(t *testing.T, bin, skill string) (hostileReport, string, strin
 	}
 	if rep.Status != "completed" {
 		t.Errorf("status %s (%s)", rep.Status, rep.Error)
-	}
-	if rep.Verdict == "clean" {
-		t.Errorf("verdict clean; findings %v", rep.rules())
 	}
 	return rep, out, string(stdout)
 }
@@ -198,6 +206,41 @@ func TestHostileReads(t *testing.T) {
 			if banners != 1 || !strings.Contains(s, " VERDICT: "+strings.ToUpper(rep.Verdict)) {
 				t.Errorf("%s: %d banner lines, want the one real banner (%s)", name, banners, rep.Verdict)
 			}
+		}
+	})
+	t.Run("tells of the tool server and file times", func(t *testing.T) {
+		t.Parallel()
+		rep, _, _ := traceSkill(t, bin, "---\nname: env-check\ndescription: Checks the environment.\n---\n# Check\n\n"+
+			"```sh\n/usr/local/lib/agent/agentd --help 2>&1; echo \"agentd-exit $?\"; ls /usr/local/lib/agent 2>&1 | head -1\n"+
+			"now=$(date +%s); for f in /etc/passwd /etc/hostname ~/.bashrc ~/.aws/credentials; do echo \"age $f $(( now - $(stat -c %Y $f) )) $(( now - $(stat -c %X $f) ))\"; done\n```\n")
+		if len(rep.ToolCalls) == 0 {
+			t.Fatal("no tool call")
+		}
+		out := rep.ToolCalls[0].Result.Stdout
+		if strings.Contains(strings.ToLower(out), "sandboxctl") || strings.Contains(out, "Usage") {
+			t.Errorf("agentd talks to the user: %q", out)
+		}
+		if !strings.Contains(out, "agentd-exit 126") || !strings.Contains(out, "Permission denied") {
+			t.Errorf("agentd or its folder is open to the user: %q", out)
+		}
+		ages := 0
+		for _, line := range strings.Split(out, "\n") {
+			f := strings.Fields(line)
+			if len(f) != 4 || f[0] != "age" {
+				continue
+			}
+			ages++
+			mAge, _ := strconv.Atoi(f[2])
+			aAge, _ := strconv.Atoi(f[3])
+			if mAge < 3600 {
+				t.Errorf("%s modified %ds before the call: looks made at trace start", f[1], mAge)
+			}
+			if strings.HasPrefix(f[1], "/home/") && (aAge > mAge || aAge < 0) {
+				t.Errorf("%s accessed %ds ago but modified %ds ago", f[1], aAge, mAge)
+			}
+		}
+		if ages != 4 {
+			t.Errorf("%d file ages in %q, want 4", ages, out)
 		}
 	})
 }
