@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/sandboxctl/sandboxctl/canaryfs"
+	"github.com/sandboxctl/sandboxctl/persona"
 	"github.com/sandboxctl/sandboxctl/skill"
 	"github.com/sandboxctl/sandboxctl/strace"
 	"github.com/sandboxctl/sandboxctl/trace"
@@ -318,7 +319,10 @@ var setupFiles = map[string]bool{
 }
 
 func setupPath(p string) bool {
-	if setupFiles[p] {
+	if setupFiles[p] || slices.Contains(systemPaths, p) || p == "/Users" {
+		return true
+	}
+	if _, shim := persona.IsShim(p); shim {
 		return true
 	}
 	for _, pre := range setupPrefixes {

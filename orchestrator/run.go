@@ -113,6 +113,7 @@ type run struct {
 	skill     *skill.Skill
 	home      *canaryfs.Home
 	fixtures  canaryfs.Fixtures
+	system    system
 	jailCfg   netcapture.Config
 	image     string
 	skillDir  string
@@ -148,7 +149,7 @@ func (r *Runner) Run(ctx context.Context, p Plan, dir string) (out Outcome, err 
 	if err != nil {
 		return out, fmt.Errorf("load skill: %w", err)
 	}
-	st.home, err = canaryfs.Build(canaryfs.Options{User: p.User, Hostname: p.Hostname, Seed: p.Seed, Now: st.started})
+	st.home, err = canaryfs.Build(canaryfs.Options{User: p.User, Hostname: p.Hostname, Seed: p.Seed, Now: st.started, Persona: p.Persona})
 	if err != nil {
 		return out, fmt.Errorf("seed home: %w", err)
 	}
@@ -156,7 +157,11 @@ func (r *Runner) Run(ctx context.Context, p Plan, dir string) (out Outcome, err 
 	if err != nil {
 		return out, fmt.Errorf("seed home: %w", err)
 	}
-	st.skillDir = SkillDir(st.home.User, skillSlug(st.skill))
+	st.system, err = newSystem(p, st.home.Hostname, st.started)
+	if err != nil {
+		return out, err
+	}
+	st.skillDir = skillDirIn(st.home.HomeDir, skillSlug(st.skill))
 	st.jailCfg, err = r.jailConfig(p)
 	if err != nil {
 		return out, err
@@ -186,7 +191,7 @@ func (r *Runner) Run(ctx context.Context, p Plan, dir string) (out Outcome, err 
 		Status:    status,
 		Error:     msg,
 		Sandbox: reports.Sandbox{
-			Image: st.image, User: st.home.User, Hostname: st.home.Hostname, Home: st.home.HomeDir,
+			Image: st.image, User: st.home.User, Hostname: st.home.Hostname, Home: st.home.HomeDir, Persona: p.Persona,
 			Limits: reports.Limits{
 				TimeoutMS: p.Limits.Timeout.Milliseconds(), MemoryBytes: p.Limits.Memory, PIDs: p.Limits.PIDs,
 				CPUs: float64(p.Limits.NanoCPUs) / 1e9, OutputBytes: p.Limits.OutputBytes,
@@ -385,12 +390,12 @@ func (r *Runner) startSandbox(ctx context.Context, st *run) error {
 	files := append([]File{
 		{Path: AgentBin, Mode: 0o700, HostPath: r.Binary},
 		{Path: CAPath, Mode: 0o644, Content: st.jailCfg.CACert},
-	}, passwdFiles(st.home.User, st.home.Since)...)
+	}, passwdFiles(st.home.User, st.home.HomeDir, loginShell(st.home.Env), st.home.Since)...)
 	prof, err := sandboxSeccomp()
 	if err != nil {
 		return err
 	}
-	sb, err := r.Runtime.Create(ctx, sandboxSpec(st.plan, st.image, st.jail.ID(), st.home.User, files, prof))
+	sb, err := r.Runtime.Create(ctx, sandboxSpec(st.plan, st.image, st.jail.ID(), st.home.HomeDir, files, prof))
 	if err != nil {
 		return err
 	}
@@ -401,6 +406,9 @@ func (r *Runner) startSandbox(ctx context.Context, st *run) error {
 	var payload bytes.Buffer
 	if err := writeSetupTar(&payload, st.home, st.skill, st.skillDir); err != nil {
 		return fmt.Errorf("pack home and skill: %w", err)
+	}
+	if err := writeSystemTar(&payload, st.system); err != nil {
+		return err
 	}
 	var stdout, stderr bytes.Buffer
 	t0 := time.Now()
@@ -426,14 +434,17 @@ func (r *Runner) startSandbox(ctx context.Context, st *run) error {
 
 // setupScript runs as root in the sandbox before the skill: hide the
 // engine's marker file and the tool server's folder (agentd and strace are
-// root's alone), unpack the home and the skill (tar keeps owners and
-// modes), install the trace CA, give the home lived-in access times and the
-// engine's files plausible dates, print the identity of every file of the
-// home (identityScript), and stamp the moment the skill gets control.
+// root's alone), unpack the home, the skill and the system files (tar keeps
+// owners and modes), put the hosts file in place (in place: the engine
+// bind-mounts it), install the trace CA, give the home lived-in access
+// times and the engine's files plausible dates, print the identity of every
+// file of the home (identityScript), and stamp the moment the skill gets
+// control.
 const setupScript = `set -e
 rm -f /.dockerenv
 chmod 0700 /usr/local/lib/agent
 tar -x -i -p -f - -C /
+if [ -f ` + hostsStage + ` ]; then cat ` + hostsStage + ` >/etc/hosts; rm -f ` + hostsStage + `; fi
 "$INSTALL_CA" "$CA" >/dev/null
 python3 -c "$LIVED_IN" "$HOME_DIR" 2>/dev/null || true
 touch -d "@$SINCE" /etc/hostname /etc/hosts 2>/dev/null || true

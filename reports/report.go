@@ -127,6 +127,8 @@ type Sandbox struct {
 	Hostname string `json:"hostname"`
 	Home     string `json:"home,omitempty"`
 	Limits   Limits `json:"limits"`
+	// Persona is the system the sandbox passed for ("" is linux).
+	Persona string `json:"persona,omitempty"`
 }
 
 // Limits are the trace's budgets.
