@@ -35,7 +35,7 @@ var internalRules = map[string][]string{
 	"netcapture": {"trace"},
 	"mcptools":   {"trace"},
 	"agent":      {"trace", "skill"},
-	"rules":      {"trace", "canary", "skill"},
+	"rules":      {"trace", "canary", "skill", "persona"},
 	"reports":    {"trace", "rules", "canary", "skill", "safetext"},
 	"safetext":   {},
 }

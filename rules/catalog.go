@@ -53,6 +53,7 @@ func init() {
 	// Families, in evaluation order: the base observations first, then the
 	// rules that combine them.
 	credRules()
+	macRules()
 	execRules()
 	shellRules()
 	persistRules()

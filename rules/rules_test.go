@@ -336,6 +336,7 @@ func TestRules(t *testing.T) {
 			},
 			build: func() *tl { return newTL().bash("ls", "") }},
 	}
+	tests = append(tests, macCases()...)
 	covered := map[string]bool{}
 	for _, tt := range tests {
 		for _, id := range tt.want {
