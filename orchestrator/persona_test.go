@@ -86,8 +86,11 @@ func TestPersonaSetup(t *testing.T) {
 	for _, tt := range tests {
 		t.Run("persona="+tt.persona, func(t *testing.T) {
 			spec, entries, _ := setupEntries(t, tt.persona)
-			if _, ok := spec.Tmpfs[tt.tmpfs]; !ok {
-				t.Errorf("no tmpfs at %s: %v", tt.tmpfs, spec.Tmpfs)
+			if opts, ok := spec.Tmpfs[tt.tmpfs]; !ok || !strings.HasSuffix(opts, ",exec") {
+				t.Errorf("no exec tmpfs at %s: %v", tt.tmpfs, spec.Tmpfs)
+			}
+			if opts := spec.Tmpfs["/tmp"]; !strings.Contains(opts, "nosuid") || !strings.HasSuffix(opts, ",exec") {
+				t.Errorf("/tmp mounted %q, want nosuid and exec", opts)
 			}
 			for _, p := range tt.want {
 				if entries[p] == nil {

@@ -89,11 +89,16 @@ func sandboxSpec(p Plan, image, jailID, home string, files []File, seccomp []byt
 		PIDs:            l.PIDs,
 		NanoCPUs:        l.NanoCPUs,
 		Seccomp:         seccomp,
+		// The user's places allow exec, as on a workstation: Docker mounts
+		// a tmpfs noexec unless told otherwise, and then a downloaded
+		// binary, a venv's or npx's scripts, pip --user's commands and a
+		// project's ./build.sh fail with "Permission denied" before doing
+		// what the trace is there to see. nosuid stays.
 		Tmpfs: map[string]string{
-			path.Dir(home):    tmpfsOpts(l.HomeSize, "755"), // /home, or /Users for macOS
-			"/tmp":            tmpfsOpts(l.TmpSize, "1777"),
-			"/var/tmp":        tmpfsOpts(l.TmpSize/2, "1777"),
-			"/var/lib/agentd": tmpfsOpts(512<<20, "700"),
+			path.Dir(home):    tmpfsOpts(l.HomeSize, "755") + ",exec", // /home, or /Users for macOS
+			"/tmp":            tmpfsOpts(l.TmpSize, "1777") + ",exec",
+			"/var/tmp":        tmpfsOpts(l.TmpSize/2, "1777") + ",exec",
+			"/var/lib/agentd": tmpfsOpts(512<<20, "700") + ",noexec",
 		},
 		Files: files,
 	}
