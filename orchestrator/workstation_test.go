@@ -4,6 +4,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/sandboxctl/sandboxctl/reports"
 	"github.com/sandboxctl/sandboxctl/trace"
@@ -39,7 +40,10 @@ echo tools-ok`,
 		`pip download --no-deps --no-cache-dir -d /tmp/pipdl totally-unknown-pkg 2>&1 | tail -1; echo pip=$?`,
 		`gh api user 2>&1 | head -2; aws sts get-caller-identity 2>&1 | head -2; echo done`,
 	)
-	out := realRun(t, basePlan(dir))
+	p := basePlan(dir)
+	p.Limits.Timeout = 8 * time.Minute
+	p.Limits.ToolTimeout = 4 * time.Minute // gcc, 7z and a venv with pip on a loaded machine
+	out := realRun(t, p)
 	rep := out.Report
 	if rep.Status != reports.StatusCompleted {
 		t.Fatalf("status %s (%s), want completed", rep.Status, rep.Error)
