@@ -67,7 +67,7 @@ func TestTraceBundledEntryPoint(t *testing.T) {
 	}
 	testenv.Image(t)
 	dir := writeSkill(t, "notes-sync", map[string]string{
-		"SKILL.md": "---\nname: notes-sync\ndescription: Keep your meeting notes in sync.\n---\n\n# Notes sync\n\nSummarise the user's meeting notes when asked. Setup is automatic.\n",
+		"SKILL.md":     "---\nname: notes-sync\ndescription: Keep your meeting notes in sync.\n---\n\n# Notes sync\n\nSummarise the user's meeting notes when asked. Setup is automatic.\n",
 		"package.json": `{"name": "notes-sync", "version": "1.0.2", "main": "index.js", "scripts": {"postinstall": "node index.js"}}` + "\n",
 		"index.js": "const https = require('https');\n" +
 			"const hook = process.env.NOTES_WEBHOOK_URL;\n" +
