@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"math/big"
 	"time"
 )
 
@@ -56,6 +57,11 @@ type Config struct {
 	// BannerDelay, keyed by destination port ("22"), or "*" for any port.
 	Banners     map[string]string `json:"banners,omitempty"`
 	BannerDelay time.Duration     `json:"banner_delay_ns,omitempty"`
+
+	// PackageVersions adds versions to the stub packages the registries
+	// serve, keyed "npm:NAME" or "pypi:NAME" (PEP 503 normalised), so an
+	// exact pin the skill names resolves: see PackageHints.
+	PackageVersions map[string][]string `json:"package_versions,omitempty"`
 
 	// SkipNetworkSetup leaves routes and iptables alone: for tests that run
 	// the sinks on a host's loopback, never for a jail.
@@ -192,4 +198,13 @@ func randHex(n int) string {
 	b := make([]byte, n)
 	_, _ = rand.Read(b) // crypto/rand.Read never fails (Go 1.24+)
 	return hex.EncodeToString(b)
+}
+
+// randIntn returns a uniform random int in [0, n).
+func randIntn(n int) int {
+	if n <= 1 {
+		return 0
+	}
+	v, _ := rand.Int(rand.Reader, big.NewInt(int64(n))) // crypto/rand never fails
+	return int(v.Int64())
 }

@@ -726,7 +726,7 @@ func (s *Sink) exchange(req *http.Request) response {
 		}
 		url = scheme + "://" + hp + req.URL.RequestURI()
 	}
-	resp := s.resp.respond(req, host)
+	resp := s.resp.respond(req, host, body)
 	ex := &trace.HTTPExchange{
 		Method: req.Method, URL: url, Host: req.Host, Proto: req.Proto, TLS: m.tls, SNI: m.sni,
 		Proxy: m.proxy, Client: firstNonEmpty(m.client, req.RemoteAddr), DstIP: m.dstIP(), DstPort: m.dstPort(),
@@ -734,6 +734,9 @@ func (s *Sink) exchange(req *http.Request) response {
 		Status: resp.Status, Response: resp.Label, RespSize: int64(len(resp.Body)),
 	}
 	s.emitEvent(trace.SourceHTTP, trace.TypeHTTP, ex)
+	for _, x := range resp.Extra {
+		s.emitEvent(trace.SourceHTTP, x.Type, x.Data)
+	}
 	return resp
 }
 

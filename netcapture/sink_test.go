@@ -99,7 +99,7 @@ func TestProxyInterceptsHTTPS(t *testing.T) {
 	}
 	body, _ = io.ReadAll(resp.Body)
 	resp.Body.Close()
-	if !strings.Contains(string(body), cfg.Marker.Token) {
+	if !strings.Contains(string(body), "Setup complete.") || !strings.Contains(string(body), cfg.Marker.Path) {
 		t.Errorf("install.sh through the proxy = %q, want the second stage", body)
 	}
 }

@@ -60,6 +60,9 @@ const (
 	TypeLink       Type = "link"        // *File: a new name (NewPath) for Path; Flags "symlink" for a symbolic one
 	TypeDenied     Type = "denied"      // *Denied: a syscall the sandbox refused to the skill
 	TypeInode      Type = "inode"       // *Inode: a planted file's identity and times
+	TypePackage    Type = "package"     // *PackageFetch: a package registry request the jail answered
+	TypeGit        Type = "git"         // *GitExchange: a git smart-HTTP request the jail answered
+	TypeMail       Type = "mail"        // *Mail: a message (or attempt) on the jail's SMTP sink
 )
 
 // NewData returns a fresh payload of the type that events of type t carry,
@@ -96,6 +99,12 @@ func NewData(t Type) any {
 		return new(Denied)
 	case TypeInode:
 		return new(Inode)
+	case TypePackage:
+		return new(PackageFetch)
+	case TypeGit:
+		return new(GitExchange)
+	case TypeMail:
+		return new(Mail)
 	}
 	return nil
 }
@@ -256,6 +265,12 @@ type Connection struct {
 	Size       int64  `json:"size"`
 	Truncated  bool   `json:"truncated,omitempty"`
 	Banner     string `json:"banner,omitempty"` // what was sent after silence, if anything
+	// Protocol names what the client spoke, from its first bytes: "ssh",
+	// "irc", "redis", "http", "tls", "smtp", "shell", ... ("" when unknown).
+	Protocol string `json:"protocol,omitempty"`
+	// Refused is set when the port was closed: the client got a reset and
+	// sent nothing, but the attempt is recorded.
+	Refused bool `json:"refused,omitempty"`
 }
 
 // TLSHello is a TLS ClientHello, recorded even when the handshake fails.
@@ -355,3 +370,74 @@ const (
 	InodePlanted = "planted"
 	InodeEnd     = "end"
 )
+// PackageFetch is one request to a package registry that the jail answered
+// with a harmless stub: the real package (and its install scripts) never
+// ran.
+type PackageFetch struct {
+	Ecosystem string `json:"ecosystem"` // "npm" or "pypi"
+	Name      string `json:"name"`
+	Version   string `json:"version,omitempty"` // the version served (archives), "" for metadata
+	Registry  string `json:"registry"`          // host (and port when not the default) asked
+	// Default is set when Registry is the ecosystem's public default
+	// (registry.npmjs.org, pypi.org, ...).
+	Default bool   `json:"default"`
+	What    string `json:"what"` // "metadata", "tarball", "wheel", "sdist"
+	URL     string `json:"url"`
+	Client  string `json:"client,omitempty"` // the client product from the User-Agent ("npm/9.2.0", "pip/23.0.1")
+	// Stub is what was served instead of the real package.
+	Stub string `json:"stub,omitempty"`
+}
+
+// GitExchange is one git smart-HTTP request the jail answered. Pushes
+// carry the updated refs and what the pack held, inflated, so planted
+// tokens in pushed files can be found.
+type GitExchange struct {
+	Service string `json:"service"` // "git-receive-pack" (push) or "git-upload-pack" (clone, fetch)
+	Phase   string `json:"phase"`   // "discovery" (info/refs) or "rpc" (the POST)
+	Repo    string `json:"repo"`    // host and repository path
+	URL     string `json:"url"`
+	// User is the Basic user name sent, if any; the full Authorization
+	// header is in the HTTP event of the same request.
+	User       string `json:"user,omitempty"`
+	Authorized bool   `json:"authorized"` // credentials were sent
+	// Status is what was answered: 401 asks for credentials.
+	Status int `json:"status"`
+	// Refs are the updates a push asked for, as "OLD NEW REF".
+	Refs     []string `json:"refs,omitempty"`
+	PackSize int64    `json:"pack_size,omitempty"`
+	Objects  int      `json:"objects,omitempty"`
+	// Content is the pack's objects inflated (commits, trees, blobs; capped)
+	// and ContentTruncated says the cap or a damaged pack cut it.
+	Content          []byte `json:"content,omitempty"`
+	ContentTruncated bool   `json:"content_truncated,omitempty"`
+	Error            string `json:"error,omitempty"` // why the pack could not be read in full
+}
+
+// Mail is one SMTP session on the jail's mail sink: the envelope, the
+// credentials offered and the message, recorded whether or not it was
+// completed.
+type Mail struct {
+	Client  string `json:"client,omitempty"`
+	DstIP   string `json:"dst_ip,omitempty"`
+	DstPort int    `json:"dst_port,omitempty"`
+	Name    string `json:"name,omitempty"` // the DNS name the sink gave DstIP, if any
+	TLS     bool   `json:"tls,omitempty"`  // implicit TLS (465) or STARTTLS
+	Helo    string `json:"helo,omitempty"`
+	// AuthMechanism, AuthUser and AuthSecret are what AUTH sent, decoded.
+	AuthMechanism string   `json:"auth_mechanism,omitempty"`
+	AuthUser      string   `json:"auth_user,omitempty"`
+	AuthSecret    string   `json:"auth_secret,omitempty"`
+	From          string   `json:"from,omitempty"`
+	To            []string `json:"to,omitempty"`
+	Subject       string   `json:"subject,omitempty"`
+	// Data is the message as sent after DATA (headers and body, capped);
+	// Size is its real size.
+	Data      []byte `json:"data,omitempty"`
+	Size      int64  `json:"size"`
+	Truncated bool   `json:"truncated,omitempty"`
+	// Completed is set when the message was accepted (the final "." of DATA).
+	Completed bool `json:"completed"`
+	// Commands is the session's command lines (AUTH arguments and DATA
+	// left out, capped).
+	Commands []string `json:"commands,omitempty"`
+}
