@@ -25,16 +25,16 @@ type provider struct {
 }
 
 var providers = []provider{
-	{v4: prefixes("104.16.0.0/13", "172.64.0.0/13"), v6: netip.MustParsePrefix("2606:4700::/32")},                         // Cloudflare
-	{v4: prefixes("151.101.0.0/16", "199.232.0.0/16"), v6: netip.MustParsePrefix("2a04:4e42::/32")},                      // Fastly
-	{v4: prefixes("13.32.0.0/15", "18.160.0.0/15", "52.84.0.0/15"), v6: netip.MustParsePrefix("2600:9000::/28")},          // CloudFront
-	{v4: prefixes("3.208.0.0/12", "54.144.0.0/12", "44.192.0.0/11"), v6: netip.MustParsePrefix("2600:1f18::/32")},         // AWS us-east-1
-	{v4: prefixes("34.96.0.0/12", "35.184.0.0/13", "142.250.0.0/15"), v6: netip.MustParsePrefix("2607:f8b0::/32")},        // Google
-	{v4: prefixes("20.42.0.0/15", "40.112.0.0/13", "52.224.0.0/11"), v6: netip.MustParsePrefix("2603:1030::/32")},         // Azure
-	{v4: prefixes("185.199.108.0/22", "140.82.112.0/20"), v6: netip.MustParsePrefix("2606:50c0::/32")},                    // GitHub
-	{v4: prefixes("159.89.0.0/16", "167.99.0.0/16", "134.209.0.0/16"), v6: netip.MustParsePrefix("2604:a880::/32")},       // DigitalOcean
-	{v4: prefixes("78.46.0.0/15", "88.198.0.0/16", "49.12.0.0/16"), v6: netip.MustParsePrefix("2a01:4f8::/32")},           // Hetzner
-	{v4: prefixes("23.32.0.0/11", "2.16.0.0/13"), v6: netip.MustParsePrefix("2600:1400::/24")},                            // Akamai
+	{v4: prefixes("104.16.0.0/13", "172.64.0.0/13"), v6: netip.MustParsePrefix("2606:4700::/32")},                   // Cloudflare
+	{v4: prefixes("151.101.0.0/16", "199.232.0.0/16"), v6: netip.MustParsePrefix("2a04:4e42::/32")},                 // Fastly
+	{v4: prefixes("13.32.0.0/15", "18.160.0.0/15", "52.84.0.0/15"), v6: netip.MustParsePrefix("2600:9000::/28")},    // CloudFront
+	{v4: prefixes("3.208.0.0/12", "54.144.0.0/12", "44.192.0.0/11"), v6: netip.MustParsePrefix("2600:1f18::/32")},   // AWS us-east-1
+	{v4: prefixes("34.96.0.0/12", "35.184.0.0/13", "142.250.0.0/15"), v6: netip.MustParsePrefix("2607:f8b0::/32")},  // Google
+	{v4: prefixes("20.42.0.0/15", "40.112.0.0/13", "52.224.0.0/11"), v6: netip.MustParsePrefix("2603:1030::/32")},   // Azure
+	{v4: prefixes("185.199.108.0/22", "140.82.112.0/20"), v6: netip.MustParsePrefix("2606:50c0::/32")},              // GitHub
+	{v4: prefixes("159.89.0.0/16", "167.99.0.0/16", "134.209.0.0/16"), v6: netip.MustParsePrefix("2604:a880::/32")}, // DigitalOcean
+	{v4: prefixes("78.46.0.0/15", "88.198.0.0/16", "49.12.0.0/16"), v6: netip.MustParsePrefix("2a01:4f8::/32")},     // Hetzner
+	{v4: prefixes("23.32.0.0/11", "2.16.0.0/13"), v6: netip.MustParsePrefix("2600:1400::/24")},                      // Akamai
 }
 
 func prefixes(ss ...string) []netip.Prefix {
