@@ -58,6 +58,11 @@ type Config struct {
 	Banners     map[string]string `json:"banners,omitempty"`
 	BannerDelay time.Duration     `json:"banner_delay_ns,omitempty"`
 
+	// OpenPorts are the TCP ports (and "N-M" ranges) that reach the sinks;
+	// a connection to any other port is refused and recorded. Empty:
+	// DefaultOpenPorts; ["*"]: every port is open.
+	OpenPorts []string `json:"open_ports,omitempty"`
+
 	// PackageVersions adds versions to the stub packages the registries
 	// serve, keyed "npm:NAME" or "pypi:NAME" (PEP 503 normalised), so an
 	// exact pin the skill names resolves: see PackageHints.
@@ -114,7 +119,6 @@ func DefaultConfig() Config {
 		Banners: map[string]string{
 			"22":  "SSH-2.0-OpenSSH_9.2p1 Debian-2+deb12u3\r\n",
 			"21":  "220 (vsFTPd 3.0.3)\r\n",
-			"25":  "220 mail.example.net ESMTP Postfix (Debian/GNU)\r\n",
 			"110": "+OK Dovecot ready.\r\n",
 			"143": "* OK [CAPABILITY IMAP4rev1] Dovecot ready.\r\n",
 		},
@@ -167,6 +171,9 @@ func (c Config) Validate() error {
 		if p < 0 || p > 65535 {
 			return fmt.Errorf("port %d out of range", p)
 		}
+	}
+	if _, err := openPortSpecs(c.OpenPorts); err != nil {
+		return err
 	}
 	for _, r := range c.HTTPRules {
 		if r.Status != 0 && (r.Status < 100 || r.Status > 999) {
