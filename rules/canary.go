@@ -1,6 +1,7 @@
 package rules
 
 import (
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"net"
@@ -22,12 +23,13 @@ const (
 	ChannelFile       = "file"
 	ChannelArgv       = "argv"
 	ChannelToolOutput = "tool_output"
+	ChannelSMTP       = "smtp"
 )
 
 // networkChannel reports whether a token seen on ch has left the sandbox.
 func networkChannel(ch string) bool {
 	switch ch {
-	case ChannelHTTP, ChannelDNS, ChannelTCP, ChannelUDP, ChannelTLS:
+	case ChannelHTTP, ChannelDNS, ChannelTCP, ChannelUDP, ChannelTLS, ChannelSMTP:
 		return true
 	}
 	return false
@@ -39,7 +41,8 @@ const maxWhere = 200
 // one canary-hit event per token, encoding, channel and event where it was
 // seen. It scans HTTP URLs, headers and bodies, every DNS query name of the
 // trace together (so data split across labels and queries is reassembled),
-// the first bytes of raw TCP/UDP flows, TLS SNI, exec argv, tool-call
+// the first bytes of raw TCP/UDP flows, TLS SNI, the objects of a git push,
+// SMTP credentials and messages, exec argv, tool-call
 // arguments (file contents written through write_file/edit_file count as the
 // file channel, as do changed files' heads from the file-system diff) and
 // tool output shown to the model. Existing canary-hit
@@ -94,8 +97,19 @@ func ScanCanaries(set *canary.Set, events []trace.Event) []trace.Event {
 		switch d := e.Data.(type) {
 		case *trace.HTTPExchange:
 			scan(e, []byte(d.URL), ChannelHTTP, d.URL)
-			scan(e, []byte(headerText(d.Headers)), ChannelHTTP, d.URL)
+			// Basic credentials are scanned decoded: they are the
+			// credential as sent (git, curl -u), so a token sent to its
+			// own service reads as plain.
+			hdr, basic := splitBasicAuth(d.Headers)
+			scan(e, []byte(headerText(hdr)), ChannelHTTP, d.URL)
+			scan(e, basic, ChannelHTTP, d.URL)
 			scan(e, d.Body, ChannelHTTP, d.URL)
+		case *trace.GitExchange:
+			scan(e, d.Content, ChannelHTTP, d.URL)
+		case *trace.Mail:
+			where := "mail from " + d.From + " to " + strings.Join(d.To, ",")
+			scan(e, []byte(d.AuthUser+"\n"+d.AuthSecret), ChannelSMTP, where)
+			scan(e, d.Data, ChannelSMTP, where)
 		case *trace.DNSQuery:
 			names := []string{d.Name}
 			for _, q := range d.Questions {
@@ -184,6 +198,28 @@ func ScanCanaries(set *canary.Set, events []trace.Event) []trace.Event {
 		return int(a.Data.(*trace.CanaryHit).EventSeq - b.Data.(*trace.CanaryHit).EventSeq)
 	})
 	return out
+}
+
+// splitBasicAuth returns the headers without the Basic credentials of
+// Authorization, and those credentials decoded ("user:password" lines).
+func splitBasicAuth(h map[string][]string) (map[string][]string, []byte) {
+	var basic []byte
+	out := make(map[string][]string, len(h))
+	for k, vs := range h {
+		if !strings.EqualFold(k, "Authorization") && !strings.EqualFold(k, "Proxy-Authorization") {
+			out[k] = vs
+			continue
+		}
+		for _, v := range vs {
+			scheme, cred, _ := strings.Cut(strings.TrimSpace(v), " ")
+			if dec, err := base64.StdEncoding.DecodeString(strings.TrimSpace(cred)); err == nil && strings.EqualFold(scheme, "basic") {
+				basic = append(append(basic, dec...), '\n')
+				continue
+			}
+			out[k] = append(out[k], v)
+		}
+	}
+	return out, basic
 }
 
 func headerText(h map[string][]string) string {

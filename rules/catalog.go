@@ -68,6 +68,7 @@ func init() {
 	policyRules()
 	tracerRules()
 	exfilRules() // builds on credential and environment findings
+	pkgRules()
 	// The ids must be unique.
 	seen := map[string]bool{}
 	for _, d := range registry {

@@ -591,7 +591,11 @@ func TestScanCanaries(t *testing.T) {
 		http("GET", "https://x.example/?q="+awsKey, "").
 		add(trace.SourceTLS, trace.TypeTLSHello, 0, &trace.TLSHello{SNI: hexs(awsKey)[:40] + ".t.example"}).
 		tool("read_file", map[string]any{"path": "~/.aws/credentials"}, "aws_access_key_id = "+awsKey).
-		add(trace.SourceFSDiff, trace.TypeFSChange, 0, &trace.FSChange{Path: "/tmp/.cache/t", Kind: "added", Head: []byte("x=" + ghToken)})
+		add(trace.SourceFSDiff, trace.TypeFSChange, 0, &trace.FSChange{Path: "/tmp/.cache/t", Kind: "added", Head: []byte("x=" + ghToken)}).
+		add(trace.SourceHTTP, trace.TypeGit, 0, &trace.GitExchange{Service: "git-receive-pack", Phase: "rpc", URL: "https://git.example.net/x.git/git-receive-pack",
+			Content: []byte("tree 1234\n\nAWS=" + awsKey + "\n")}).
+		add(trace.SourceTCP, trace.TypeMail, 0, &trace.Mail{From: "a@b.example", To: []string{"c@d.example"}, AuthSecret: ghToken,
+			Data: []byte("Subject: x\r\n\r\n" + awsKey + "\r\n"), Completed: true})
 	hits := rules.ScanCanaries(canaries, b.events())
 	type row struct{ Channel, Token, Encoding string }
 	var got []row
@@ -602,7 +606,8 @@ func TestScanCanaries(t *testing.T) {
 			t.Errorf("Where holds the token value: %s", d.Where)
 		}
 	}
-	want := []row{{"http", "aws-1", "plain"}, {"tls", "aws-1", "hex"}, {"tool_output", "aws-1", "plain"}, {"file", "gh-1", "plain"}}
+	want := []row{{"http", "aws-1", "plain"}, {"tls", "aws-1", "hex"}, {"tool_output", "aws-1", "plain"}, {"file", "gh-1", "plain"},
+		{"http", "aws-1", "plain"}, {"smtp", "gh-1", "plain"}, {"smtp", "aws-1", "plain"}}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("hits (-want +got):\n%s", diff)
 	}
@@ -640,5 +645,79 @@ func TestEvaluateLarge(t *testing.T) {
 	}
 	if !slices.Contains(ruleIDs(res), "SBX-NET-004") {
 		t.Errorf("no DNS tunnelling finding for 50,000 names")
+	}
+}
+
+// TestBasicAuthToItsOwnService: git sends the credential helper's token
+// as Basic credentials; to github.com that is the token used for its own
+// service (low), anywhere else it is a leak (critical).
+func TestBasicAuthToItsOwnService(t *testing.T) {
+	basic := "Basic " + base64.StdEncoding.EncodeToString([]byte("mw:"+ghToken))
+	for _, tc := range []struct {
+		host string
+		want string
+	}{{"github.com", "SBX-EXFIL-006"}, {"git.attacker-sync.net", "SBX-EXFIL-001"}} {
+		t.Run(tc.host, func(t *testing.T) {
+			b := newTL().bash("git push", "").child("git", "push")
+			b.add(trace.SourceHTTP, trace.TypeHTTP, 0, &trace.HTTPExchange{Method: "GET", URL: "https://" + tc.host + "/mw/notes.git/info/refs?service=git-receive-pack",
+				Host: tc.host, TLS: true, Headers: map[string][]string{"Authorization": {basic}}, Status: 200})
+			res := eval(b, nil)
+			ids := ruleIDs(res)
+			if !slices.Contains(ids, tc.want) {
+				t.Errorf("findings %v, want %s", ids, tc.want)
+			}
+			if tc.want == "SBX-EXFIL-006" && slices.Contains(ids, "SBX-EXFIL-001") {
+				t.Errorf("the token sent to its own service counted as a leak: %v", ids)
+			}
+		})
+	}
+}
+
+// TestPackageRules: a stubbed install is recorded (info); a non-default
+// registry and a typosquatted name make the trace suspicious, never
+// malicious; an install of a popular package from the public registry
+// stays clean.
+func TestPackageRules(t *testing.T) {
+	pkg := func(b *tl, eco, name, registry string, def bool) *tl {
+		return b.add(trace.SourceHTTP, trace.TypePackage, 0, &trace.PackageFetch{Ecosystem: eco, Name: name, Registry: registry,
+			Default: def, What: "metadata", URL: "https://" + registry + "/" + name})
+	}
+	tests := []struct {
+		name    string
+		build   func() *tl
+		want    []string
+		verdict rules.Verdict
+	}{
+		{name: "npm install lodash", want: []string{"SBX-PKG-001"}, verdict: rules.Clean, build: func() *tl {
+			return pkg(newTL().bash("npm install lodash", "added 1 package").child("npm", "install", "lodash"), "npm", "lodash", "registry.npmjs.org", true)
+		}},
+		{name: "private registry", want: []string{"SBX-PKG-001", "SBX-PKG-002"}, verdict: rules.Suspicious, build: func() *tl {
+			return pkg(newTL().bash("npm install --registry https://npm.pkg-cdn.io/ helper-utils", ""), "npm", "helper-utils", "npm.pkg-cdn.io", false)
+		}},
+		{name: "typosquat on pypi", want: []string{"SBX-PKG-001", "SBX-PKG-003"}, verdict: rules.Suspicious, build: func() *tl {
+			return pkg(newTL().bash("pip install reqeusts", ""), "pypi", "reqeusts", "pypi.org", true)
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			res := eval(tt.build(), nil)
+			var got []string
+			for _, id := range ruleIDs(res) {
+				if strings.HasPrefix(id, "SBX-PKG-") {
+					got = append(got, id)
+				}
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("package findings (-want +got):\n%s", diff)
+			}
+			if res.Verdict != tt.verdict {
+				t.Errorf("verdict %s, want %s (findings %v)", res.Verdict, tt.verdict, ruleIDs(res))
+			}
+			for _, f := range res.Findings {
+				if f.RuleID == "SBX-PKG-001" && !strings.Contains(f.Message, "install scripts were not run") {
+					t.Errorf("SBX-PKG-001 message does not say the install scripts did not run: %s", f.Message)
+				}
+			}
+		})
 	}
 }
