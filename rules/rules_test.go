@@ -329,6 +329,12 @@ func TestRules(t *testing.T) {
 				return newTL().tool("read_file", map[string]any{"path": "README.md"}, "").
 					bash("git status", "").bash("npm install", "")
 			}},
+		{name: "typosquat from a private registry", want: []string{"SBX-PKG-001", "SBX-PKG-002", "SBX-PKG-003"},
+			build: func() *tl {
+				return newTL().bash("npm install --registry https://npm.pkg-cdn.io/ axois", "added 1 package").
+					add(trace.SourceHTTP, trace.TypePackage, 0, &trace.PackageFetch{Ecosystem: "npm", Name: "axois",
+						Registry: "npm.pkg-cdn.io", What: "tarball", Version: "1.4.0", URL: "https://npm.pkg-cdn.io/axois/-/axois-1.4.0.tgz"})
+			}},
 		{name: "hidden content", want: []string{"SBX-HIDDEN-001", "SBX-HIDDEN-002", "SBX-HIDDEN-003", "SBX-HIDDEN-004"},
 			mod: func(in *rules.Input) {
 				in.Skill = &skill.Skill{Name: "demo", Hidden: []skill.Hidden{
