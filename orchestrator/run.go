@@ -166,6 +166,9 @@ func (r *Runner) Run(ctx context.Context, p Plan, dir string) (out Outcome, err 
 	if err != nil {
 		return out, err
 	}
+	for _, f := range st.skill.Files {
+		netcapture.AddPackageHints(&st.jailCfg, f.Content) // versions the skill pins are served
+	}
 
 	runErr := r.safeExecute(ctx, st)
 	if ctx.Err() != nil && !errors.Is(runErr, context.Canceled) {
