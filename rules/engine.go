@@ -614,6 +614,21 @@ func Summarize(e trace.Event) string {
 			s += " (" + d.Name + ")"
 		}
 		s += fmt.Sprintf(" %d bytes", d.Size)
+		if d.Protocol != "" {
+			s += " " + d.Protocol
+		}
+		if d.Refused {
+			s += " refused (closed port)"
+		}
+	case *trace.PackageFetch:
+		s = fmt.Sprintf("%s %s %s %s from %s (stub)", d.Ecosystem, d.What, d.Name, d.Version, d.Registry)
+	case *trace.GitExchange:
+		s = fmt.Sprintf("git %s %s %s status %d", d.Service, d.Phase, d.Repo, d.Status)
+		if len(d.Refs) > 0 {
+			s += fmt.Sprintf(", %d ref(s), %d objects", len(d.Refs), d.Objects)
+		}
+	case *trace.Mail:
+		s = fmt.Sprintf("mail %s:%d from %s to %s (%d bytes)", d.DstIP, d.DstPort, d.From, strings.Join(d.To, ","), d.Size)
 	case *trace.TLSHello:
 		s = fmt.Sprintf("tls hello sni=%s %s:%d", d.SNI, d.DstIP, d.DstPort)
 	case *trace.CanaryHit:
