@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"net/netip"
+	"os"
 	"strings"
 	"sync"
 	"time"
@@ -38,6 +39,7 @@ type DNSSink struct {
 	names   *Names
 	nx      []string            // canonical exact names, or "*.suffix"
 	records map[string][]dns.RR // canonical name → configured answers
+	self    string              // the machine's own host name, canonical
 	now     func() time.Time
 }
 
@@ -50,6 +52,9 @@ func NewDNSSink(emit func(trace.Event), names *Names, cfg Config) (*DNSSink, err
 		names = NewNames()
 	}
 	s := &DNSSink{emit: emit, names: names, records: map[string][]dns.RR{}, now: time.Now}
+	if h, err := os.Hostname(); err == nil {
+		s.self = canonical(h)
+	}
 	for _, n := range cfg.NXDomain {
 		s.nx = append(s.nx, canonical(n))
 	}
@@ -315,6 +320,10 @@ func (s *DNSSink) answerQuestion(q dns.Question) ([]dns.RR, int) {
 	case c == "localhost" || strings.HasSuffix(c, ".localhost"):
 		// RFC 6761: localhost is loopback, whoever asks.
 		v4, v6 = netip.AddrFrom4([4]byte{127, 0, 0, 1}), netip.IPv6Loopback()
+	case c == s.self && c != "":
+		// The machine's own name, where Debian's /etc/hosts puts it (the
+		// jail and the sandbox share the jail's host name).
+		v4, v6 = netip.AddrFrom4([4]byte{127, 0, 1, 1}), netip.IPv6Loopback()
 	case reservedName(c):
 		return nil, dns.RcodeNameError
 	case isPublicSuffix(c):

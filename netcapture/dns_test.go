@@ -4,6 +4,7 @@ import (
 	"context"
 	"net"
 	"net/netip"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -71,6 +72,7 @@ func TestDNSSinkAnswers(t *testing.T) {
 		{name: "undelegated .internal", net: "udp", qname: "metadata.google.internal.", qtype: dns.TypeA, wantRcode: dns.RcodeNameError},
 		{name: "single label", net: "udp", qname: "wpad.", qtype: dns.TypeA, wantRcode: dns.RcodeNameError},
 		{name: "a public suffix has no address", net: "udp", qname: "co.uk.", qtype: dns.TypeA},
+		{name: "the machine's own name", net: "udp", qname: hostname(t) + ".", qtype: dns.TypeA, want: []string{"A 127.0.1.1"}},
 		{name: "PTR of an unknown address", net: "udp", qname: "9.9.9.9.in-addr.arpa.", qtype: dns.TypePTR, wantRcode: dns.RcodeNameError},
 		{name: "localhost is loopback", net: "udp", qname: "api.localhost.", qtype: dns.TypeA, want: []string{"A 127.0.0.1"}},
 		{name: "PTR of loopback", net: "udp", qname: "1.0.0.127.in-addr.arpa.", qtype: dns.TypePTR, want: []string{"PTR localhost."}},
@@ -290,4 +292,12 @@ func FuzzDNSHandle(f *testing.F) {
 			}
 		}
 	})
+}
+
+func hostname(t *testing.T) string {
+	h, err := os.Hostname()
+	if err != nil || h == "" {
+		t.Skip("no host name")
+	}
+	return strings.ToLower(h)
 }
