@@ -149,7 +149,7 @@ func (r *responder) npm(req *http.Request, host, p string) (response, bool) {
 	}
 	// Tarball: <base>/<name>/-/<basename>-<version>.tgz
 	if i := strings.LastIndex(raw, "/-/"); i >= 0 && strings.HasSuffix(raw, ".tgz") {
-		name, base, ok := npmSplit(raw[:i])
+		name, _, ok := npmSplit(raw[:i])
 		file := raw[i+3:]
 		short := name[strings.LastIndex(name, "/")+1:]
 		if !ok || !strings.HasPrefix(file, short+"-") {
@@ -159,7 +159,6 @@ func (r *responder) npm(req *http.Request, host, p string) (response, bool) {
 		if !validVersion(version) {
 			return response{}, false
 		}
-		_ = base
 		tgz := npmTarball(name, version)
 		resp := r.newResponse(http.StatusOK, "application/octet-stream", tgz, "npm:tarball")
 		resp.Extra = append(resp.Extra, pkgEvent(req, host, "npm", name, version, "tarball"))

@@ -22,13 +22,17 @@ import (
 	"github.com/sandboxctl/sandboxctl/trace"
 )
 
-// Response policy: keep the skill's chain going so its next stage shows.
-// Every request gets a plausible, harmless answer: configured rules first,
-// then the well-known IP and geolocation lookups, then a second-stage
-// script for anything that looks like a download piped to a shell, then a
-// small valid file chosen by extension or Accept. Nothing served can do
-// harm: the script prints a line and writes the trace's marker, the ELF
-// exits 0, the archives hold a README and that same script.
+// Response policy: keep the skill's chain going so its next stage shows,
+// in the protocol the client asked for. Every request gets a plausible,
+// harmless answer: configured rules first; then protocols spoken over HTTP,
+// recognised by the request's shape (the second stage's callback, git
+// smart HTTP, npm and PyPI registries); then the well-known IP and
+// geolocation lookups; then, for a GET, what content negotiation picks
+// (negotiate.go): a file by extension, the type Accept names, JSON for API
+// shapes and anything unknown, the second-stage script only for installer
+// shapes, HTML for pages. Nothing served can do harm: the script prints a
+// line, writes the trace's marker and calls back, the ELF exits 0, the
+// archives hold a README and that same script, the packages print a line.
 
 const maxRuleFile = 16 << 20
 
