@@ -21,6 +21,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/sandboxctl/sandboxctl/trace"
@@ -254,9 +255,39 @@ func npmManifest(name, version string) map[string]any {
 	}
 }
 
+// stubCache keeps built stub archives: npm and pip ask for the same ones
+// several times (metadata lists every version's hash). Bounded.
+var stubCache = struct {
+	sync.Mutex
+	m map[string][]byte
+}{m: map[string][]byte{}}
+
+const maxStubCache = 2048
+
+func cachedStub(kind, name, version string, build func() []byte) []byte {
+	k := kind + "\x00" + name + "\x00" + version
+	stubCache.Lock()
+	b, ok := stubCache.m[k]
+	stubCache.Unlock()
+	if ok {
+		return b
+	}
+	b = build()
+	stubCache.Lock()
+	if len(stubCache.m) < maxStubCache {
+		stubCache.m[k] = b
+	}
+	stubCache.Unlock()
+	return b
+}
+
 // npmTarball is the stub package's tarball, identical for the same name
 // and version.
 func npmTarball(name, version string) []byte {
+	return cachedStub("npm", name, version, func() []byte { return buildNPMTarball(name, version) })
+}
+
+func buildNPMTarball(name, version string) []byte {
 	manifest, _ := json.MarshalIndent(npmManifest(name, version), "", "  ")
 	short := name[strings.LastIndex(name, "/")+1:]
 	files := []tarFile{
@@ -395,8 +426,8 @@ func (r *responder) pypi(req *http.Request, host, p string) (response, bool) {
 			"releases": rel, "urls": urls,
 		})
 		resp = r.newResponse(http.StatusOK, "application/json", append(b, '\n'), "pypi:json")
-	case strings.Contains(accept, "application/vnd.pypi.simple.v1+json") && !strings.Contains(accept, "application/vnd.pypi.simple.v1+json;q=0") &&
-		!strings.Contains(accept, "application/vnd.pypi.simple.v1+json; q=0"):
+	case acceptQ(accept, "application/vnd.pypi.simple.v1+json") > acceptQ(accept, "application/vnd.pypi.simple.v1+html") &&
+		acceptQ(accept, "application/vnd.pypi.simple.v1+json") > acceptQ(accept, "text/html"):
 		var fl []any
 		for _, f := range all {
 			fl = append(fl, map[string]any{"filename": f.name, "url": f.url, "hashes": map[string]string{"sha256": f.sha}, "requires-python": ">=3.8"})
@@ -433,6 +464,10 @@ func pyModule(name string) string {
 // wheel is the stub's wheel: a module whose main prints one line, its
 // console script, and the dist-info pip checks (METADATA, WHEEL, RECORD).
 func wheel(name, version string) []byte {
+	return cachedStub("wheel", name, version, func() []byte { return buildWheel(name, version) })
+}
+
+func buildWheel(name, version string) []byte {
 	mod := pyModule(name)
 	di := pyEscape(name) + "-" + version + ".dist-info"
 	main := "def main():\n    print(" + strconv.Quote(name+" "+version) + ")\n\n\nif __name__ == \"__main__\":\n    main()\n"
@@ -470,6 +505,10 @@ func wheel(name, version string) []byte {
 // sdist is the stub's source distribution (PKG-INFO, pyproject.toml and
 // the module).
 func sdist(name, version string) []byte {
+	return cachedStub("sdist", name, version, func() []byte { return buildSdist(name, version) })
+}
+
+func buildSdist(name, version string) []byte {
 	mod := pyModule(name)
 	root := pyEscape(name) + "-" + version + "/"
 	return tarGz([]tarFile{
@@ -540,3 +579,24 @@ func compareVersions(a, b string) int {
 }
 
 func isVersionSep(r rune) bool { return r == '.' || r == '-' || r == '+' }
+
+// acceptQ is the quality an Accept header gives a media type (0 when it
+// is not listed; wildcards are not expanded).
+func acceptQ(accept, mediaType string) float64 {
+	for _, part := range strings.Split(accept, ",") {
+		fields := strings.Split(part, ";")
+		if !strings.EqualFold(strings.TrimSpace(fields[0]), mediaType) {
+			continue
+		}
+		q := 1.0
+		for _, p := range fields[1:] {
+			if k, v, ok := strings.Cut(strings.TrimSpace(p), "="); ok && strings.TrimSpace(k) == "q" {
+				if f, err := strconv.ParseFloat(strings.TrimSpace(v), 64); err == nil {
+					q = f
+				}
+			}
+		}
+		return q
+	}
+	return 0
+}

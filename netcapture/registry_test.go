@@ -176,7 +176,7 @@ func TestWheelIsValid(t *testing.T) {
 	if diff := cmp.Diff(want, names); diff != "" {
 		t.Errorf("wheel files (-want +got):\n%s", diff)
 	}
-	if !bytes.Equal(w, wheel("my-tool", "1.4.0")) {
+	if !bytes.Equal(w, buildWheel("my-tool", "1.4.0")) {
 		t.Error("wheel is not deterministic: the index's hashes would not match")
 	}
 }
@@ -271,4 +271,18 @@ func TestRealNPMAndPipInstall(t *testing.T) {
 func sha256hex(b []byte) string {
 	s := sha256.Sum256(b)
 	return hex.EncodeToString(s[:])
+}
+
+func TestAcceptQ(t *testing.T) {
+	pip := "application/vnd.pypi.simple.v1+json, application/vnd.pypi.simple.v1+html; q=0.1, text/html; q=0.01"
+	uv := "application/vnd.pypi.simple.v1+json, application/vnd.pypi.simple.v1+html;q=0.2, text/html;q=0.01"
+	for _, tc := range []struct {
+		accept, typ string
+		want        float64
+	}{{pip, "application/vnd.pypi.simple.v1+json", 1}, {pip, "text/html", 0.01}, {uv, "application/vnd.pypi.simple.v1+html", 0.2},
+		{"text/html", "application/vnd.pypi.simple.v1+json", 0}, {"a/b;q=0", "a/b", 0}} {
+		if got := acceptQ(tc.accept, tc.typ); got != tc.want {
+			t.Errorf("acceptQ(%q, %q) = %v, want %v", tc.accept, tc.typ, got, tc.want)
+		}
+	}
 }
