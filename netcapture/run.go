@@ -256,18 +256,11 @@ func setupNetwork(ctx context.Context, cfg Config, open []string) ([]string, err
 	if err != nil {
 		return nil, err
 	}
-	for _, rule := range natRules(cfg, "127.0.0.0/8", open) {
-		if err := run(append([]string{ipt, "-w", "5", "-t", "nat"}, rule...)...); err != nil {
-			return nil, err
-		}
+	if err := installRules(ctx, run, ipt, natRules(cfg, "127.0.0.0/8", open), filterRules(open, "127.0.0.0/8")); err != nil {
+		return nil, err
 	}
 	steps = append(steps, ipt+" nat OUTPUT redirects")
 	if open != nil {
-		for _, rule := range closedRules("127.0.0.0/8") {
-			if err := run(append([]string{ipt, "-w", "5"}, rule...)...); err != nil {
-				return nil, err
-			}
-		}
 		steps = append(steps, "tcp ports outside the open list refused and logged")
 	}
 	steps = append(steps, hideSinks(run, ipt, cfg, "127.0.0.0/8"))
@@ -284,21 +277,77 @@ func setupNetwork(ctx context.Context, cfg Config, open []string) ([]string, err
 	if err != nil {
 		return nil, fmt.Errorf("ipv6 is enabled and cannot be redirected (set net.ipv6.conf.all.disable_ipv6=1): %w", err)
 	}
-	for _, rule := range natRules(cfg, "::1/128", open) {
-		if err := run(append([]string{ip6t, "-w", "5", "-t", "nat"}, rule...)...); err != nil {
-			return nil, fmt.Errorf("ipv6 is enabled and cannot be redirected: %w", err)
-		}
-	}
-	if open != nil {
-		for _, rule := range closedRules("::1/128") {
-			if err := run(append([]string{ip6t, "-w", "5"}, rule...)...); err != nil {
-				return nil, fmt.Errorf("ipv6 is enabled and its closed ports cannot be set: %w", err)
-			}
-		}
+	if err := installRules(ctx, run, ip6t, natRules(cfg, "::1/128", open), filterRules(open, "::1/128")); err != nil {
+		return nil, fmt.Errorf("ipv6 is enabled and cannot be redirected: %w", err)
 	}
 	steps = append(steps, ip6t+" nat OUTPUT redirects")
 	steps = append(steps, hideSinks(run, ip6t, cfg, "::1/128"))
 	return steps, nil
+}
+
+// filterRules are the filter OUTPUT rules of the closed ports (none when
+// every port is open).
+func filterRules(open []string, loopback string) [][]string {
+	if open == nil {
+		return nil
+	}
+	return closedRules(loopback)
+}
+
+// installRules installs the nat and filter OUTPUT rules in one
+// transaction with ipt's -restore tool (one exec instead of one per rule:
+// about 20 ms each here), or rule by rule when that tool is missing or
+// fails.
+func installRules(ctx context.Context, run func(...string) error, ipt string, nat, filter [][]string) error {
+	restore := strings.Replace(ipt, "tables", "tables-restore", 1) // iptables-nft → iptables-nft-restore
+	if _, err := exec.LookPath(restore); err == nil {
+		if err := runStdin(ctx, restoreScript(nat, filter), restore, "-w", "5", "--noflush"); err == nil {
+			return nil
+		}
+	}
+	for _, rule := range nat {
+		if err := run(append([]string{ipt, "-w", "5", "-t", "nat"}, rule...)...); err != nil {
+			return err
+		}
+	}
+	for _, rule := range filter {
+		if err := run(append([]string{ipt, "-w", "5"}, rule...)...); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// restoreScript is the input of iptables-restore --noflush for the nat and
+// filter rules (argv form, as the rules are written).
+func restoreScript(nat, filter [][]string) string {
+	var b strings.Builder
+	for _, t := range []struct {
+		name  string
+		rules [][]string
+	}{{"nat", nat}, {"filter", filter}} {
+		if len(t.rules) == 0 {
+			continue
+		}
+		b.WriteString("*" + t.name + "\n")
+		for _, r := range t.rules {
+			b.WriteString(strings.Join(r, " ") + "\n")
+		}
+		b.WriteString("COMMIT\n")
+	}
+	return b.String()
+}
+
+func runStdin(ctx context.Context, stdin string, argv ...string) error {
+	cctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(cctx, argv[0], argv[1:]...)
+	cmd.Stdin = strings.NewReader(stdin)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("%s: %w: %s", strings.Join(argv, " "), err, strings.TrimSpace(string(out)))
+	}
+	return nil
 }
 
 // hideSinks refuses direct connections to the sinks' own ports on

@@ -166,3 +166,15 @@ func TestOpenPortSpecs(t *testing.T) {
 		}
 	}
 }
+
+func TestRestoreScript(t *testing.T) {
+	got := restoreScript([][]string{{"-F", "OUTPUT"}, {"-A", "OUTPUT", "-d", "127.0.0.0/8", "-j", "RETURN"}},
+		[][]string{{"-A", "OUTPUT", "!", "-d", "127.0.0.0/8", "-p", "tcp", "-j", "REJECT"}})
+	want := "*nat\n-F OUTPUT\n-A OUTPUT -d 127.0.0.0/8 -j RETURN\nCOMMIT\n*filter\n-A OUTPUT ! -d 127.0.0.0/8 -p tcp -j REJECT\nCOMMIT\n"
+	if got != want {
+		t.Errorf("restoreScript = %q, want %q", got, want)
+	}
+	if got := restoreScript([][]string{{"-F", "OUTPUT"}}, nil); strings.Contains(got, "filter") {
+		t.Errorf("no filter rules, yet %q", got)
+	}
+}
