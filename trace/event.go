@@ -370,6 +370,7 @@ const (
 	InodePlanted = "planted"
 	InodeEnd     = "end"
 )
+
 // PackageFetch is one request to a package registry that the jail answered
 // with a harmless stub: the real package (and its install scripts) never
 // ran.
