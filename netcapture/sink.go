@@ -206,7 +206,8 @@ func (s *Sink) httpConn(c net.Conn, r io.Reader, m connMeta) *metaConn {
 		}
 		s.emitEvent(trace.SourceTCP, trace.TypeConnection, &trace.Connection{Proto: "tcp", Client: m.client,
 			DstIP: m.dstIP(), DstPort: m.dstPort(), Name: firstNonEmpty(m.name, m.sni, m.connectHost),
-			FirstBytes: append([]byte(nil), w.first...), Size: w.size, Truncated: w.size > int64(len(w.first))})
+			FirstBytes: append([]byte(nil), w.first...), Size: w.size, Truncated: w.size > int64(len(w.first)),
+			Protocol: "http"})
 	}}
 }
 
@@ -406,6 +407,10 @@ func (ss *session) dispatch(c net.Conn, m connMeta) {
 	// A small buffer: a skill can open thousands of connections, and
 	// sniffing needs a few bytes (the ClientHello is read through it).
 	br := bufio.NewReaderSize(c, 4096)
+	if isSMTP(m) {
+		ss.smtp(c, br, m) // the server speaks first
+		return
+	}
 	banner := ""
 	wait := firstByteTimeout
 	if b, ok := s.banner(m); ok {
@@ -600,7 +605,8 @@ func (ss *session) catchAllBytes(c net.Conn, prefix []byte, br io.Reader, m conn
 	}
 	proto := "tcp"
 	conn := &trace.Connection{Proto: proto, Client: m.client, DstIP: m.dstIP(), DstPort: m.dstPort(),
-		Name: m.name, FirstBytes: first, Size: size, Truncated: size > int64(len(first)), Banner: banner}
+		Name: m.name, FirstBytes: first, Size: size, Truncated: size > int64(len(first)), Banner: banner,
+		Protocol: sniffProtocol(first)}
 	if conn.Name == "" {
 		conn.Name = firstNonEmpty(m.sni, m.connectHost)
 	}
@@ -726,7 +732,7 @@ func (s *Sink) exchange(req *http.Request) response {
 		}
 		url = scheme + "://" + hp + req.URL.RequestURI()
 	}
-	resp := s.resp.respond(req, host)
+	resp := s.resp.respond(req, host, body)
 	ex := &trace.HTTPExchange{
 		Method: req.Method, URL: url, Host: req.Host, Proto: req.Proto, TLS: m.tls, SNI: m.sni,
 		Proxy: m.proxy, Client: firstNonEmpty(m.client, req.RemoteAddr), DstIP: m.dstIP(), DstPort: m.dstPort(),
@@ -734,6 +740,9 @@ func (s *Sink) exchange(req *http.Request) response {
 		Status: resp.Status, Response: resp.Label, RespSize: int64(len(resp.Body)),
 	}
 	s.emitEvent(trace.SourceHTTP, trace.TypeHTTP, ex)
+	for _, x := range resp.Extra {
+		s.emitEvent(trace.SourceHTTP, x.Type, x.Data)
+	}
 	return resp
 }
 

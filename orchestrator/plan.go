@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"regexp"
 	"time"
+
+	"github.com/sandboxctl/sandboxctl/persona"
 )
 
 // Driver kinds.
@@ -36,6 +38,9 @@ type Plan struct {
 	// NetworkConfig is an optional netcapture rules file (DNS answers,
 	// NXDOMAIN names, HTTP responses).
 	NetworkConfig string `json:"network_config,omitempty"`
+	// Persona is the system the sandbox passes for: "" or persona.Linux
+	// (the image as built), persona.MacOS (a Mac's home and tools).
+	Persona string `json:"persona,omitempty"`
 }
 
 // Driver says who decides the tool calls.
@@ -101,6 +106,9 @@ func (p Plan) Validate() error {
 		return fmt.Errorf("pids limit %d is below the 16 a sandbox needs", p.Limits.PIDs)
 	case p.Limits.OutputBytes <= 0:
 		return fmt.Errorf("output cap must be positive, got %d", p.Limits.OutputBytes)
+	}
+	if err := persona.Check(p.Persona); err != nil {
+		return err
 	}
 	switch p.Driver.Kind {
 	case DriverLiteral:

@@ -155,6 +155,9 @@ func TestPlanValidate(t *testing.T) {
 		{name: "llm without model", mutate: func(p *orchestrator.Plan) { p.Driver.Kind = "llm" }, want: "--model"},
 		{name: "replay without file", mutate: func(p *orchestrator.Plan) { p.Driver.Kind = "replay" }, want: "--transcript"},
 		{name: "unknown driver", mutate: func(p *orchestrator.Plan) { p.Driver.Kind = "magic" }, want: "unknown driver"},
+		{name: "persona macos", mutate: func(p *orchestrator.Plan) { p.Persona = "macos" }},
+		{name: "persona linux", mutate: func(p *orchestrator.Plan) { p.Persona = "linux" }},
+		{name: "unknown persona", mutate: func(p *orchestrator.Plan) { p.Persona = "windows" }, want: "unknown persona"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

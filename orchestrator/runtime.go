@@ -92,6 +92,9 @@ type Spec struct {
 	// Sysctls are set in the container's namespaces (only for the owner of
 	// the network namespace).
 	Sysctls map[string]string
+	// Seccomp is the container's seccomp profile in the JSON form Docker
+	// takes; nil leaves the engine's default profile.
+	Seccomp []byte
 }
 
 // File is one file placed into a container before it starts.

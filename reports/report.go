@@ -129,6 +129,8 @@ type Sandbox struct {
 	Hostname string `json:"hostname"`
 	Home     string `json:"home,omitempty"`
 	Limits   Limits `json:"limits"`
+	// Persona is the system the sandbox passed for ("" is linux).
+	Persona string `json:"persona,omitempty"`
 }
 
 // Limits are the trace's budgets.
@@ -209,6 +211,9 @@ type Hit struct {
 	Where    string `json:"where"`
 	EventSeq int64  `json:"event_seq"`
 	Leaked   bool   `json:"leaked"` // seen on a network channel
+	// Spans are the events a token split across requests was reassembled
+	// from (trace.CanaryHit.Spans).
+	Spans []int64 `json:"spans,omitempty"`
 }
 
 // Summary is the report in a few numbers.
@@ -368,7 +373,7 @@ func Build(m Meta, res rules.Result, opt Options) *Report {
 				DstIP: d.DstIP, DstPort: d.DstPort, Name: d.SNI})
 		case *trace.CanaryHit:
 			h := Hit{Seq: e.Seq, TokenID: d.TokenID, Kind: d.Kind, Location: d.Location, Channel: d.Channel,
-				Encoding: d.Encoding, Where: d.Where, EventSeq: d.EventSeq, Leaked: rulesNetworkChannel(d.Channel)}
+				Encoding: d.Encoding, Where: d.Where, EventSeq: d.EventSeq, Leaked: rulesNetworkChannel(d.Channel), Spans: d.Spans}
 			if h.Leaked {
 				leaked[d.TokenID] = true
 			}

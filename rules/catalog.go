@@ -59,6 +59,7 @@ func init() {
 	// Families, in evaluation order: the base observations first, then the
 	// rules that combine them.
 	credRules()
+	macRules()
 	execRules()
 	shellRules()
 	persistRules()
@@ -73,7 +74,9 @@ func init() {
 	policyRules()
 	agentRules()
 	resourceRules()
+	tracerRules()
 	exfilRules() // builds on credential and environment findings
+	pkgRules()
 	// The ids must be unique.
 	seen := map[string]bool{}
 	for _, d := range registry {

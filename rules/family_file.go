@@ -189,8 +189,12 @@ func (c *ctx) hitPath(r *Rule, what string, f fileOp) {
 		c.paths = map[*Finding][]string{}
 	}
 	ps := c.paths[fd]
-	if !slices.Contains(ps, f.path) {
-		ps = append(ps, f.path)
+	shown := f.path
+	if f.named != "" {
+		shown += " (opened as " + f.named + ")"
+	}
+	if !slices.Contains(ps, shown) {
+		ps = append(ps, shown)
 		c.paths[fd] = ps
 	}
 	if len(ps) == 1 {

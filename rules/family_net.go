@@ -39,8 +39,9 @@ func contactClass(e destEntry) (Severity, Confidence) {
 	return Low, ConfMedium
 }
 
-// sinkRange is where the jail's DNS sink takes the addresses it answers
-// with: a connection there went to a resolved name, not a raw IP.
+// sinkRange is where the jail's DNS sink took the addresses it answered
+// with before it answered from public ranges: kept so that stored traces
+// reprocess the same. Today's answers are recognised by resolvedAddrs.
 var (
 	sinkRange  = &net.IPNet{IP: net.IPv4(198, 18, 0, 0).To4(), Mask: net.CIDRMask(15, 32)}
 	sinkRange6 = &net.IPNet{IP: net.ParseIP("2001:2::"), Mask: net.CIDRMask(48, 128)}
@@ -49,6 +50,37 @@ var (
 func rawIP(s string) bool {
 	ip := net.ParseIP(strings.Trim(s, "[]"))
 	return ip != nil && !ip.IsLoopback() && !ip.IsUnspecified() && !sinkRange.Contains(ip) && !sinkRange6.Contains(ip)
+}
+
+// resolvedAddrs are the addresses the trace's DNS answers gave, and those
+// the jail attributed to a name: a connection to one went to a name, not
+// to an IP typed in.
+func resolvedAddrs(events []trace.Event) map[string]bool {
+	out := map[string]bool{}
+	add := func(s string) {
+		if ip := net.ParseIP(strings.Trim(s, "[]")); ip != nil {
+			out[ip.String()] = true
+		}
+	}
+	for i := range events {
+		switch d := events[i].Data.(type) {
+		case *trace.DNSQuery:
+			for _, a := range d.Answers {
+				if t, v, ok := strings.Cut(a, " "); ok && (t == "A" || t == "AAAA") {
+					add(v)
+				}
+			}
+		case *trace.Connection:
+			if d.Name != "" {
+				add(d.DstIP)
+			}
+		case *trace.TLSHello:
+			if d.SNI != "" && net.ParseIP(d.SNI) == nil {
+				add(d.DstIP)
+			}
+		}
+	}
+	return out
 }
 
 var standardPorts = map[int]bool{80: true, 443: true, 8080: true, 8443: true, 53: true, 853: true}
@@ -111,9 +143,10 @@ func (c *ctx) dests() []dest {
 func netRules() {
 	def(Rule{ID: "SBX-NET-001", Family: "command-and-control", Title: "Connection to a raw IP address",
 		Severity: Medium, Confidence: ConfMedium, Technique: "T1071",
-		Help: "A connection to an IP address that no DNS lookup produced (the jail's DNS answers from " +
-			"198.18.0.0/15, so anything else was typed in): droppers fetch from http://<ip>/<id>."},
+		Help: "A connection to an IP address that no DNS lookup of the trace produced (the jail remembers " +
+			"every address its DNS gave, so anything else was typed in): droppers fetch from http://<ip>/<id>."},
 		func(c *ctx, r *Rule) {
+			resolved := resolvedAddrs(c.events)
 			for _, d := range c.dests() {
 				if d.port == 53 || d.ev.Type == trace.TypeDNSQuery {
 					continue
@@ -122,7 +155,7 @@ func netRules() {
 				switch {
 				case rawIP(d.host):
 					ip = d.host
-				case d.host == "" && rawIP(d.ip):
+				case d.host == "" && rawIP(d.ip) && !resolved[net.ParseIP(strings.Trim(d.ip, "[]")).String()]:
 					ip = d.ip
 				}
 				if ip != "" {

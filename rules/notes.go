@@ -63,6 +63,9 @@ var ruleNotes = map[string]struct{ needs, twins []string }{
 	"SBX-HIDDEN-002": {[]string{evSkill}, nil},
 	"SBX-HIDDEN-003": {[]string{evSkill}, nil},
 	"SBX-HIDDEN-004": {[]string{evSkill}, nil},
+	"SBX-MAC-001":    {[]string{evExec, evCmd}, []string{"security find-generic-password looking up an item without -w/-g (no secret)"}},
+	"SBX-MAC-002":    {[]string{evExec, evCmd}, []string{"a notification or a yes/no dialog from osascript"}},
+	"SBX-MAC-003":    {[]string{evExec}, []string{"a macOS command missing on Linux is not a shim"}},
 	"SBX-NET-001":    {[]string{evHTTP, evConn, evSocket, evCmd}, []string{"connections to the addresses the jail's DNS answered"}},
 	"SBX-NET-002":    {[]string{evHTTP, evConn, evSocket}, []string{"ports 53, 80, 443, 853, 8080, 8443"}},
 	"SBX-NET-003": {[]string{evDNS, evHTTP, evConn, evCmd},
@@ -78,6 +81,9 @@ var ruleNotes = map[string]struct{ needs, twins []string }{
 	"SBX-PERSIST-006": {[]string{evWrite, evTools}, nil},
 	"SBX-PERSIST-007": {[]string{evWrite, evTools}, nil},
 	"SBX-PERSIST-008": {[]string{evWrite, evTools}, []string{"writing notes.md in a project"}},
+	"SBX-PKG-001":     {[]string{evHTTP}, nil},
+	"SBX-PKG-002":     {[]string{evHTTP}, []string{"npm install from registry.npmjs.org, pip install from pypi.org"}},
+	"SBX-PKG-003":     {[]string{evHTTP}, []string{"popular names themselves (axios, requests)", "names two edits away"}},
 	"SBX-POLICY-001":  {[]string{evTools, evSkill}, []string{"calls within the declared allowed-tools"}},
 	"SBX-PRIV-001":    {[]string{evCmd, evExec}, []string{"sudo apt-get install (low)"}},
 	"SBX-PRIV-002":    {[]string{evWrite, evCmd}, []string{"chmod +x, chmod 755"}},
@@ -96,6 +102,8 @@ var ruleNotes = map[string]struct{ needs, twins []string }{
 	"SBX-SHELL-002":   {[]string{evCmd, evExec}, []string{"nc -zv host port", "socat port forwarding"}},
 	"SBX-SHELL-003":   {[]string{evCmd, evExec}, nil},
 	"SBX-SHELL-004":   {[]string{evTree, evSocket}, nil},
+	"SBX-TRACER-001":  {[]string{evExec, evTools}, nil},
+	"SBX-TRACER-002":  {[]string{evOpen}, []string{"atime moved by a traced read", "atime moved by a read through a hard link"}},
 }
 
 func applyNotes() {
