@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"math/big"
 	"time"
 )
 
@@ -56,6 +57,16 @@ type Config struct {
 	// BannerDelay, keyed by destination port ("22"), or "*" for any port.
 	Banners     map[string]string `json:"banners,omitempty"`
 	BannerDelay time.Duration     `json:"banner_delay_ns,omitempty"`
+
+	// OpenPorts are the TCP ports (and "N-M" ranges) that reach the sinks;
+	// a connection to any other port is refused and recorded. Empty:
+	// DefaultOpenPorts; ["*"]: every port is open.
+	OpenPorts []string `json:"open_ports,omitempty"`
+
+	// PackageVersions adds versions to the stub packages the registries
+	// serve, keyed "npm:NAME" or "pypi:NAME" (PEP 503 normalised), so an
+	// exact pin the skill names resolves: see PackageHints.
+	PackageVersions map[string][]string `json:"package_versions,omitempty"`
 
 	// SkipNetworkSetup leaves routes and iptables alone: for tests that run
 	// the sinks on a host's loopback, never for a jail.
@@ -123,7 +134,6 @@ func DefaultConfig() Config {
 		Banners: map[string]string{
 			"22":  "SSH-2.0-OpenSSH_9.2p1 Debian-2+deb12u3\r\n",
 			"21":  "220 (vsFTPd 3.0.3)\r\n",
-			"25":  "220 mail.example.net ESMTP Postfix (Debian/GNU)\r\n",
 			"110": "+OK Dovecot ready.\r\n",
 			"143": "* OK [CAPABILITY IMAP4rev1] Dovecot ready.\r\n",
 		},
@@ -177,6 +187,9 @@ func (c Config) Validate() error {
 			return fmt.Errorf("port %d out of range", p)
 		}
 	}
+	if _, err := openPortSpecs(c.OpenPorts); err != nil {
+		return err
+	}
 	for _, r := range c.HTTPRules {
 		if r.Status != 0 && (r.Status < 100 || r.Status > 999) {
 			return fmt.Errorf("http rule %q: status %d out of range", r.Name, r.Status)
@@ -207,4 +220,13 @@ func randHex(n int) string {
 	b := make([]byte, n)
 	_, _ = rand.Read(b) // crypto/rand.Read never fails (Go 1.24+)
 	return hex.EncodeToString(b)
+}
+
+// randIntn returns a uniform random int in [0, n).
+func randIntn(n int) int {
+	if n <= 1 {
+		return 0
+	}
+	v, _ := rand.Int(rand.Reader, big.NewInt(int64(n))) // crypto/rand never fails
+	return int(v.Int64())
 }

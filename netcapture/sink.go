@@ -214,7 +214,8 @@ func (s *Sink) httpConn(c net.Conn, r io.Reader, m connMeta) *metaConn {
 		}
 		s.emitEvent(trace.SourceTCP, trace.TypeConnection, &trace.Connection{Proto: "tcp", Client: m.client,
 			DstIP: m.dstIP(), DstPort: m.dstPort(), Name: firstNonEmpty(m.name, m.sni, m.connectHost),
-			FirstBytes: append([]byte(nil), w.first...), Size: w.size, Truncated: w.size > int64(len(w.first))})
+			FirstBytes: append([]byte(nil), w.first...), Size: w.size, Truncated: w.size > int64(len(w.first)),
+			Protocol: "http"})
 	}}
 }
 
@@ -414,6 +415,10 @@ func (ss *session) dispatch(c net.Conn, m connMeta) {
 	// A small buffer: a skill can open thousands of connections, and
 	// sniffing needs a few bytes (the ClientHello is read through it).
 	br := bufio.NewReaderSize(c, 4096)
+	if isSMTP(m) {
+		ss.smtp(c, br, m) // the server speaks first
+		return
+	}
 	banner := ""
 	wait := firstByteTimeout
 	if b, ok := s.banner(m); ok {
@@ -626,7 +631,7 @@ func (ss *session) catchAllBytes(c net.Conn, prefix []byte, br io.Reader, m conn
 	proto := "tcp"
 	conn := &trace.Connection{Proto: proto, Client: m.client, DstIP: m.dstIP(), DstPort: m.dstPort(),
 		Name: m.name, FirstBytes: first, Size: size, Truncated: size > int64(len(first)), Banner: banner,
-		Protocol: m.protocol}
+		Protocol: firstNonEmpty(m.protocol, sniffProtocol(first))}
 	if spool != nil {
 		conn.Spool, conn.SpoolTruncated = spool.Close()
 	}
@@ -761,7 +766,7 @@ func (s *Sink) exchange(req *http.Request) response {
 	if p, ok := req.Context().Value(unfinishedKey).(*bool); ok {
 		*p = rb.unfinished
 	}
-	resp := s.resp.respond(req, host)
+	resp := s.resp.respond(req, host, rb.kept)
 	if msg, asJSON, ok := dohQuery(req, rb.kept); ok {
 		if r, ok := s.dohResponse(req, msg, asJSON, firstNonEmpty(m.client, req.RemoteAddr)); ok {
 			resp = r
@@ -775,6 +780,9 @@ func (s *Sink) exchange(req *http.Request) response {
 		HeadersTruncated: headCut, Unfinished: rb.unfinished, Spool: rb.spool, SpoolTruncated: rb.spoolCut,
 	}
 	s.emitEvent(trace.SourceHTTP, trace.TypeHTTP, ex)
+	for _, x := range resp.Extra {
+		s.emitEvent(trace.SourceHTTP, x.Type, x.Data)
+	}
 	return resp
 }
 

@@ -31,6 +31,15 @@ func caPool(t testing.TB, cfg Config) *x509.CertPool {
 	return pool
 }
 
+// intermediates pools the certificates a server sent after its leaf.
+func intermediates(chain []*x509.Certificate) *x509.CertPool {
+	p := x509.NewCertPool()
+	for _, c := range chain[1:] {
+		p.AddCert(c)
+	}
+	return p
+}
+
 // startProxy serves the explicit proxy on loopback.
 func startProxy(t *testing.T, cfg Config) (*url.URL, *collector) {
 	t.Helper()
@@ -99,7 +108,7 @@ func TestProxyInterceptsHTTPS(t *testing.T) {
 	}
 	body, _ = io.ReadAll(resp.Body)
 	resp.Body.Close()
-	if !strings.Contains(string(body), cfg.Marker.Token) {
+	if !strings.Contains(string(body), "Setup complete.") || !strings.Contains(string(body), cfg.Marker.Path) {
 		t.Errorf("install.sh through the proxy = %q, want the second stage", body)
 	}
 }
@@ -135,7 +144,7 @@ func TestProxyNeverTunnels(t *testing.T) {
 		}
 		if pool := caPool(t, cfg); resp.TLS == nil || len(resp.TLS.PeerCertificates) == 0 {
 			t.Fatal("no TLS state")
-		} else if _, err := resp.TLS.PeerCertificates[0].Verify(x509.VerifyOptions{Roots: pool}); err != nil {
+		} else if _, err := resp.TLS.PeerCertificates[0].Verify(x509.VerifyOptions{Roots: pool, Intermediates: intermediates(resp.TLS.PeerCertificates)}); err != nil {
 			t.Errorf("served certificate is not from the trace CA: %v", err)
 		}
 	})

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/sandboxctl/sandboxctl/canaryfs"
+	"github.com/sandboxctl/sandboxctl/persona"
 	"github.com/sandboxctl/sandboxctl/skill"
 	"github.com/sandboxctl/sandboxctl/strace"
 	"github.com/sandboxctl/sandboxctl/trace"
@@ -86,6 +87,16 @@ func (r *Runner) collect(ctx context.Context, st *run) error {
 		}
 		st.events = append(st.events, sys...)
 
+		// Before anything reads the home as root (the changed files are
+		// copied out next): the planted files' state says whether they were
+		// read, and by which other names they can be found.
+		ends, err := r.plantedState(ctx, st)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("planted files: %w", err))
+		}
+		st.events = append(st.events, st.planted...)
+		st.events = append(st.events, ends...)
+
 		changed, err := r.changedFiles(ctx, st)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("changed files: %w", err))
@@ -127,6 +138,23 @@ func (r *Runner) collect(ctx context.Context, st *run) error {
 		st.spoolHits = ev.hits
 	}
 	return errors.Join(errs...)
+}
+
+// plantedState runs identityScript and returns the end state of every
+// planted file.
+func (r *Runner) plantedState(ctx context.Context, st *run) ([]trace.Event, error) {
+	if len(st.planted) == 0 {
+		return nil, nil
+	}
+	var out bytes.Buffer
+	_, err := st.sandbox.Exec(ctx, ExecSpec{
+		Argv: []string{"/bin/sh", "-c", identityScript}, User: "0:0", Env: []string{"HOME_DIR=" + st.home.HomeDir},
+		Stdout: &limitedBuffer{max: 8 << 20, buf: &out}, Stderr: io.Discard,
+	})
+	if err != nil {
+		return nil, err
+	}
+	return endEvents(st.planted, parseIdentities(out.String()), r.now()), nil
 }
 
 // rootfsScript lists, as root, what changed on the container's root file
@@ -326,7 +354,10 @@ var setupFiles = map[string]bool{
 }
 
 func setupPath(p string) bool {
-	if setupFiles[p] {
+	if setupFiles[p] || slices.Contains(systemPaths, p) || p == "/Users" {
+		return true
+	}
+	if _, shim := persona.IsShim(p); shim {
 		return true
 	}
 	for _, pre := range setupPrefixes {

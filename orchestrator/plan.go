@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"regexp"
 	"time"
+
+	"github.com/sandboxctl/sandboxctl/persona"
 )
 
 // Driver kinds.
@@ -36,6 +38,9 @@ type Plan struct {
 	// NetworkConfig is an optional netcapture rules file (DNS answers,
 	// NXDOMAIN names, HTTP responses).
 	NetworkConfig string `json:"network_config,omitempty"`
+	// Persona is the system the sandbox passes for: "" or persona.Linux
+	// (the image as built), persona.MacOS (a Mac's home and tools).
+	Persona string `json:"persona,omitempty"`
 }
 
 // Driver says who decides the tool calls.
@@ -131,6 +136,9 @@ func (p Plan) Validate() error {
 		return errors.New("evidence budgets cannot be negative")
 	case p.Limits.EventBytes > 0 && p.Limits.EventBytes < 1<<20 || p.Limits.TimelineBytes > 0 && p.Limits.TimelineBytes < 1<<20:
 		return errors.New("event and timeline budgets below 1 MiB would drop ordinary evidence")
+	}
+	if err := persona.Check(p.Persona); err != nil {
+		return err
 	}
 	switch p.Driver.Kind {
 	case DriverLiteral:

@@ -113,6 +113,8 @@ type run struct {
 	dir       string // the run folder, "" for none
 	skill     *skill.Skill
 	home      *canaryfs.Home
+	fixtures  canaryfs.Fixtures
+	system    system
 	jailCfg   netcapture.Config
 	image     string
 	skillDir  string
@@ -128,8 +130,9 @@ type run struct {
 	grace     time.Duration           // what is left of the grace period when the driver is done
 	resources *resourceSampler
 	events    []trace.Event
-	deadline  bool // the trace's deadline ended the agent loop
-	exhausted bool // the skill used up the sandbox's pids or memory
+	planted   []trace.Event // identities of the planted files, as unpacked
+	deadline  bool          // the trace's deadline ended the agent loop
+	exhausted bool          // the skill used up the sandbox's pids or memory
 }
 
 // Run runs one trace: load, plan, image, jail, seeded home, sandbox, driver
@@ -149,14 +152,25 @@ func (r *Runner) Run(ctx context.Context, p Plan, dir string) (out Outcome, err 
 	if err != nil {
 		return out, fmt.Errorf("load skill: %w", err)
 	}
-	st.home, err = canaryfs.Build(canaryfs.Options{User: p.User, Hostname: p.Hostname, Seed: p.Seed, Now: st.started})
+	st.home, err = canaryfs.Build(canaryfs.Options{User: p.User, Hostname: p.Hostname, Seed: p.Seed, Now: st.started, Persona: p.Persona})
 	if err != nil {
 		return out, fmt.Errorf("seed home: %w", err)
 	}
-	st.skillDir = SkillDir(st.home.User, skillSlug(st.skill))
+	st.fixtures, err = st.home.AddFixtures()
+	if err != nil {
+		return out, fmt.Errorf("seed home: %w", err)
+	}
+	st.system, err = newSystem(p, st.home.Hostname, st.started)
+	if err != nil {
+		return out, err
+	}
+	st.skillDir = skillDirIn(st.home.HomeDir, skillSlug(st.skill))
 	st.jailCfg, err = r.jailConfig(p)
 	if err != nil {
 		return out, err
+	}
+	for _, f := range st.skill.Files {
+		netcapture.AddPackageHints(&st.jailCfg, f.Content) // versions the skill pins are served
 	}
 
 	runErr := r.safeExecute(ctx, st)
@@ -183,7 +197,7 @@ func (r *Runner) Run(ctx context.Context, p Plan, dir string) (out Outcome, err 
 		Status:    status,
 		Error:     msg,
 		Sandbox: reports.Sandbox{
-			Image: st.image, User: st.home.User, Hostname: st.home.Hostname, Home: st.home.HomeDir,
+			Image: st.image, User: st.home.User, Hostname: st.home.Hostname, Home: st.home.HomeDir, Persona: p.Persona,
 			Limits: reports.Limits{
 				TimeoutMS: p.Limits.Timeout.Milliseconds(), MemoryBytes: p.Limits.Memory, PIDs: p.Limits.PIDs,
 				CPUs: float64(p.Limits.NanoCPUs) / 1e9, OutputBytes: p.Limits.OutputBytes,
@@ -357,7 +371,7 @@ func (r *Runner) startJail(ctx context.Context, st *run) error {
 		return fmt.Errorf("encode jail config: %w", err)
 	}
 	files := []File{
-		{Path: AgentBin, Mode: 0o755, HostPath: r.Binary},
+		{Path: AgentBin, Mode: 0o700, HostPath: r.Binary},
 		{Path: JailConfig, Mode: 0o600, Content: cfg},
 	}
 	jail, err := r.Runtime.Create(ctx, jailSpec(st.plan, st.image, st.home.Hostname, files))
@@ -387,10 +401,14 @@ func (r *Runner) startJail(ctx context.Context, st *run) error {
 func (r *Runner) startSandbox(ctx context.Context, st *run) error {
 	r.phase("sandbox", "sandbox for %s@%s", st.home.User, st.home.Hostname)
 	files := append([]File{
-		{Path: AgentBin, Mode: 0o755, HostPath: r.Binary},
+		{Path: AgentBin, Mode: 0o700, HostPath: r.Binary},
 		{Path: CAPath, Mode: 0o644, Content: st.jailCfg.CACert},
-	}, passwdFiles(st.home.User)...)
-	sb, err := r.Runtime.Create(ctx, sandboxSpec(st.plan, st.image, st.jail.ID(), st.home.User, files))
+	}, passwdFiles(st.home.User, st.home.HomeDir, loginShell(st.home.Env), st.home.Since)...)
+	prof, err := sandboxSeccomp()
+	if err != nil {
+		return err
+	}
+	sb, err := r.Runtime.Create(ctx, sandboxSpec(st.plan, st.image, st.jail.ID(), st.home.HomeDir, files, prof))
 	if err != nil {
 		return err
 	}
@@ -402,15 +420,19 @@ func (r *Runner) startSandbox(ctx context.Context, st *run) error {
 	if err := writeSetupTar(&payload, st.home, st.skill, st.skillDir); err != nil {
 		return fmt.Errorf("pack home and skill: %w", err)
 	}
-	var stderr bytes.Buffer
+	if err := writeSystemTar(&payload, st.system); err != nil {
+		return err
+	}
+	var stdout, stderr bytes.Buffer
 	t0 := time.Now()
 	defer func() { r.log().Debug("sandbox: setup exec", "took", time.Since(t0)) }()
 	code, err := sb.Exec(ctx, ExecSpec{
-		Argv:   []string{"/bin/sh", "-c", setupScript},
-		User:   "0:0",
-		Env:    []string{"CA=" + CAPath, "INSTALL_CA=" + InstallCA},
+		Argv: []string{"/bin/sh", "-c", setupScript},
+		User: "0:0",
+		Env: []string{"CA=" + CAPath, "INSTALL_CA=" + InstallCA, "HOME_DIR=" + st.home.HomeDir,
+			"SINCE=" + strconv.FormatInt(st.home.Since.Unix(), 10), "LIVED_IN=" + livedIn},
 		Stdin:  &payload,
-		Stdout: io.Discard,
+		Stdout: &limitedBuffer{max: 8 << 20, buf: &stdout},
 		Stderr: &stderr,
 	})
 	if err != nil {
@@ -419,17 +441,49 @@ func (r *Runner) startSandbox(ctx context.Context, st *run) error {
 	if code != 0 {
 		return fmt.Errorf("set up sandbox: exit %d: %s", code, tail(stderr.String(), 400))
 	}
+	st.planted = plantedEvents(st.home, parseIdentities(stdout.String()), r.now())
 	return nil
 }
 
 // setupScript runs as root in the sandbox before the skill: hide the
-// engine's marker file, unpack the home and the skill (tar keeps owners and
-// modes), install the trace CA.
+// engine's marker file and the tool server's folder (agentd and strace are
+// root's alone), unpack the home, the skill and the system files (tar keeps
+// owners and modes), put the hosts file in place (in place: the engine
+// bind-mounts it), install the trace CA, give the home lived-in access
+// times and the engine's files plausible dates, print the identity of every
+// file of the home (identityScript), and stamp the moment the skill gets
+// control.
 const setupScript = `set -e
 rm -f /.dockerenv
+chmod 0700 /usr/local/lib/agent
 tar -x -i -p -f - -C /
+if [ -f ` + hostsStage + ` ]; then cat ` + hostsStage + ` >/etc/hosts; rm -f ` + hostsStage + `; fi
 "$INSTALL_CA" "$CA" >/dev/null
-mkdir -p /run/agentd && touch /run/agentd/stamp
+python3 -c "$LIVED_IN" "$HOME_DIR" 2>/dev/null || true
+touch -d "@$SINCE" /etc/hostname /etc/hosts 2>/dev/null || true
+up=$(cut -d. -f1 /proc/uptime)
+touch -d "@$(( $(date +%s) - up ))" /etc/resolv.conf 2>/dev/null || true
+` + identityScript + `
+mkdir -p -m 0700 /run/agentd && touch /run/agentd/stamp
+`
+
+// livedIn sets each file's and folder's access time somewhere between its
+// modification time and now (tar leaves them all at the moment of
+// unpacking). Changing them changes the status time too; the stamp comes
+// after, so this is not the trace's doing.
+const livedIn = `import os, random, sys, time
+now = time.time()
+for d, dirs, files in os.walk(sys.argv[1]):
+    for n in files + dirs:
+        p = os.path.join(d, n)
+        try:
+            st = os.lstat(p)
+            if os.path.islink(p):
+                continue
+            m = st.st_mtime
+            os.utime(p, (m + (now - m) * random.random() * 0.9, m), follow_symlinks=False)
+        except OSError:
+            pass
 `
 
 func tail(s string, n int) string {
@@ -521,7 +575,7 @@ func (r *Runner) driver(st *run) (agent.Driver, error) {
 	p := st.plan
 	switch p.Driver.Kind {
 	case DriverLiteral:
-		return literal.New(st.skill, literal.Config{SkillDir: st.skillDir}), nil
+		return literal.New(st.skill, literalConfig(st)), nil
 	case DriverReplay:
 		d, err := replay.Open(p.Driver.Transcript)
 		if err != nil {

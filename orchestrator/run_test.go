@@ -181,6 +181,9 @@ func TestPlanValidate(t *testing.T) {
 		{name: "negative grace", mutate: func(p *orchestrator.Plan) { p.Limits.Grace = -time.Second }, want: "grace"},
 		{name: "grace longer than the timeout", mutate: func(p *orchestrator.Plan) { p.Limits.Grace = 2 * p.Limits.Timeout }},
 		{name: "tiny event budget", mutate: func(p *orchestrator.Plan) { p.Limits.EventBytes = 4096 }, want: "budget"},
+		{name: "persona macos", mutate: func(p *orchestrator.Plan) { p.Persona = "macos" }},
+		{name: "persona linux", mutate: func(p *orchestrator.Plan) { p.Persona = "linux" }},
+		{name: "unknown persona", mutate: func(p *orchestrator.Plan) { p.Persona = "windows" }, want: "unknown persona"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -92,6 +92,9 @@ type Spec struct {
 	// Sysctls are set in the container's namespaces (only for the owner of
 	// the network namespace).
 	Sysctls map[string]string
+	// Seccomp is the container's seccomp profile in the JSON form Docker
+	// takes; nil leaves the engine's default profile.
+	Seccomp []byte
 	// LogConfig is the engine's log driver for the main process's output.
 	// Every container sets one (bounded), so the host's disk never depends
 	// on the engine's defaults; evidence never travels through it.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"path"
 	"strconv"
 	"strings"
 	"time"
@@ -85,7 +86,13 @@ type proc struct {
 	cwd     string
 	pending *pending
 	agentd  bool // its image is Options.Agentd
+	// fds maps descriptors opened by the process to the path the kernel
+	// gave them, so that /proc/self/fd/N and /dev/fd/N name a file.
+	fds map[string]string
 }
+
+// maxFDs caps the descriptors remembered per process.
+const maxFDs = 64
 
 type parser struct {
 	callID  string
@@ -334,10 +341,11 @@ func (p *parser) exit(pid int, at time.Time, s string) {
 
 // result is a decoded return value.
 type result struct {
-	known bool   // false for "?"
-	val   int64  // the number returned
-	ann   string // the -y annotation of a returned fd
-	errno string // "ENOENT" when the call failed
+	known    bool   // false for "?"
+	val      int64  // the number returned
+	ann      string // the -y annotation of a returned fd
+	errno    string // "ENOENT" when the call failed
+	injected bool   // strace made the call fail (-e inject): a denied syscall
 }
 
 func parseResult(s string) result {
@@ -367,6 +375,7 @@ func parseResult(s string) result {
 		if strings.HasPrefix(e, "E") {
 			r.errno = e
 		}
+		r.injected = strings.HasSuffix(tail, "(INJECTED)")
 	}
 	return r
 }
@@ -412,7 +421,16 @@ func (p *parser) call(pid int, at time.Time, s string) {
 				dir = ""
 			}
 		}
-		return resolve(dir, pth)
+		return p.fdPath(pr, resolve(dir, pth))
+	}
+	if res.injected && res.errno != "" {
+		// Only the syscalls mcptools asks strace to refuse are injected.
+		a := rest[:end]
+		if len(a) > 256 {
+			a = a[:256] + "..."
+		}
+		p.emit(pid, at, trace.TypeDenied, &trace.Denied{Syscall: name, Args: a, Errno: res.errno})
+		return
 	}
 	switch name {
 	case "execve", "execveat":
@@ -447,12 +465,50 @@ func (p *parser) call(pid int, at time.Time, s string) {
 			}
 		}
 		d.Write = writeFlags(d.Flags)
-		if !p.opts.KeepNoise && (d.Path == "/dev/null" || !d.Write && (res.errno == "" || res.errno == "ENOENT") &&
-			(noise(d.Path) || p.lead(pr).agentd && goRuntimeOpen(d.Path))) {
+		if strings.HasPrefix(res.ann, "/") {
+			// The kernel's name for what was opened: symlinks, ".." and
+			// /proc/self/root resolved, /dev/fd/N followed.
+			if res.ann != d.Path {
+				d.Resolved = res.ann
+			}
+			p.rememberFD(pr, res.val, res.ann)
+		}
+		// Start-up noise by either name: the noise folders are root's, so
+		// no name there can lead into the home.
+		eff := d.Path
+		if d.Resolved != "" {
+			eff = d.Resolved
+		}
+		if !p.opts.KeepNoise && (eff == "/dev/null" || !d.Write && (res.errno == "" || res.errno == "ENOENT") &&
+			(noise(d.Path) || noise(eff) || p.lead(pr).agentd && (goRuntimeOpen(d.Path) || goRuntimeOpen(eff)))) {
 			p.stats.Noise++
 			return
 		}
 		p.emit(pid, at, trace.TypeOpen, d)
+	case "link":
+		p.emit(pid, at, trace.TypeLink, &trace.File{Path: dirPath(-1, 0), NewPath: dirPath(-1, 1), Errno: res.errno})
+	case "linkat":
+		d := &trace.File{Path: dirPath(0, 1), NewPath: dirPath(2, 3), Errno: res.errno}
+		if f := arg(4); f != "" && f != "0" {
+			d.Flags = f
+			if strings.Contains(f, "AT_EMPTY_PATH") && stringArg(arg(1)) == "" {
+				_, d.Path = fdArg(arg(0))
+			}
+		}
+		p.emit(pid, at, trace.TypeLink, d)
+	case "symlink", "symlinkat":
+		target := stringArg(arg(0))
+		var lp string
+		if name == "symlink" {
+			lp = dirPath(-1, 1)
+		} else {
+			lp = dirPath(1, 2)
+		}
+		// A relative target is relative to the link's folder.
+		if !strings.HasPrefix(target, "/") && strings.HasPrefix(lp, "/") {
+			target = resolve(path.Dir(lp), target)
+		}
+		p.emit(pid, at, trace.TypeLink, &trace.File{Path: p.fdPath(pr, resolve("", target)), NewPath: lp, Flags: "symlink", Errno: res.errno})
 	case "unlink", "rmdir":
 		p.emit(pid, at, trace.TypeUnlink, &trace.File{Path: dirPath(-1, 0), Errno: res.errno})
 	case "unlinkat":
@@ -566,6 +622,42 @@ func goRuntimeOpen(p string) bool {
 		return true
 	}
 	return strings.HasPrefix(p, "/sys/fs/cgroup/")
+}
+
+// rememberFD notes the path of fd n, opened by pr.
+func (p *parser) rememberFD(pr *proc, n int64, path string) {
+	l := p.lead(pr)
+	if l.fds == nil {
+		l.fds = map[string]string{}
+	}
+	if len(l.fds) >= maxFDs {
+		clear(l.fds)
+	}
+	l.fds[strconv.FormatInt(n, 10)] = path
+}
+
+// fdPath returns what a path naming a descriptor (/dev/fd/N,
+// /proc/self/fd/N, /proc/thread-self/fd/N, /proc/PID/fd/N for the process
+// itself) stands for, when the process opened it under trace; other paths
+// are returned as they are.
+func (p *parser) fdPath(pr *proc, s string) string {
+	var n string
+	switch {
+	case strings.HasPrefix(s, "/dev/fd/"):
+		n = s[len("/dev/fd/"):]
+	case strings.HasPrefix(s, "/proc/"):
+		who, rest, ok := strings.Cut(s[len("/proc/"):], "/fd/")
+		if !ok || (who != "self" && who != "thread-self" && who != strconv.Itoa(pr.tgid) && who != strconv.Itoa(p.lead(pr).tgid)) {
+			return s
+		}
+		n = rest
+	default:
+		return s
+	}
+	if f := p.lead(pr).fds[n]; f != "" {
+		return f
+	}
+	return s
 }
 
 func (p *parser) setCwd(pr *proc, dir string) {

@@ -57,6 +57,12 @@ const (
 	TypeFSChange   Type = "fs_change"   // *FSChange
 	TypeResource   Type = "resource"    // *Resource
 	TypeJailNotice Type = "jail_notice" // *Notice: the jail's own messages (ready, lost lines)
+	TypeLink       Type = "link"        // *File: a new name (NewPath) for Path; Flags "symlink" for a symbolic one
+	TypeDenied     Type = "denied"      // *Denied: a syscall the sandbox refused to the skill
+	TypeInode      Type = "inode"       // *Inode: a planted file's identity and times
+	TypePackage    Type = "package"     // *PackageFetch: a package registry request the jail answered
+	TypeGit        Type = "git"         // *GitExchange: a git smart-HTTP request the jail answered
+	TypeMail       Type = "mail"        // *Mail: a message (or attempt) on the jail's SMTP sink
 )
 
 // Event types of the jail's and the trace's evidence accounting.
@@ -74,7 +80,7 @@ func NewData(t Type) any {
 		return new(ToolCall)
 	case TypeExec:
 		return new(Exec)
-	case TypeOpen, TypeRead, TypeWrite, TypeUnlink, TypeRename, TypeChmod, TypeMkdir:
+	case TypeOpen, TypeRead, TypeWrite, TypeUnlink, TypeRename, TypeChmod, TypeMkdir, TypeLink:
 		return new(File)
 	case TypeConnect, TypeBind, TypeSendto:
 		return new(Net)
@@ -102,6 +108,16 @@ func NewData(t Type) any {
 		return new(Leftover)
 	case TypeBudget:
 		return new(Budget)
+	case TypeDenied:
+		return new(Denied)
+	case TypeInode:
+		return new(Inode)
+	case TypePackage:
+		return new(PackageFetch)
+	case TypeGit:
+		return new(GitExchange)
+	case TypeMail:
+		return new(Mail)
 	}
 	return nil
 }
@@ -191,6 +207,11 @@ type File struct {
 	Errno   string `json:"errno,omitempty"`
 	// Write reports whether an open asked for write access.
 	Write bool `json:"write,omitempty"`
+	// Resolved is the path the kernel gives the file an open returned
+	// (strace -yy), when it differs from Path: a symlink, /proc/self/root,
+	// /dev/fd/N or ".." in the name asked for all resolve to the file that
+	// was really opened.
+	Resolved string `json:"resolved,omitempty"`
 }
 
 // Net is a socket syscall with its peer address.
@@ -275,10 +296,15 @@ type Connection struct {
 	// FirstBytes; they are scanned like FirstBytes.
 	Spool          string `json:"spool,omitempty"`
 	SpoolTruncated bool   `json:"spool_truncated,omitempty"`
-	// Protocol names what the bytes were recognised as when they were not
-	// HTTP/1 ("h2c", "http-trailing": bytes after the last request a
-	// kept-alive connection carried), or "".
+	// Protocol names what the client spoke, from its first bytes: "ssh",
+	// "irc", "redis", "http", "tls", "smtp", "shell", ...; "h2c",
+	// "http-trailing" (bytes after the last request a kept-alive
+	// connection carried) and "http-malformed" when the HTTP sink gave
+	// up on them; "" when unknown.
 	Protocol string `json:"protocol,omitempty"`
+	// Refused is set when the port was closed: the client got a reset and
+	// sent nothing, but the attempt is recorded.
+	Refused bool `json:"refused,omitempty"`
 }
 
 // TLSHello is a TLS ClientHello, recorded even when the handshake fails.
@@ -303,6 +329,10 @@ type CanaryHit struct {
 	Offset   int    `json:"offset"`
 	// EventSeq is the Seq of the event the token was found in.
 	EventSeq int64 `json:"event_seq"`
+	// Spans are the Seqs of every event a token split across several
+	// requests or payloads was reassembled from, in order (EventSeq is
+	// the first); empty when one event held it.
+	Spans []int64 `json:"spans,omitempty"`
 }
 
 // FSChange is one entry of the container's file-system diff.
@@ -404,4 +434,109 @@ type Budget struct {
 	Summarised int64  `json:"summarised,omitempty"`
 	Unit       string `json:"unit"` // "bytes", "events", "paths"
 	Message    string `json:"message"`
+}
+
+// Denied is a syscall the sandbox refuses to the skill's processes because
+// it would act out of the tracer's sight (io_uring, another process's
+// memory or descriptors): the call failed with Errno and this records the
+// attempt.
+type Denied struct {
+	Syscall string `json:"syscall"`
+	Args    string `json:"args,omitempty"` // as strace printed them (capped)
+	Errno   string `json:"errno"`
+}
+
+// Inode is the identity (device and inode number) and times of a planted
+// file, recorded when the home is unpacked (Phase "planted") and when the
+// trace ends (Phase "end"). Whatever name a process used, a read of the
+// file shows as a newer Atime, a new name or changed metadata as a newer
+// Ctime and Nlink, and the other names it has at the end as Aliases.
+type Inode struct {
+	Path    string    `json:"path"` // where it was planted
+	Phase   string    `json:"phase"`
+	Dev     uint64    `json:"dev"`
+	Ino     uint64    `json:"ino"`
+	Nlink   int       `json:"nlink,omitempty"`
+	Atime   time.Time `json:"atime"`
+	Ctime   time.Time `json:"ctime"`
+	Missing bool      `json:"missing,omitempty"` // gone at the end
+	Aliases []string  `json:"aliases,omitempty"` // other paths with the same identity (hard links)
+}
+
+// Phases of Inode.
+const (
+	InodePlanted = "planted"
+	InodeEnd     = "end"
+)
+
+// PackageFetch is one request to a package registry that the jail answered
+// with a harmless stub: the real package (and its install scripts) never
+// ran.
+type PackageFetch struct {
+	Ecosystem string `json:"ecosystem"` // "npm" or "pypi"
+	Name      string `json:"name"`
+	Version   string `json:"version,omitempty"` // the version served (archives), "" for metadata
+	Registry  string `json:"registry"`          // host (and port when not the default) asked
+	// Default is set when Registry is the ecosystem's public default
+	// (registry.npmjs.org, pypi.org, ...).
+	Default bool   `json:"default"`
+	What    string `json:"what"` // "metadata", "tarball", "wheel", "sdist"
+	URL     string `json:"url"`
+	Client  string `json:"client,omitempty"` // the client product from the User-Agent ("npm/9.2.0", "pip/23.0.1")
+	// Stub is what was served instead of the real package.
+	Stub string `json:"stub,omitempty"`
+}
+
+// GitExchange is one git smart-HTTP request the jail answered. Pushes
+// carry the updated refs and what the pack held, inflated, so planted
+// tokens in pushed files can be found.
+type GitExchange struct {
+	Service string `json:"service"` // "git-receive-pack" (push) or "git-upload-pack" (clone, fetch)
+	Phase   string `json:"phase"`   // "discovery" (info/refs) or "rpc" (the POST)
+	Repo    string `json:"repo"`    // host and repository path
+	URL     string `json:"url"`
+	// User is the Basic user name sent, if any; the full Authorization
+	// header is in the HTTP event of the same request.
+	User       string `json:"user,omitempty"`
+	Authorized bool   `json:"authorized"` // credentials were sent
+	// Status is what was answered: 401 asks for credentials.
+	Status int `json:"status"`
+	// Refs are the updates a push asked for, as "OLD NEW REF".
+	Refs     []string `json:"refs,omitempty"`
+	PackSize int64    `json:"pack_size,omitempty"`
+	Objects  int      `json:"objects,omitempty"`
+	// Content is the pack's objects inflated (commits, trees, blobs; capped)
+	// and ContentTruncated says the cap or a damaged pack cut it.
+	Content          []byte `json:"content,omitempty"`
+	ContentTruncated bool   `json:"content_truncated,omitempty"`
+	Error            string `json:"error,omitempty"` // why the pack could not be read in full
+}
+
+// Mail is one SMTP session on the jail's mail sink: the envelope, the
+// credentials offered and the message, recorded whether or not it was
+// completed.
+type Mail struct {
+	Client  string `json:"client,omitempty"`
+	DstIP   string `json:"dst_ip,omitempty"`
+	DstPort int    `json:"dst_port,omitempty"`
+	Name    string `json:"name,omitempty"` // the DNS name the sink gave DstIP, if any
+	TLS     bool   `json:"tls,omitempty"`  // implicit TLS (465) or STARTTLS
+	Helo    string `json:"helo,omitempty"`
+	// AuthMechanism, AuthUser and AuthSecret are what AUTH sent, decoded.
+	AuthMechanism string   `json:"auth_mechanism,omitempty"`
+	AuthUser      string   `json:"auth_user,omitempty"`
+	AuthSecret    string   `json:"auth_secret,omitempty"`
+	From          string   `json:"from,omitempty"`
+	To            []string `json:"to,omitempty"`
+	Subject       string   `json:"subject,omitempty"`
+	// Data is the message as sent after DATA (headers and body, capped);
+	// Size is its real size.
+	Data      []byte `json:"data,omitempty"`
+	Size      int64  `json:"size"`
+	Truncated bool   `json:"truncated,omitempty"`
+	// Completed is set when the message was accepted (the final "." of DATA).
+	Completed bool `json:"completed"`
+	// Commands is the session's command lines (AUTH arguments and DATA
+	// left out, capped).
+	Commands []string `json:"commands,omitempty"`
 }

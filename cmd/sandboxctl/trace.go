@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/sandboxctl/sandboxctl/orchestrator"
+	"github.com/sandboxctl/sandboxctl/persona"
 	"github.com/sandboxctl/sandboxctl/skill"
 )
 
@@ -36,7 +37,7 @@ type traceFlags struct {
 	turns, tokens                                                   int
 	out, format, failOn                                             string
 	keep, dryRun, includeSecrets, engineDiff                        bool
-	user, hostname, seed, image, networkConfig, traceID             string
+	user, hostname, seed, image, networkConfig, traceID, persona    string
 	memory                                                          int64
 	pids                                                            int64
 	cpus                                                            float64
@@ -72,6 +73,7 @@ func (f *traceFlags) register(fs interface {
 	fs.BoolVar(&f.includeSecrets, "include-secrets", false, "put the planted token values in report.json (for corpus use)")
 	fs.StringVar(&f.user, "user", "", "user name of the seeded home (default: a plausible random one)")
 	fs.StringVar(&f.hostname, "hostname", "", "hostname of the sandbox (default: a plausible random one)")
+	fs.StringVar(&f.persona, "persona", persona.Linux, "the system the sandbox passes for: linux, or macos (a Mac's home layout and recording shims of security, osascript, sw_vers, ...)")
 	fs.StringVar(&f.seed, "seed", "", "make the seeded home deterministic from this seed")
 	fs.StringVar(&f.image, "image", "", "sandbox image (default: built from the embedded Dockerfile.sandbox)")
 	fs.StringVar(&f.traceID, "trace-id", "", "id of the trace, on its containers' sandboxctl.trace label (default: a new unique id)")
@@ -101,6 +103,7 @@ func (f *traceFlags) plan(e env, path string, now time.Time) (orchestrator.Plan,
 		Hostname:      f.hostname,
 		Keep:          f.keep,
 		NetworkConfig: f.networkConfig,
+		Persona:       f.persona,
 	}
 	if f.traceID != "" {
 		p.TraceID = f.traceID

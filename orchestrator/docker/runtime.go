@@ -185,6 +185,10 @@ func hostConfig(spec orchestrator.Spec) *container.HostConfig {
 	if spec.NoNewPrivileges {
 		hc.SecurityOpt = append(hc.SecurityOpt, "no-new-privileges:true")
 	}
+	if len(spec.Seccomp) > 0 {
+		// The engine takes the profile itself, not a file name.
+		hc.SecurityOpt = append(hc.SecurityOpt, "seccomp="+string(spec.Seccomp))
+	}
 	if spec.Memory > 0 {
 		hc.Memory = spec.Memory
 		hc.MemorySwap = spec.Memory // equal: no swap
