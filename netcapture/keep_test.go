@@ -274,7 +274,7 @@ func TestH2C(t *testing.T) {
 func TestDoH(t *testing.T) {
 	addr, col, _ := startKeeping(t, testConfig(t))
 	q := new(dns.Msg)
-	q.SetQuestion("wire.exfil.example.", dns.TypeA)
+	q.SetQuestion("wire.exfil-data.com.", dns.TypeA)
 	packed, _ := q.Pack()
 	resp, err := http.Post("http://"+addr+"/dns-query", "application/dns-message", bytes.NewReader(packed))
 	if err != nil {
@@ -286,7 +286,7 @@ func TestDoH(t *testing.T) {
 	if err := ans.Unpack(b); err != nil || len(ans.Answer) != 1 || resp.Header.Get("Content-Type") != "application/dns-message" {
 		t.Fatalf("wire answer: %v %v", err, ans.String())
 	}
-	req, _ := http.NewRequest("GET", "http://"+addr+"/resolve?name=json.exfil.example&type=A", nil)
+	req, _ := http.NewRequest("GET", "http://"+addr+"/resolve?name=json.exfil-data.com&type=A", nil)
 	req.Header.Set("Accept", "application/dns-json")
 	resp, err = http.DefaultClient.Do(req)
 	if err != nil {
@@ -297,14 +297,14 @@ func TestDoH(t *testing.T) {
 	}
 	json.NewDecoder(resp.Body).Decode(&j)
 	resp.Body.Close()
-	if len(j.Answer) != 1 || !strings.HasPrefix(j.Answer[0].Data, "198.18.") {
+	if len(j.Answer) != 1 || net.ParseIP(j.Answer[0].Data).To4() == nil {
 		t.Errorf("json answer %+v", j)
 	}
 	var names []string
 	for _, d := range ofType[trace.DNSQuery](col) {
 		names = append(names, d.Transport+":"+d.Name)
 	}
-	if strings.Join(names, ",") != "doh:wire.exfil.example.,doh:json.exfil.example." {
+	if strings.Join(names, ",") != "doh:wire.exfil-data.com.,doh:json.exfil-data.com." {
 		t.Errorf("dns events %q", names)
 	}
 }
