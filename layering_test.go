@@ -29,13 +29,15 @@ var internalRules = map[string][]string{
 	"trace":      {},
 	"canary":     {},
 	"skill":      {},
-	"canaryfs":   {"canary"},
+	"canaryfs":   {"canary", "persona"},
+	"persona":    {},
 	"strace":     {"trace"},
 	"netcapture": {"trace"},
 	"mcptools":   {"trace"},
 	"agent":      {"trace", "skill"},
-	"rules":      {"trace", "canary", "skill"},
-	"reports":    {"trace", "rules", "canary", "skill"},
+	"rules":      {"trace", "canary", "skill", "persona"},
+	"reports":    {"trace", "rules", "canary", "skill", "safetext"},
+	"safetext":   {},
 }
 
 // TestLayering fails on an import edge the design does not allow, and on

@@ -87,7 +87,7 @@ func (ex Exchange) Event() trace.Event {
 		ExitCode: ex.Result.ExitCode, Stdout: ex.Result.Stdout, Stderr: ex.Result.Stderr,
 		Truncated: ex.Result.Truncated, IsError: ex.Result.IsError || ex.Reject != "", Error: ex.Reject,
 		Started: ex.Started, Duration: ex.Result.Duration,
-		SkillFile: ex.Call.SkillFile, SkillLine: ex.Call.SkillLine,
+		SkillFile: ex.Call.SkillFile, SkillLine: ex.Call.SkillLine, PlanReason: ex.Call.PlanReason,
 	}
 	return trace.Event{Time: ex.Started, Source: trace.SourceTool, Type: trace.TypeToolCall, ToolCallID: ex.Call.ID, Data: tc}
 }

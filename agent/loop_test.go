@@ -201,8 +201,8 @@ func TestExchangeEvent(t *testing.T) {
 	clock := t0
 	now := func() time.Time { clock = clock.Add(time.Second); return clock }
 	d := &agenttest.Script{Steps: []agent.Step{{Calls: []agent.Proposal{
-		{ToolCall: agent.ToolCall{Name: "bash", Arguments: []byte(`{"command":"ls"}`), SkillFile: "SKILL.md", SkillLine: 7}},
-		{ToolCall: agent.ToolCall{Name: "nope", Arguments: []byte(`{}`)}, Reject: "no such tool"},
+		{ToolCall: agent.ToolCall{Name: "bash", Arguments: []byte(`{"command":"ls"}`), SkillFile: "SKILL.md", SkillLine: 7, PlanReason: agent.ReasonCodeBlock}},
+		{ToolCall: agent.ToolCall{Name: "nope", Arguments: []byte(`{}`), PlanReason: agent.ReasonPlaceholder}, Reject: "no such tool"},
 	}}}}
 	res, err := (&agent.Loop{Session: &agenttest.Session{}, Now: now}).Run(t.Context(), d)
 	if err != nil {
@@ -211,10 +211,10 @@ func TestExchangeEvent(t *testing.T) {
 	ev := res.Calls[0].Event()
 	tc := ev.Data.(*trace.ToolCall)
 	if ev.Source != trace.SourceTool || ev.Type != trace.TypeToolCall || ev.ToolCallID != "t001" || tc.Tool != "bash" ||
-		tc.SkillLine != 7 || tc.Stdout != "ok bash\n" || tc.Duration != time.Second || ev.Time.IsZero() {
+		tc.SkillLine != 7 || tc.PlanReason != agent.ReasonCodeBlock || tc.Stdout != "ok bash\n" || tc.Duration != time.Second || ev.Time.IsZero() {
 		t.Errorf("Event() = %+v %+v", ev, tc)
 	}
-	if tc := res.Calls[1].Event().Data.(*trace.ToolCall); !tc.IsError || tc.Error != "no such tool" {
+	if tc := res.Calls[1].Event().Data.(*trace.ToolCall); !tc.IsError || tc.Error != "no such tool" || tc.PlanReason != agent.ReasonPlaceholder {
 		t.Errorf("rejected Event() = %+v", tc)
 	}
 }

@@ -19,7 +19,8 @@ import (
 // Each token is reported once. A hit's Offset is the index in names of the
 // first name its text was seen in; Encoding is the inner encoding alone when
 // one name held the token, or prefixed with "dns-labels" when it was
-// reassembled from several labels or queries.
+// reassembled from several labels or queries. A token reassembled from
+// several queries lists them (indexes in names) in Parts.
 func (s *Set) FindDNS(names []string) []Hit {
 	if s == nil || len(s.pats) == 0 || len(names) == 0 {
 		return nil
@@ -97,13 +98,39 @@ func (s *Set) FindDNS(names []string) []Hit {
 				}
 			}
 			joined := sb.String()
+			// spans names the queries a token needed, once one is found.
+			spans := func(tok string, lower bool) []int {
+				pieces := make([][]byte, len(order))
+				for k := range order {
+					end := len(joined)
+					if k+1 < len(starts) {
+						end = starts[k+1]
+					}
+					pieces[k] = []byte(joined[starts[k]:end])
+					if lower {
+						pieces[k] = []byte(strings.ToLower(string(pieces[k])))
+					}
+				}
+				for _, h := range s.FindSplit(pieces) {
+					if h.Token.ID == tok {
+						out := make([]int, len(h.Parts))
+						for k, p := range h.Parts {
+							out[k] = idx[order[p]]
+						}
+						slices.Sort(out)
+						return out
+					}
+				}
+				return nil
+			}
 			// Resolvers may randomise the case of names (DNS 0x20): hex
 			// and base32 are also looked for in lower case.
 			hits := s.Find([]byte(joined))
+			nCase := len(hits)
 			if lower := strings.ToLower(joined); lower != joined {
 				hits = append(hits, s.Find([]byte(lower))...)
 			}
-			for _, h := range hits {
+			for k, h := range hits {
 				first := 0
 				for j, st := range starts {
 					if st <= h.Offset {
@@ -112,7 +139,10 @@ func (s *Set) FindDNS(names []string) []Hit {
 				}
 				h.Offset = idx[order[first]]
 				h.Encoding = h.Encoding.wrap(DNSLabels)
-				add(h, tokIndex[h.Token.ID])
+				if tok := tokIndex[h.Token.ID]; !found[tok] {
+					h.Parts = spans(h.Token.ID, k >= nCase)
+					add(h, tok)
+				}
 			}
 		}
 	}

@@ -18,12 +18,16 @@ import (
 // Limits of Find's recursion into compressed and encoded regions. Data given
 // to Find is untrusted: these caps bound the work a hostile input can cause.
 const (
-	maxDepth        = 3        // nested decodings (e.g. base64 → gzip → tar)
-	maxInflate      = 32 << 20 // bytes inflated from one compressed stream
-	maxDecodeBudget = 64 << 20 // bytes decoded or inflated per Find call
-	minDecodeRun    = 32       // shortest base64/hex run worth decoding
-	minWrap         = 40       // shortest line width of wrapped base64/hex (PEM: 64, MIME: 76, xxd -p: 60)
-	maxStreams      = 512      // compressed-stream openings tried per Find call (each allocates a window)
+	maxDepth        = 3         // nested decodings (e.g. base64 → gzip → tar)
+	maxInflate      = 32 << 20  // bytes inflated from one compressed stream
+	maxDecodeBudget = 64 << 20  // bytes decoded or inflated per Find call
+	minDecodeRun    = 32        // shortest base64/hex run worth decoding
+	minWrap         = 40        // shortest line width of wrapped base64/hex (PEM: 64, MIME: 76, xxd -p: 60)
+	maxStreams      = 512       // compressed-stream openings tried per Find call (each allocates a window)
+	maxGuesses      = 256       // headerless openings (raw deflate, keyed decryption) per Find call
+	maxDicts        = 256 << 20 // dictionary memory xz/zstd streams may claim per Find call
+	maxDict         = 64 << 20  // largest xz/lzma dictionary or zstd window opened (xz -9)
+
 )
 
 type hitKey struct {
@@ -36,6 +40,14 @@ type finder struct {
 	hits    map[hitKey]int
 	budget  int
 	streams int // openings left
+	// guesses is how many headerless openings (raw deflate, ciphertext
+	// tried with a key) are left: apart from streams, so that junk cannot
+	// use up the openings real magics need.
+	guesses int
+	// dicts is the dictionary memory xz and zstd streams may still claim.
+	dicts int
+	flate io.ReadCloser // reused raw-deflate reader
+	keys  *keyCache
 }
 
 // Find reports every token of the set present in data, once per token and
@@ -50,7 +62,8 @@ func (s *Set) Find(data []byte) []Hit {
 	if s == nil || len(s.pats) == 0 {
 		return nil
 	}
-	f := &finder{s: s, hits: map[hitKey]int{}, budget: maxDecodeBudget, streams: maxStreams}
+	f := &finder{s: s, hits: map[hitKey]int{}, budget: maxDecodeBudget, streams: maxStreams,
+		guesses: maxGuesses, dicts: maxDicts}
 	f.find(data, Plain, 0, 0)
 	return f.result()
 }
@@ -84,34 +97,38 @@ func (f *finder) record(tok int, enc Encoding, off int) {
 // outer.
 func (f *finder) find(data []byte, outer Encoding, base, depth int) {
 	nested := outer != Plain
-	if textDecoded(outer) && !hasTextRun(data, MinNeedle) {
-		// Binary through and through (a decoded archive, an image): no
-		// text encoding can hide in it, and plain needles in it were
-		// already seen through the outer encoding's own patterns. Only
-		// compressed streams remain to look into.
-		if depth < maxDepth {
-			f.inflateAll(data, outer, base, depth)
-		}
-		return
-	}
-	f.scan(data, func(p *pattern, i int) {
+	rec := func(tok int, enc Encoding, i int) {
 		off := base + i
 		if nested {
 			off = base
 		}
-		f.record(p.tok, p.enc.wrap(outer), off)
-	}, false)
-	runs := base64Runs(data)
+		f.record(tok, enc.wrap(outer), off)
+	}
+	if textDecoded(outer) && !hasTextRun(data, MinNeedle) {
+		// Binary through and through (a decoded archive, an image,
+		// ciphertext): no text encoding can hide in it, and plain needles
+		// in it were already seen through the outer encoding's own
+		// patterns. What remains: forms that are binary themselves
+		// (UTF-16, XOR), ciphertext, compressed streams.
+		f.scan(data, rec, scanBinary)
+		if depth < maxDepth {
+			f.blobs(data, outer, base, depth, true)
+			f.inflateAll(data, outer, base, depth)
+		}
+		return
+	}
+	f.scan(data, rec, scanAll)
+	runs := allRuns(data)
 	for _, r := range runs {
 		if len(r.parts) > 1 {
 			joined := r.join(data)
-			f.scan(joined, func(p *pattern, i int) {
+			f.scan(joined, func(tok int, enc Encoding, i int) {
 				off := base + r.orig(i)
 				if nested {
 					off = base
 				}
-				f.record(p.tok, p.enc.wrap(outer), off)
-			}, true)
+				f.record(tok, enc.wrap(outer), off)
+			}, scanJoined)
 		}
 	}
 	if depth >= maxDepth {
@@ -129,62 +146,116 @@ func (f *finder) find(data []byte, outer Encoding, base, depth int) {
 			f.find(d.b, d.enc.wrap(outer), base+r.orig(d.at), depth+1)
 		}
 	}
+	f.blobs(data, outer, base, depth, textDecoded(outer))
 	f.inflateAll(data, outer, base, depth)
 }
 
+// Scan modes: which patterns count.
+type scanMode int
+
+const (
+	scanAll    scanMode = iota
+	scanJoined          // line-breakable encodings only, in a joined run
+	scanBinary          // binary forms only (UTF-16, XOR), in a region without text
+)
+
 // scan runs the prefilter over data and calls hit for every pattern found,
-// in order of offset. With joinedOnly only patterns of line-breakable
-// encodings count.
-func (f *finder) scan(data []byte, hit func(p *pattern, i int), joinedOnly bool) {
+// in order of offset.
+func (f *finder) scan(data []byte, hit func(tok int, enc Encoding, i int), mode scanMode) {
 	s := f.s
-	filter := s.filter
+	filter, diffFilter := s.filter, s.diffFilter
 	type match struct {
-		p  *pattern
-		at int
+		tok int
+		enc Encoding
+		at  int
 	}
 	var found []match
 	for i := 0; i+window <= len(data); i += s.stride {
 		k := binary.LittleEndian.Uint64(data[i:])
-		h := hashKey(k)
-		if filter[h>>6]&(1<<(h&63)) == 0 {
+		if w, m := hashKey(k); filter[w]&m == m {
+			for _, e := range s.byKey[k] {
+				at := i - int(e.off)
+				if at < 0 {
+					continue
+				}
+				p := &s.pats[e.pat]
+				if mode == scanJoined && !p.joined || mode == scanBinary && !p.bin {
+					continue
+				}
+				if bytes.HasPrefix(data[at:], p.s) && p.edge.ok(data, at, at+len(p.s)) && p.b85.ok(data, at, at+len(p.s)) {
+					found = append(found, match{p.tok, p.enc, at})
+				}
+			}
+		}
+		if mode == scanJoined || i+window >= len(data) {
 			continue
 		}
-		for _, e := range s.byKey[k] {
+		// Single-byte XOR: the differences of neighbouring bytes do not
+		// depend on the key. A zero difference (a run of one byte) is
+		// skipped: it would match every run of zeros.
+		d := k ^ binary.LittleEndian.Uint64(data[i+1:])
+		if d == 0 {
+			continue
+		}
+		if h := hashDiff(d); diffFilter[h>>6]&(1<<(h&63)) == 0 {
+			continue
+		}
+		for _, e := range s.byDiff[d] {
 			at := i - int(e.off)
-			if at < 0 {
+			n := &s.needles[e.pat]
+			if at < 0 || at+len(n.b) > len(data) {
 				continue
 			}
-			p := &s.pats[e.pat]
-			if joinedOnly && !p.joined {
-				continue
-			}
-			if bytes.HasPrefix(data[at:], p.s) && p.edge.ok(data, at, at+len(p.s)) {
-				found = append(found, match{p, at})
+			if key := data[at] ^ n.b[0]; key != 0 && xorEqual(data[at:at+len(n.b)], n.b, key) {
+				found = append(found, match{n.tok, XOR, at})
 			}
 		}
 	}
 	slices.SortStableFunc(found, func(a, b match) int { return cmp.Compare(a.at, b.at) })
 	for _, m := range found {
-		hit(m.p, m.at)
+		hit(m.tok, m.enc, m.at)
 	}
 }
 
-// inflateAll finds gzip and zlib streams in data and searches what they
-// inflate to.
-func (f *finder) inflateAll(data []byte, outer Encoding, base, depth int) {
-	// One cursor per stream kind, each at its next candidate magic.
-	magics := []struct {
-		magic []byte
-		at    int
-	}{{magic: []byte{0x1f, 0x8b, 0x08}}, {magic: []byte{0x78}}, {magic: []byte("PK\x03\x04")}, {magic: []byte("BZh")}}
-	seek := func(k, from int) {
-		if j := bytes.Index(data[from:], magics[k].magic); j >= 0 {
-			magics[k].at = from + j
-		} else {
-			magics[k].at = len(data)
+// xorEqual reports whether b is n with every byte XORed with key.
+func xorEqual(b, n []byte, key byte) bool {
+	for i := range n {
+		if b[i]^n[i] != key {
+			return false
 		}
 	}
-	for k := range magics {
+	return true
+}
+
+// inflateAll finds compressed streams (gzip, zlib, zip, bzip2, xz, lzma,
+// zstd) and openssl's salted ciphertext by their magic in data and searches
+// what they decode to.
+func (f *finder) inflateAll(data []byte, outer Encoding, base, depth int) {
+	// One cursor per stream kind, each at its next candidate magic.
+	type cursor struct{ at int }
+	magics := make([]cursor, len(streamMagics))
+	passwords := f.s.hasPasswords()
+	seek := func(k, from int) {
+		magics[k].at = len(data)
+		if k == kindSalted && !passwords {
+			return // no password to try
+		}
+		m := streamMagics[k]
+		for from+m.back < len(data) {
+			// Look for the magic's rarest part, then check the rest.
+			j := bytes.Index(data[from+m.back:], m.find)
+			if j < 0 {
+				return
+			}
+			at := from + j
+			if bytes.HasPrefix(data[at:], m.magic) {
+				magics[k].at = at
+				return
+			}
+			from = at + 1
+		}
+	}
+	for k := range streamMagics {
 		seek(k, 0)
 	}
 	for f.budget > 0 {
@@ -202,46 +273,101 @@ func (f *finder) inflateAll(data []byte, outer Encoding, base, depth int) {
 		if f.streams <= 0 {
 			return
 		}
-		r, enc := openStream(data[i:], k)
-		if r != nil {
-			f.streams--
-		}
-		if r == nil {
-			continue
-		}
-		limit := min(maxInflate, f.budget)
-		out, _ := io.ReadAll(io.LimitReader(r, int64(limit))) // a truncated stream still yields its prefix
-		if len(out) == 0 {
-			continue
-		}
-		f.budget -= len(out)
 		at := base + i
 		if outer != Plain {
 			at = base // i counts in decoded bytes, not in the caller's input
 		}
-		switch {
-		case enc == Gzip && isTar(out):
-			enc = TarGz
-		case enc == Bzip2 && isTar(out):
-			enc = TarBz2
+		switch k {
+		case kindSalted:
+			f.streams--
+			f.decryptSalted(data[i:], outer, at, depth)
+			continue
+		case kindA85:
+			f.frame85(data, i, false, outer, base, depth)
+			continue
+		case kindZlib:
+			// btoa's frame starts with the same byte as zlib: one search.
+			if bytes.HasPrefix(data[i:], []byte(btoaBegin)) {
+				f.frame85(data, i, true, outer, base, depth)
+				continue
+			}
 		}
-		f.find(out, enc.wrap(outer), at, depth+1)
+		r, enc := f.openStream(data[i:], k)
+		if r == nil {
+			continue
+		}
+		f.streams--
+		f.inflate(r, enc, outer, at, depth)
 	}
 }
 
-// openStream returns a reader of what the stream of kind k (an index of
-// inflateAll's magics) at the start of b decompresses to, or nil.
-func openStream(b []byte, k int) (io.Reader, Encoding) {
+// inflate reads what r decompresses to (within the caps) and searches it.
+func (f *finder) inflate(r io.Reader, enc, outer Encoding, at, depth int) {
+	limit := min(maxInflate, f.budget)
+	out, _ := io.ReadAll(io.LimitReader(r, int64(limit))) // a truncated stream still yields its prefix
+	if c, ok := r.(io.Closer); ok && r != f.flate {
+		c.Close()
+	}
+	if len(out) == 0 {
+		return
+	}
+	f.budget -= len(out)
+	switch {
+	case enc == Gzip && isTar(out):
+		enc = TarGz
+	case enc == Bzip2 && isTar(out):
+		enc = TarBz2
+	}
+	f.find(out, enc.wrap(outer), at, depth+1)
+}
+
+// Stream kinds: indexes of streamMagics.
+const (
+	kindGzip = iota
+	kindZlib
+	kindZip
+	kindBzip2
+	kindXz
+	kindZstd
+	kindSalted
+	kindA85 // Adobe's <~ ~> frame
+)
+
+// A magic is how a stream starts; find is the part of it looked for (its
+// rarest bytes in text), back how far into magic find starts.
+type magic struct {
+	magic, find []byte
+	back        int
+}
+
+func newMagic(m string, back int) magic {
+	return magic{magic: []byte(m), find: []byte(m[back:]), back: back}
+}
+
+var streamMagics = []magic{
+	kindGzip:   newMagic("\x1f\x8b\x08", 0),
+	kindZlib:   newMagic("\x78", 0),
+	kindZip:    newMagic("PK\x03\x04", 2),
+	kindBzip2:  newMagic("BZh", 0),
+	kindXz:     newMagic("\xfd7zXZ\x00", 0),
+	kindZstd:   newMagic("\x28\xb5\x2f\xfd", 1),
+	kindSalted: newMagic("Salted__", 0),
+	kindA85:    newMagic("<~", 1),
+}
+
+// openStream returns a reader of what the stream of kind k at the start of
+// b decompresses to, or nil.
+func (f *finder) openStream(b []byte, k int) (io.Reader, Encoding) {
 	switch k {
-	case 0:
+	case kindGzip:
 		zr, err := gzip.NewReader(bytes.NewReader(b))
 		if err != nil {
 			return nil, ""
 		}
 		zr.Multistream(false)
 		return zr, Gzip
-	case 1:
-		if (uint16(b[0])<<8|uint16(b[1]))%31 != 0 || (b[1] != 0x01 && b[1] != 0x5e && b[1] != 0x9c && b[1] != 0xda) {
+	case kindZlib:
+		if len(b) < 2 || (uint16(b[0])<<8|uint16(b[1]))%31 != 0 || (b[1] != 0x01 && b[1] != 0x5e && b[1] != 0x9c && b[1] != 0xda) {
 			return nil, ""
 		}
 		zr, err := zlib.NewReader(bytes.NewReader(b))
@@ -249,7 +375,7 @@ func openStream(b []byte, k int) (io.Reader, Encoding) {
 			return nil, ""
 		}
 		return zr, Zlib
-	case 2:
+	case kindZip:
 		// A zip local file header; stored entries are plain text already.
 		if len(b) < 30 || binary.LittleEndian.Uint16(b[8:]) != 8 {
 			return nil, ""
@@ -258,24 +384,110 @@ func openStream(b []byte, k int) (io.Reader, Encoding) {
 		if off >= len(b) {
 			return nil, ""
 		}
-		return flate.NewReader(bytes.NewReader(b[off:])), Zip
-	case 3:
+		return f.rawFlate(b[off:]), Zip
+	case kindBzip2:
 		if len(b) < 10 || b[3] < '1' || b[3] > '9' || string(b[4:10]) != "1AY&SY" {
 			return nil, ""
 		}
 		return bzip2.NewReader(bytes.NewReader(b)), Bzip2
+	case kindXz:
+		return f.openXz(b)
+	case kindZstd:
+		return f.openZstd(b)
 	}
 	return nil, ""
 }
 
+// rawFlate returns the finder's raw-deflate reader reset to b.
+func (f *finder) rawFlate(b []byte) io.Reader {
+	if f.flate == nil {
+		f.flate = flate.NewReader(bytes.NewReader(b))
+	} else {
+		f.flate.(flate.Resetter).Reset(bytes.NewReader(b), nil)
+	}
+	return f.flate
+}
+
+// blobStarts returns where an opaque blob may start in data: its start
+// (decoded regions, and data whose first bytes are binary) and after each
+// blank line (an HTTP message's or a multipart part's headers) followed by
+// binary bytes.
+func blobStarts(data []byte, decoded bool) []int {
+	var out []int
+	if decoded || binaryHead(data) {
+		out = append(out, 0)
+	}
+	for i, n := 0, 0; n < 16; n++ {
+		j := bytes.Index(data[i:], []byte("\r\n\r\n"))
+		if j < 0 {
+			break
+		}
+		i += j + 4
+		if binaryHead(data[i:]) {
+			out = append(out, i)
+		}
+	}
+	return out
+}
+
+// binaryHead reports whether the first 32 bytes of b hold a byte that text
+// does not: compressed and encrypted data almost surely do (an IV or nonce
+// sent first may be text).
+func binaryHead(b []byte) bool {
+	if len(b) < 16 {
+		return false
+	}
+	for _, c := range b[:min(len(b), 32)] {
+		if c < 0x20 && c != '\n' && c != '\r' && c != '\t' || c >= 0x7f {
+			return true
+		}
+	}
+	return false
+}
+
+// blobs tries what has no magic at the starts of opaque blobs in data: raw
+// deflate, and decryption with the keys the trace showed.
+func (f *finder) blobs(data []byte, outer Encoding, base, depth int, decoded bool) {
+	for _, i := range blobStarts(data, decoded) {
+		at := base + i
+		if outer != Plain {
+			at = base
+		}
+		b := data[i:]
+		// Raw deflate: a fixed or dynamic Huffman block (stored blocks
+		// hold plain text, already seen).
+		if len(b) >= 16 && (b[0]>>1)&3 != 0 && (b[0]>>1)&3 != 3 && f.guesses > 0 && f.budget > 0 {
+			f.guesses--
+			f.inflate(f.rawFlate(b), Deflate, outer, at, depth)
+		}
+		if in := innermost(outer); in != OpenSSL && in != AES {
+			f.decryptBlob(b, outer, at, depth) // not again on what a key gave
+		}
+	}
+}
+
 // textDecoded reports whether the innermost step of outer decoded a text
-// encoding, whose own patterns cover plain needles in what it decoded to.
+// encoding, whose own patterns cover plain needles in what it decoded to,
+// or decrypted (where, without a run of text, no needle can be).
 func textDecoded(outer Encoding) bool {
 	s := string(outer)
 	if i := strings.LastIndexByte(s, '+'); i >= 0 {
 		s = s[i+1:]
 	}
-	return s == string(Base64) || s == string(Base64URL) || s == string(Hex)
+	switch Encoding(s) {
+	case Base64, Base64URL, Hex, Ascii85, OpenSSL, AES:
+		return true
+	}
+	return false
+}
+
+// innermost is the last step of an encoding chain.
+func innermost(e Encoding) Encoding {
+	s := string(e)
+	if i := strings.LastIndexByte(s, '+'); i >= 0 {
+		s = s[i+1:]
+	}
+	return Encoding(s)
 }
 
 // hasTextRun reports whether data has a run of at least n printable ASCII
@@ -342,7 +554,12 @@ func init() {
 // JSON-escaped "\n") when the lines before it are at least
 // minWrap characters long and all of the same length, as encoders that wrap
 // lines produce.
-func base64Runs(data []byte) []run {
+func base64Runs(data []byte) []run { return base64RunsShort(data, nil) }
+
+// base64RunsShort is base64Runs, and also appends to short where a
+// short-wrapped run (see shortRuns) may be: probes that landed on a line
+// break or on a line narrower than minWrap next to a break.
+func base64RunsShort(data []byte, short *[]int) []run {
 	// Every run worth keeping has a part of at least minDecodeRun
 	// characters (a wrapped run's first line is longer still), so probing
 	// every minDecodeRun-th byte finds them all: most text is skipped.
@@ -353,6 +570,9 @@ func base64Runs(data []byte) []run {
 	n := len(data)
 	for p := stride - 1; p < n; {
 		if !isAlpha(p) {
+			if short != nil && (data[p] == '\n' || data[p] == '\r') {
+				*short = append(*short, p)
+			}
 			p += stride
 			continue
 		}
@@ -399,6 +619,10 @@ func base64Runs(data []byte) []run {
 			cur.nonHex = cur.nonHex || flags&clsNonHex != 0
 		}
 		buf = cur.parts[:0] // reuse the scratch array, grown or not
+		if short != nil && first >= minShortWrap && first < minWrap && (breakAt(data, e) || breakBefore(data, s)) &&
+			twoKinds(data[s:e]) {
+			*short = append(*short, p)
+		}
 		if len(cur.parts) > 1 || cur.n >= minDecodeRun {
 			cur.parts = slices.Clone(cur.parts)
 			runs = append(runs, cur)

@@ -7,9 +7,11 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"net/url"
 	"slices"
 	"strconv"
+	"unicode/utf16"
 	"unicode/utf8"
 )
 
@@ -20,7 +22,9 @@ const MinNeedle = 10
 // window is the length of the prefix every pattern is indexed by.
 const window = 8
 
-// filterBits is log2 of the prefilter's size in bits (128 KiB: stays in L2).
+// filterBits is log2 of the prefilter's size in bits (128 KiB: stays in
+// L2). Each key sets two bits of one word, so a probe is one load and the
+// false-positive rate is about the square of the fill.
 const filterBits = 20
 
 // A Set is the registry of one trace's tokens and the index that finds them.
@@ -35,6 +39,20 @@ type Set struct {
 	byKey  map[uint64][]entry
 	stride int
 	filter []uint64
+	// byDiff indexes the needles by the XOR of neighbouring bytes, which a
+	// single-byte XOR leaves unchanged: data[i]^data[i+1] = n[j]^n[j+1]
+	// whatever the key (see xor.go).
+	byDiff     map[uint64][]entry
+	diffFilter []uint64 // the prefilter of byDiff: small, it stays in L1
+	// needles are the needles long enough to look for, with their token.
+	needles []needle
+	// keys are the decryption keys given to WithKeys.
+	keys []Key
+}
+
+type needle struct {
+	b   []byte
+	tok int
 }
 
 type entry struct {
@@ -50,11 +68,17 @@ type pattern struct {
 	// joined marks encodings whose text may be broken by line breaks
 	// (base64, hex, base32): these are also searched in joined runs.
 	joined bool
+	// bin marks forms that are binary through and through (UTF-16, XOR
+	// with a known key): they are also looked for in decoded regions that
+	// hold no text.
+	bin bool
 	// For base64 and base32 at an alignment the needle's first and last
 	// bits share a character with its neighbours: the character before the
 	// match must carry preBits needle bits (its low bits) equal to preVal,
 	// and the one after it postBits (its high bits) equal to postVal.
 	edge *edge
+	// b85 checks the needle bytes in the base85 groups around a match.
+	b85 *edge85
 }
 
 type edge struct {
@@ -67,7 +91,7 @@ type edge struct {
 
 // NewSet indexes tokens. Tokens with the same ID are kept once (the first).
 func NewSet(tokens ...Token) *Set {
-	s := &Set{byKey: map[uint64][]entry{}, filter: make([]uint64, 1<<filterBits/64)}
+	s := &Set{}
 	seen := map[string]bool{}
 	for _, t := range tokens {
 		if seen[t.ID] {
@@ -78,20 +102,37 @@ func NewSet(tokens ...Token) *Set {
 		t.RawNeedles = slices.Clone(t.RawNeedles)
 		s.tokens = append(s.tokens, t)
 	}
+	s.index(nil)
+	return s
+}
+
+// index builds the pattern index of s.tokens, with the forms keys add.
+func (s *Set) index(keys []Key) {
+	s.byKey, s.byDiff = map[uint64][]entry{}, map[uint64][]entry{}
+	s.filter = make([]uint64, 1<<filterBits/64)
+	s.diffFilter = make([]uint64, 1<<diffFilterBits/64)
+	s.pats, s.needles, s.keys = nil, nil, keys
 	dup := map[string]bool{}
+	add := func(i int, v variant) {
+		key := strconv.Itoa(i) + "\x00" + string(v.s)
+		if len(v.s) < window || dup[key] {
+			return
+		}
+		dup[key] = true
+		s.pats = append(s.pats, pattern{s: v.s, tok: i, enc: v.enc, edge: v.edge, b85: v.b85, bin: v.bin,
+			joined: v.enc == Hex || v.enc == Base64 || v.enc == Base64URL || v.enc == Base32})
+	}
 	for i, t := range s.tokens {
 		for _, n := range t.needles() {
 			if len(n) < MinNeedle {
 				continue
 			}
+			s.needles = append(s.needles, needle{n, i})
 			for _, v := range variants(n) {
-				key := strconv.Itoa(i) + "\x00" + string(v.s)
-				if len(v.s) < window || dup[key] {
-					continue
-				}
-				dup[key] = true
-				s.pats = append(s.pats, pattern{s: v.s, tok: i, enc: v.enc, edge: v.edge,
-					joined: v.enc == Hex || v.enc == Base64 || v.enc == Base64URL || v.enc == Base32})
+				add(i, v)
+			}
+			for _, v := range keyedVariants(n, keys) {
+				add(i, v)
 			}
 		}
 	}
@@ -99,18 +140,48 @@ func NewSet(tokens ...Token) *Set {
 	for _, p := range s.pats {
 		s.stride = min(s.stride, len(p.s)-window+1)
 	}
+	// The XOR index needs a whole window of differences (window+1 bytes)
+	// at each of the first stride offsets of every needle.
+	for _, n := range s.needles {
+		s.stride = max(1, min(s.stride, len(n.b)-window))
+	}
 	for j, p := range s.pats {
 		for off := 0; off < s.stride; off++ {
 			k := binary.LittleEndian.Uint64(p.s[off:])
 			s.byKey[k] = append(s.byKey[k], entry{int32(j), int32(off)})
-			h := hashKey(k)
-			s.filter[h>>6] |= 1 << (h & 63)
+			w, m := hashKey(k)
+			s.filter[w] |= m
 		}
 	}
-	return s
+	for j, n := range s.needles {
+		for off := 0; off < s.stride; off++ {
+			d := diffKey(n.b[off:])
+			s.byDiff[d] = append(s.byDiff[d], entry{int32(j), int32(off)})
+			h := hashDiff(d)
+			s.diffFilter[h>>6] |= 1 << (h & 63)
+		}
+	}
 }
 
-func hashKey(k uint64) uint64 { return (k * 0x9E3779B97F4A7C15) >> (64 - filterBits) }
+// hashKey returns the filter word of key k and the two bits it sets there
+// (taken from the middle of the product: its low bits depend on k's low
+// bits only).
+func hashKey(k uint64) (word int, mask uint64) {
+	h := k * 0x9E3779B97F4A7C15
+	return int(h >> (64 - filterBits + 6)), 1<<(h>>20&63) | 1<<(h>>26&63)
+}
+
+// diffFilterBits is log2 of the difference prefilter's size in bits (16
+// KiB: a home has a few hundred needles, a few thousand keys).
+const diffFilterBits = 17
+
+func hashDiff(d uint64) uint64 { return (d * 0x9E3779B97F4A7C15) >> (64 - diffFilterBits) }
+
+// diffKey is the XOR of the 8 bytes at b with the 8 bytes at b[1:]: the
+// differences of neighbouring bytes, unchanged by a single-byte XOR.
+func diffKey(b []byte) uint64 {
+	return binary.LittleEndian.Uint64(b) ^ binary.LittleEndian.Uint64(b[1:])
+}
 
 // Tokens returns a copy of the set's tokens, in the order given to NewSet.
 func (s *Set) Tokens() []Token {
@@ -149,6 +220,8 @@ type variant struct {
 	s    []byte
 	enc  Encoding
 	edge *edge
+	b85  *edge85
+	bin  bool
 }
 
 // variants returns the encoded forms of needle n that are fixed by n alone:
@@ -184,6 +257,32 @@ func variants(n []byte) []variant {
 			out = append(out, variant{s: []byte(u), enc: URL}, variant{s: lowerPercent(u), enc: URL})
 		}
 	}
+	// Every byte escaped: %XX (urlencode-everything one-liners), \xXX
+	// (printf, Python and JavaScript string literals), and \uXXXX on every
+	// character (JavaScript, JSON, Java).
+	for _, digits := range []string{hexUpper, hexLower} {
+		out = append(out, variant{s: escapeAll(n, "%", digits), enc: URL},
+			variant{s: escapeAll(n, `\x`, digits), enc: CEscape})
+	}
+	if utf8.Valid(n) {
+		u16 := utf16.Encode([]rune(string(n)))
+		for _, f := range []string{`\u%04x`, `\u%04X`} {
+			var b []byte
+			for _, c := range u16 {
+				b = fmt.Appendf(b, f, c)
+			}
+			out = append(out, variant{s: b, enc: JSON})
+		}
+		// UTF-16 (iconv -t UTF-16, PowerShell, Windows APIs): with or
+		// without a byte-order mark, the needle's code units are the same.
+		le, be := make([]byte, 2*len(u16)), make([]byte, 2*len(u16))
+		for i, c := range u16 {
+			binary.LittleEndian.PutUint16(le[2*i:], c)
+			binary.BigEndian.PutUint16(be[2*i:], c)
+		}
+		out = append(out, variant{s: le, enc: UTF16LE, bin: true}, variant{s: be, enc: UTF16BE, bin: true})
+	}
+	out = append(out, base85Variants(n)...)
 	for _, e := range []struct {
 		alpha string
 		typ   Encoding
@@ -191,12 +290,12 @@ func variants(n []byte) []variant {
 		enc := base64.NewEncoding(e.alpha).WithPadding(base64.NoPadding)
 		for k := range 3 {
 			v, ed := aligned(enc.EncodeToString, e.alpha, 6, n, k)
-			out = append(out, variant{v, e.typ, ed})
+			out = append(out, variant{s: v, enc: e.typ, edge: ed})
 			if e.typ == Base64 {
 				if q := url.QueryEscape(string(v)); q != string(v) {
 					esc := *ed
 					esc.escaped = true
-					out = append(out, variant{[]byte(q), URL + "+" + Base64, &esc}, variant{lowerPercent(q), URL + "+" + Base64, &esc})
+					out = append(out, variant{s: []byte(q), enc: URL + "+" + Base64, edge: &esc}, variant{s: lowerPercent(q), enc: URL + "+" + Base64, edge: &esc})
 				}
 			}
 		}
@@ -205,10 +304,24 @@ func variants(n []byte) []variant {
 		enc := base32.NewEncoding(alpha).WithPadding(base32.NoPadding)
 		for k := range 5 {
 			v, ed := aligned(enc.EncodeToString, alpha, 5, n, k)
-			out = append(out, variant{v, Base32, ed})
+			out = append(out, variant{s: v, enc: Base32, edge: ed})
 		}
 	}
 	return out
+}
+
+const (
+	hexUpper = "0123456789ABCDEF"
+	hexLower = "0123456789abcdef"
+)
+
+// escapeAll writes every byte of n as prefix and two hex digits.
+func escapeAll(n []byte, prefix, digits string) []byte {
+	b := make([]byte, 0, len(n)*(len(prefix)+2))
+	for _, c := range n {
+		b = append(append(b, prefix...), digits[c>>4], digits[c&15])
+	}
+	return b
 }
 
 func rot13(n []byte) []byte {

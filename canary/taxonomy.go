@@ -150,6 +150,12 @@ var CredentialPaths = []string{
 	"~/.config/discord/Local Storage/**", "~/.config/Slack/Local Storage/**", "~/.local/share/keyrings/**",
 	"~/.password-store/**", "~/.config/rclone/rclone.conf", "~/.s3cfg", "~/.config/filezilla/*.xml",
 	"**/*.pem", "**/*.key", "**/id_rsa", "**/credentials.json", "**/service-account*.json",
+	// macOS places (the macOS persona plants here).
+	"~/Library/Keychains/**", "~/Library/Cookies/Cookies.binarycookies",
+	"~/Library/Application Support/Google/Chrome/*/Login Data", "~/Library/Application Support/Google/Chrome/*/Cookies",
+	"~/Library/Application Support/Google/Chrome/Local State", "~/Library/Application Support/Firefox/Profiles/*/logins.json",
+	"~/Library/Application Support/Firefox/Profiles/*/key4.db", "~/Library/Application Support/discord/Local Storage/**",
+	"~/Library/Application Support/Slack/Local Storage/**",
 }
 
 // WalletPaths are patterns for cryptocurrency wallets and seed notes.
@@ -160,6 +166,10 @@ var WalletPaths = []string{
 	"~/.config/google-chrome/*/Local Extension Settings/bfnaelmomeimhlpmgjnjophhpkkoljpa/**", // Phantom
 	"~/.config/google-chrome/*/Local Extension Settings/hnfanknocfeofbddgcijnmhnfnkdnaad/**", // Coinbase
 	"**/wallet.dat", "**/seed.txt", "**/mnemonic*", "**/*seed*phrase*", "**/keystore/UTC--*",
+	// macOS places.
+	"~/Library/Application Support/Exodus/**", "~/Library/Application Support/atomic/**",
+	"~/Library/Application Support/Bitcoin/**", "~/Library/Ethereum/keystore/**", "~/Library/Application Support/Electrum/**",
+	"~/Library/Application Support/Google/Chrome/*/Local Extension Settings/nkbihfbeogaeaoehlefnkodbefgpgknn/**",
 }
 
 // PersistencePaths are patterns where a write is a persistence finding

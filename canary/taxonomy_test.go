@@ -30,6 +30,11 @@ func TestMatchPath(t *testing.T) {
 		{name: "cron.d", patterns: canary.PersistencePaths, path: "/etc/cron.d/job", want: true},
 		{name: "git hook", patterns: canary.PersistencePaths, path: "/home/mwalker/projects/api/.git/hooks/pre-commit", want: true},
 		{name: "readme", patterns: canary.PersistencePaths, path: "/home/mwalker/projects/api/README.md"},
+		{name: "mac keychain", patterns: canary.CredentialPaths, path: "/home/mwalker/Library/Keychains/login.keychain-db", want: true},
+		{name: "mac chrome", patterns: canary.CredentialPaths, path: "/home/mwalker/Library/Application Support/Google/Chrome/Default/Login Data", want: true},
+		{name: "mac exodus", patterns: canary.WalletPaths, path: "/home/mwalker/Library/Application Support/Exodus/exodus.wallet/seed.seco", want: true},
+		{name: "mac launch agent", patterns: canary.PersistencePaths, path: "/home/mwalker/Library/LaunchAgents/com.x.plist", want: true},
+		{name: "mac preferences", patterns: canary.CredentialPaths, path: "/home/mwalker/Library/Preferences/com.apple.dock.plist"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

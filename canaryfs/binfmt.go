@@ -75,11 +75,21 @@ func (b *builder) sqlite(schema []string, rows ...sqlRow) []byte {
 	return out
 }
 
-// chromeEncrypt encrypts as Chrome on Linux does without a keyring ("v10":
-// AES-128-CBC, key PBKDF2-SHA1("peanuts", "saltysalt", 1 iteration), IV of
+// chromeKeyLinux is Chrome's key on Linux without a keyring:
+// PBKDF2-SHA1("peanuts", "saltysalt", 1 iteration).
+func chromeKeyLinux() []byte {
+	k, _ := pbkdf2.Key(sha1.New, "peanuts", []byte("saltysalt"), 1, 16)
+	return k
+}
+
+// chromeEncrypt encrypts as Chrome does ("v10": AES-128-CBC with the
+// persona's key (chromeKeyLinux, or chromeKeyMac from the keychain), IV of
 // 16 spaces, PKCS#7 padding).
-func chromeEncrypt(plain []byte) []byte {
-	key, _ := pbkdf2.Key(sha1.New, "peanuts", []byte("saltysalt"), 1, 16)
+func (b *builder) chromeEncrypt(plain []byte) []byte {
+	key := b.chromeKey
+	if key == nil {
+		key = chromeKeyLinux()
+	}
 	blk, _ := aes.NewCipher(key)
 	pad := 16 - len(plain)%16
 	p := append(bytes.Clone(plain), bytes.Repeat([]byte{byte(pad)}, pad)...)
@@ -88,12 +98,15 @@ func chromeEncrypt(plain []byte) []byte {
 	return append([]byte("v10"), out...)
 }
 
-// ChromeDecrypt reverses chromeEncrypt: what an infostealer does.
+// ChromeDecrypt reverses Chrome's Linux encryption: what an infostealer does.
 func ChromeDecrypt(v []byte) ([]byte, bool) {
+	return chromeDecrypt(v, chromeKeyLinux())
+}
+
+func chromeDecrypt(v, key []byte) ([]byte, bool) {
 	if !bytes.HasPrefix(v, []byte("v10")) || (len(v)-3)%16 != 0 || len(v) < 19 {
 		return nil, false
 	}
-	key, _ := pbkdf2.Key(sha1.New, "peanuts", []byte("saltysalt"), 1, 16)
 	blk, _ := aes.NewCipher(key)
 	out := make([]byte, len(v)-3)
 	cipher.NewCBCDecrypter(blk, bytes.Repeat([]byte(" "), 16)).CryptBlocks(out, v[3:])

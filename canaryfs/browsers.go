@@ -49,7 +49,7 @@ func (b *builder) plantBrowsers() {
 	loc := "~/" + chromeProfile + "/Login Data"
 	for _, l := range logins {
 		t := b.m.MintPassword(canary.BrowserPassword, loc)
-		enc := chromeEncrypt([]byte(t.Value))
+		enc := b.chromeEncrypt([]byte(t.Value))
 		t.RawNeedles = [][]byte{enc[3:]}
 		b.register(t)
 		created := b.ago(5*24*time.Hour, 400*24*time.Hour)
@@ -73,7 +73,7 @@ func (b *builder) plantBrowsers() {
 			t.Value = "xoxd-" + t.Value
 		}
 		h := sha256.Sum256([]byte(c.host))
-		enc := chromeEncrypt(append(h[:], t.Value...))
+		enc := b.chromeEncrypt(append(h[:], t.Value...))
 		t.RawNeedles = [][]byte{enc[3+32+16:]} // blocks holding only the value
 		b.register(t)
 		cr := b.ago(2*24*time.Hour, 90*24*time.Hour)

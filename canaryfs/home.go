@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/sandboxctl/sandboxctl/canary"
+	"github.com/sandboxctl/sandboxctl/persona"
 )
 
 // Options configures Build. The zero value builds a random home for a random
@@ -24,6 +25,9 @@ type Options struct {
 	Hostname string    // "" derives one from the user and a laptop model
 	Seed     []byte    // nil: crypto/rand; otherwise the same seed gives the same home
 	Now      time.Time // the trace's start; zero: time.Now(). Mtimes are set before it
+	// Persona is the system the home belongs to: "" or persona.Linux for
+	// a Debian home under /home, persona.MacOS for a Mac's under /Users.
+	Persona string
 }
 
 // A File is one entry of the home, with its absolute path in the container.
@@ -47,6 +51,9 @@ type Home struct {
 	// LOGNAME, SHELL, PATH, LANG and the planted variables.
 	Env   []string
 	Files []File // sorted by path; parents before children
+	// Since is when the account was made: before every file of the home.
+	// The orchestrator dates the system's account files to it.
+	Since time.Time
 }
 
 // Names that must never be a user: sandbox tells, and what probes look for.
@@ -70,7 +77,10 @@ func Build(opts Options) (*Home, error) {
 		r = canary.SeededReader(opts.Seed)
 	}
 	m := canary.NewMinter(r)
-	b := &builder{m: m, now: opts.Now, files: map[string]*File{}}
+	if err := persona.Check(opts.Persona); err != nil {
+		return nil, fmt.Errorf("build home: %w", err)
+	}
+	b := &builder{m: m, now: opts.Now, files: map[string]*File{}, mac: opts.Persona == persona.MacOS}
 	if b.now.IsZero() {
 		b.now = time.Now()
 	}
@@ -91,7 +101,11 @@ func Build(opts Options) (*Home, error) {
 			}
 		}
 	}
-	b.host = b.user + "-" + laptops[m.Intn(len(laptops))]
+	if b.mac {
+		b.host = b.user + "-" + macHosts[m.Intn(len(macHosts))]
+	} else {
+		b.host = b.user + "-" + laptops[m.Intn(len(laptops))]
+	}
 	if opts.Hostname != "" {
 		if err := validName(opts.Hostname); err != nil {
 			return nil, fmt.Errorf("build home: hostname: %w", err)
@@ -99,13 +113,22 @@ func Build(opts Options) (*Home, error) {
 		b.host = opts.Hostname
 	}
 	b.home = "/home/" + b.user
+	if b.mac {
+		b.home = "/Users/" + b.user
+	}
 	first, last, _ := strings.Cut(strings.ToLower(b.fullName), " ")
 	if last == "" {
 		last = "dev"
 	}
 	b.company = companies[m.Intn(len(companies))]
 	b.email = first + "." + strings.ReplaceAll(last, " ", "") + "@" + b.company.domain
+	if b.mac {
+		b.macPrepare()
+	}
 	b.plant()
+	if b.mac {
+		b.macLayout()
+	}
 	if err := m.Err(); err != nil {
 		return nil, fmt.Errorf("build home: %w", err)
 	}
@@ -125,7 +148,17 @@ func Build(opts Options) (*Home, error) {
 		"PATH=" + b.home + "/.local/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
 		"LANG=en_US.UTF-8", "TERM=xterm-256color", "EDITOR=vim",
 	}, b.env...)
+	if b.mac {
+		h.Env = macEnv(h.Env, persona.Env(persona.MacOS))
+	}
 	h.Files = b.finish()
+	h.Since = b.now
+	for _, f := range h.Files {
+		if !f.ModTime.IsZero() && f.ModTime.Before(h.Since) {
+			h.Since = f.ModTime
+		}
+	}
+	h.Since = h.Since.Add(-time.Duration(3+b.m.Intn(20)) * 24 * time.Hour)
 	return h, nil
 }
 
@@ -167,6 +200,9 @@ type builder struct {
 	env                               []string
 	err                               error
 	keystorePW                        string // noted in ~/Documents/passwords.txt
+	mac                               bool   // the macOS persona (macos.go)
+	chromeKey                         []byte // Chrome's encryption key; nil: Linux's
+	safeStorage                       canary.Token
 }
 
 // abs turns "~/x" or "x" (home-relative) into an absolute path.
@@ -230,7 +266,7 @@ func (b *builder) fail(err error) {
 // of their newest child, and sorts.
 func (b *builder) finish() []File {
 	for p := range b.files {
-		for d := path.Dir(p); d != "/" && d != "/home"; d = path.Dir(d) {
+		for d := path.Dir(p); d != "/" && d != path.Dir(b.home); d = path.Dir(d) {
 			if _, ok := b.files[d]; !ok {
 				b.files[d] = &File{Path: d, Mode: 0o755, Dir: true}
 			}

@@ -1,6 +1,7 @@
 package mcptools
 
 import (
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -38,6 +39,24 @@ var TracedSyscalls = []string{
 	"chdir", "fchdir",
 	"connect", "bind", "sendto", "sendmsg",
 	"clone", "clone3", "fork", "vfork",
+	"link", "linkat", "symlink", "symlinkat",
+}
+
+// DeniedSyscalls are refused to every process a tool call starts, because
+// they act out of the tracer's sight: io_uring does opens, reads and
+// connects that strace never sees; process_vm_* and process_madvise read or
+// change another process's memory; pidfd_getfd takes another process's
+// descriptors; userfaultfd stalls the kernel mid-copy (a race-window tool);
+// open_by_handle_at opens a file with no path. strace injects EPERM for them
+// (-e inject), so each attempt fails and is logged as "(INJECTED)", which
+// package strace turns into a trace.TypeDenied event. Its seccomp filter
+// stays on the processes after strace detaches, and then refuses them with
+// ENOSYS. The sandbox's own seccomp profile (orchestrator) covers them for
+// anything strace does not trace.
+var DeniedSyscalls = []string{
+	"io_uring_setup", "io_uring_enter", "io_uring_register",
+	"pidfd_getfd", "process_vm_readv", "process_vm_writev", "process_madvise",
+	"userfaultfd", "open_by_handle_at",
 }
 
 // Config says how the tool server runs commands. The zero value, with
@@ -45,12 +64,14 @@ var TracedSyscalls = []string{
 // set up so that:
 //
 //   - Self (agentd, the sandboxctl binary) and Strace exist and are
-//     executable by root; Self is also executable by the user, since the
-//     shim and the file tools run as the user;
-//   - User exists in /etc/passwd with UID, GID and Home (strace -u looks
-//     the name up and calls initgroups);
-//   - the container has CAP_SYS_PTRACE (strace -u needs PTRACE_SEIZE) and
-//     the user's processes have no capabilities (no-new-privileges);
+//     executable by root; neither needs to be (nor should be) readable or
+//     executable by the user: the shim and the file tools start as root and
+//     become the user themselves;
+//   - User exists with UID and GID (the shim gives the command the
+//     supplementary groups /etc/group lists for User, as initgroups would);
+//   - the container has CAP_SYS_PTRACE (strace's PTRACE_SEIZE), SETUID and
+//     SETGID (to become the user), and the user's processes have no
+//     capabilities (no-new-privileges);
 //   - the server runs as root (docker exec -u 0 -i), and LogDir is on a
 //     file system the user cannot write (it is created 0700 root).
 //
@@ -122,7 +143,8 @@ func (c Config) withDefaults() Config {
 
 // StraceArgs returns strace's arguments (without argv[0] and the traced
 // command) for one call whose log goes to logPath. strace runs as root and
-// follows forks (-f); the command runs as c.User (-u). --seccomp-bpf stops
+// follows forks (-f); it starts the shim as root, and the shim starts the
+// command as c.User (so that no process of the user holds the shim's pipes). --seccomp-bpf stops
 // the tracee only on the traced syscalls, so an output flood costs no stops
 // (a side effect: once strace detaches, at Flush, traced syscalls of
 // processes still running fail with ENOSYS). -I 2 lets SIGTERM end strace
@@ -133,10 +155,15 @@ func (c Config) StraceArgs(logPath string) []string {
 	return []string{
 		"-f", "--seccomp-bpf", "-I", "2", "-ttt", "-v", "-yy",
 		"-s", strconv.Itoa(c.StrSize),
-		"-u", c.User,
-		"-e", "trace=" + strings.Join(TracedSyscalls, ","),
+		"-e", "trace=" + strings.Join(append(slices.Clone(TracedSyscalls), DeniedSyscalls...), ","),
+		"-e", "inject=" + strings.Join(DeniedSyscalls, ",") + ":error=EPERM",
 		"-o", logPath,
 	}
+}
+
+// identity is the user tool calls run as.
+func (c Config) identity() identity {
+	return identity{uid: c.UID, gid: c.GID, user: c.User}
 }
 
 // userEnv is the environment of the user's processes.

@@ -33,6 +33,8 @@ func TestMain(m *testing.M) {
 			os.Exit(mcptools.Shim(os.Args[2:], os.Stdin, os.Stdout, os.Stderr))
 		case "__tool":
 			os.Exit(mcptools.Tool(context.Background(), os.Args[2:], os.Stdin, os.Stdout, os.Stderr))
+		case "__steal": // TestShimStatusCannotBeForged
+			os.Exit(steal())
 		case "__mcp": // TestInContainer
 			var cfg mcptools.Config
 			if err := json.Unmarshal([]byte(os.Getenv(testConfigVar)), &cfg); err != nil {

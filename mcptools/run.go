@@ -108,25 +108,33 @@ type status struct {
 	signal syscall.Signal
 }
 
-// readStatus reads the shim's status lines ("pid N", "exit N", "signal N")
-// and sends each on ch; it closes ch at EOF.
+// readStatus reads the shim's status lines and sends each on ch; it closes
+// ch at EOF. The protocol has one shape and nothing else is taken: "pid N"
+// at most once and first, then one "exit N" (0-255) or "signal N" (1-64),
+// after which the pipe is done with. The shim is root's and not dumpable,
+// so only it can write here; the check keeps a garbled line from becoming
+// a result all the same.
 func readStatus(r io.ReadCloser, ch chan<- status) {
 	defer close(ch)
 	defer r.Close()
 	sc := bufio.NewScanner(io.LimitReader(r, 4096))
+	sawPID := false
 	for sc.Scan() {
 		k, v, _ := strings.Cut(sc.Text(), " ")
 		n, err := strconv.Atoi(v)
 		if err != nil {
 			continue
 		}
-		switch k {
-		case "pid":
+		switch {
+		case k == "pid" && !sawPID && n > 0:
+			sawPID = true
 			ch <- status{pid: n}
-		case "exit":
+		case k == "exit" && n >= 0 && n <= 255:
 			ch <- status{exited: true, code: n}
-		case "signal":
+			return
+		case k == "signal" && n > 0 && n <= 64:
 			ch <- status{exited: true, code: 128 + n, signal: syscall.Signal(n)}
+			return
 		}
 	}
 }
@@ -143,32 +151,37 @@ func (s *toolServer) run(ctx context.Context, j job) (outcome, error) {
 	if err != nil {
 		return out, fmt.Errorf("status pipe: %w", err)
 	}
-	outR, outW, err := os.Pipe()
+	ctlR, ctlW, err := os.Pipe()
 	if err != nil {
 		closeAll(statusR, statusW)
+		return out, fmt.Errorf("control pipe: %w", err)
+	}
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		closeAll(statusR, statusW, ctlR, ctlW)
 		return out, fmt.Errorf("stdout pipe: %w", err)
 	}
 	errR, errW, err := os.Pipe()
 	if err != nil {
-		closeAll(statusR, statusW, outR, outW)
+		closeAll(statusR, statusW, ctlR, ctlW, outR, outW)
 		return out, fmt.Errorf("stderr pipe: %w", err)
 	}
 	var inR, inW *os.File
 	if j.stdin != nil {
 		if inR, inW, err = os.Pipe(); err != nil {
-			closeAll(statusR, statusW, outR, outW, errR, errW)
+			closeAll(statusR, statusW, ctlR, ctlW, outR, outW, errR, errW)
 			return out, fmt.Errorf("stdin pipe: %w", err)
 		}
 	}
+	defer ctlW.Close()
 
-	argv := append([]string{cfg.Self, "__shim", "--"}, j.argv...)
+	// The shim runs as root (under strace, which runs as root too) and
+	// starts the command as the user; see Shim.
+	argv := append(append([]string{cfg.Self, "__shim"}, cfg.identity().args()...), "--")
+	argv = append(argv, j.argv...)
 	var cmd *exec.Cmd
 	if cfg.NoStrace {
 		cmd = exec.Command(argv[0], argv[1:]...)
-		if os.Geteuid() == 0 {
-			cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{
-				Uid: uint32(cfg.UID), Gid: uint32(cfg.GID), Groups: []uint32{}}}
-		}
 	} else {
 		full := append(cfg.StraceArgs(out.logPath), "--")
 		cmd = exec.Command(cfg.Strace, append(full, argv...)...)
@@ -183,12 +196,12 @@ func (s *toolServer) run(ctx context.Context, j job) (outcome, error) {
 	if inR != nil {
 		cmd.Stdin = inR
 	}
-	cmd.ExtraFiles = []*os.File{statusW} // fd 3 in strace, inherited by the shim
+	cmd.ExtraFiles = []*os.File{statusW, ctlR} // fds 3 and 4 in strace, inherited by the shim
 	if err := cmd.Start(); err != nil {
-		closeAll(statusR, statusW, outR, outW, errR, errW, inR, inW)
+		closeAll(statusR, statusW, ctlR, outR, outW, errR, errW, inR, inW)
 		return out, fmt.Errorf("start %s: %w", cmd.Path, err)
 	}
-	closeAll(statusW, outW, errW, inR)
+	closeAll(statusW, ctlR, outW, errW, inR)
 	if inW != nil {
 		go func() {
 			// Ends when the child has read it all, or has exited (EPIPE).
@@ -225,11 +238,10 @@ func (s *toolServer) run(ctx context.Context, j job) (outcome, error) {
 	killed := false
 	var grace <-chan time.Time
 	kill := func() {
+		// The shim kills the process group it made; the server signals
+		// nothing whose number it was told.
 		killed = true
-		if pid > 0 {
-			_ = syscall.Kill(-pid, syscall.SIGKILL)
-			_ = syscall.Kill(pid, syscall.SIGKILL)
-		}
+		_, _ = io.WriteString(ctlW, "kill\n")
 		grace = time.After(3 * time.Second)
 	}
 	done := false
@@ -275,8 +287,9 @@ func (s *toolServer) run(ctx context.Context, j job) (outcome, error) {
 			done = true
 		}
 	}
-	if killed && pid == 0 {
-		// Without the command's pid, stop the tracer itself.
+	if killed && (pid == 0 || out.exitCode == -1) {
+		// The shim never started the command, or did not see it end in
+		// time: stop the tracer, the server's own child.
 		_ = cmd.Process.Kill()
 	}
 	drainWait := time.NewTimer(cfg.Drain)

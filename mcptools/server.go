@@ -185,7 +185,7 @@ func (s *toolServer) handle(name string) server.ToolHandlerFunc {
 				j.timeout = min(time.Duration(*a.TimeoutS*float64(time.Second)), s.cfg.MaxTimeout)
 			}
 		} else {
-			j.argv = []string{s.cfg.Self, "__tool", name}
+			j.argv = append(append([]string{s.cfg.Self, "__tool"}, s.cfg.identity().args()...), name)
 			j.stdin = raw
 		}
 		o, err := s.run(ctx, j)

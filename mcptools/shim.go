@@ -1,47 +1,100 @@
 package mcptools
 
 import (
+	"bufio"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"strings"
 	"syscall"
 )
 
-// statusFD is the descriptor on which the shim reports to the server.
-const statusFD = 3
+// The shim's descriptors to the tool server, inherited through strace.
+const (
+	statusFD  = 3 // the shim writes: "pid N", then "exit N" or "signal N"
+	controlFD = 4 // the server writes: "kill"
+)
 
-// Shim is `agentd __shim -- ARGV...`: it runs ARGV in a process group of its
-// own, with the shim's stdin, stdout and stderr, and reports on fd 3 "pid N"
-// once ARGV started, then "exit N" or "signal N" when it ends. It returns
-// the exit code to exit with. Fd 3 is not passed on, so nothing the command
-// starts can write to it or hold it open. cmd/sandboxctl calls it with the
-// process's own files.
+// Shim is `agentd __shim [--uid N --gid N --user NAME] -- ARGV...`. It runs
+// as root, under strace, and is the one trusted part of a call between the
+// root tool server and the user's command:
+//
+//   - it makes itself not dumpable, so that no process of the user can
+//     trace it, read its memory or take its descriptors (pidfd_getfd);
+//   - it starts ARGV in a process group of its own as the user (a file tool,
+//     ARGV being agentd itself, starts as root and becomes the user on its
+//     own), with the shim's stdin, stdout and stderr;
+//   - it reports on fd 3 "pid N" once ARGV started, then "exit N" or
+//     "signal N" from its own wait: the exit status is what the kernel told
+//     the command's parent, never what the command said;
+//   - it kills ARGV's process group, which it made, when the server writes
+//     "kill" on fd 4: the server never signals a pid it was told.
+//
+// Fds 3 and 4 are not passed on. It returns the exit code to exit with.
+// cmd/sandboxctl calls it with the process's own files.
 func Shim(args []string, stdin, stdout, stderr *os.File) int {
+	// Before anything else: once not dumpable, /proc/PID of the shim is
+	// root's and ptrace access needs CAP_SYS_PTRACE over it.
+	notDumpable()
+	syscall.CloseOnExec(statusFD)
+	syscall.CloseOnExec(controlFD)
+	st := os.NewFile(statusFD, "status")
+	ctl := os.NewFile(controlFD, "control")
+	report := func(format string, a ...any) {
+		if st != nil {
+			fmt.Fprintf(st, format+"\n", a...)
+		}
+	}
+	id, args, err := parseIdentity(args)
+	if err != nil {
+		fmt.Fprintf(stderr, "agentd __shim: %v\n", err)
+		report("exit 2")
+		return 2
+	}
 	if len(args) > 0 && args[0] == "--" {
 		args = args[1:]
 	}
-	syscall.CloseOnExec(statusFD)
-	st := os.NewFile(statusFD, "status")
 	if len(args) == 0 {
 		fmt.Fprintln(stderr, "agentd __shim: no command")
+		report("exit 2")
 		return 2
+	}
+	if id.drops() {
+		if err := id.check(); err != nil {
+			fmt.Fprintf(stderr, "agentd __shim: %v\n", err)
+			report("exit 127")
+			return 127
+		}
 	}
 	cmd := exec.Command(args[0], args[1:]...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = stdin, stdout, stderr
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if id.drops() && !isSelf(args[0]) {
+		cmd.SysProcAttr.Credential = &syscall.Credential{Uid: uint32(id.uid), Gid: uint32(id.gid), Groups: id.groups()}
+	}
 	if err := cmd.Start(); err != nil {
 		fmt.Fprintf(stderr, "agentd __shim: %v\n", err)
-		if st != nil {
-			fmt.Fprintf(st, "exit 127\n")
-		}
+		report("exit 127")
 		return 127
 	}
-	if st != nil {
-		fmt.Fprintf(st, "pid %d\n", cmd.Process.Pid)
+	pid := cmd.Process.Pid
+	report("pid %d", pid)
+	if ctl != nil {
+		go func() {
+			// Ends at the server's "kill" or when it closes its end.
+			sc := bufio.NewScanner(io.LimitReader(ctl, 1<<10))
+			for sc.Scan() {
+				if strings.TrimSpace(sc.Text()) == "kill" {
+					_ = syscall.Kill(-pid, syscall.SIGKILL)
+					_ = syscall.Kill(pid, syscall.SIGKILL)
+				}
+			}
+		}()
 	}
 	_ = cmd.Wait()
-	code := 0
-	msg := "exit 0"
+	code, msg := 0, "exit 0"
 	if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); ok {
 		switch {
 		case ws.Signaled():
@@ -52,9 +105,21 @@ func Shim(args []string, stdin, stdout, stderr *os.File) int {
 			msg = fmt.Sprintf("exit %d", code)
 		}
 	}
+	report("%s", msg)
 	if st != nil {
-		fmt.Fprintln(st, msg)
 		st.Close()
 	}
 	return code
+}
+
+// isSelf reports whether path is this very binary (agentd running a file
+// tool), which starts as root and becomes the user by itself.
+func isSelf(path string) bool {
+	self, err := os.Executable()
+	if err != nil {
+		return false
+	}
+	a, err1 := filepath.EvalSymlinks(self)
+	b, err2 := filepath.EvalSymlinks(path)
+	return err1 == nil && err2 == nil && a == b
 }

@@ -29,11 +29,25 @@ const (
 	maxLineExcerpts = 240
 )
 
-// Tool is `agentd __tool NAME`: it runs one file or network tool as the
-// current (unprivileged) user, reading the tool's JSON arguments on stdin,
-// writing what the model sees on stdout and failures on stderr. It returns
-// the exit code: 0 done, 1 the operation failed, 2 bad arguments.
+// Tool is `agentd __tool [--uid N --gid N --user NAME] NAME`: it runs one
+// file or network tool as the unprivileged user, reading the tool's JSON
+// arguments on stdin, writing what the model sees on stdout and failures on
+// stderr. Started as root (the shim runs agentd as root: the binary is not
+// the user's to run), it becomes the user given before anything else, and
+// refuses to go on if that fails. It returns the exit code: 0 done, 1 the
+// operation failed, 2 bad arguments.
 func Tool(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	id, args, err := parseIdentity(args)
+	if err != nil {
+		fmt.Fprintf(stderr, "agentd __tool: %v\n", err)
+		return 2
+	}
+	if id.drops() {
+		if err := id.become(); err != nil {
+			fmt.Fprintf(stderr, "agentd __tool: become uid %d: %v\n", id.uid, err)
+			return 2
+		}
+	}
 	if len(args) != 1 {
 		fmt.Fprintln(stderr, "usage: agentd __tool NAME < ARGS.json")
 		return 2

@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"math/big"
 	"time"
 )
 
@@ -57,9 +58,34 @@ type Config struct {
 	Banners     map[string]string `json:"banners,omitempty"`
 	BannerDelay time.Duration     `json:"banner_delay_ns,omitempty"`
 
+	// OpenPorts are the TCP ports (and "N-M" ranges) that reach the sinks;
+	// a connection to any other port is refused and recorded. Empty:
+	// DefaultOpenPorts; ["*"]: every port is open.
+	OpenPorts []string `json:"open_ports,omitempty"`
+
+	// PackageVersions adds versions to the stub packages the registries
+	// serve, keyed "npm:NAME" or "pypi:NAME" (PEP 503 normalised), so an
+	// exact pin the skill names resolves: see PackageHints.
+	PackageVersions map[string][]string `json:"package_versions,omitempty"`
+
 	// SkipNetworkSetup leaves routes and iptables alone: for tests that run
 	// the sinks on a host's loopback, never for a jail.
 	SkipNetworkSetup bool `json:"skip_network_setup,omitempty"`
+
+	// EventLog is the file the jail writes its events to ("": the writer
+	// given to Run gets them). With a file, Run's writer only gets the
+	// jail's notices, as a live status stream.
+	EventLog string `json:"event_log,omitempty"`
+	// LogBudget caps the event log's bytes and MaxEvent one event's (0:
+	// DefaultLogBudget, DefaultMaxEvent).
+	LogBudget int64 `json:"log_budget,omitempty"`
+	MaxEvent  int   `json:"max_event,omitempty"`
+	// SpoolDir keeps the payloads events hold only in part ("": none are
+	// kept, and what is cut is counted as dropped), within SpoolBudget
+	// bytes in all and SpoolFileCap per payload (0: the defaults).
+	SpoolDir     string `json:"spool_dir,omitempty"`
+	SpoolBudget  int64  `json:"spool_budget,omitempty"`
+	SpoolFileCap int64  `json:"spool_file_cap,omitempty"`
 }
 
 // Marker is the file the second-stage script writes: Path is relative to
@@ -101,14 +127,13 @@ func DefaultConfig() Config {
 		DNSPort:       DefaultDNSPort,
 		UDPPort:       DefaultUDPPort,
 		ProxyPort:     DefaultProxyPort,
-		BodyCap:       1 << 20,
+		BodyCap:       256 << 10,
 		FirstBytesCap: 4096,
 		Marker:        Marker{Path: ".cache/." + randHex(4), Token: randHex(16)},
 		PublicIP:      "86.14.201.77",
 		Banners: map[string]string{
 			"22":  "SSH-2.0-OpenSSH_9.2p1 Debian-2+deb12u3\r\n",
 			"21":  "220 (vsFTPd 3.0.3)\r\n",
-			"25":  "220 mail.example.net ESMTP Postfix (Debian/GNU)\r\n",
 			"110": "+OK Dovecot ready.\r\n",
 			"143": "* OK [CAPABILITY IMAP4rev1] Dovecot ready.\r\n",
 		},
@@ -162,6 +187,9 @@ func (c Config) Validate() error {
 			return fmt.Errorf("port %d out of range", p)
 		}
 	}
+	if _, err := openPortSpecs(c.OpenPorts); err != nil {
+		return err
+	}
 	for _, r := range c.HTTPRules {
 		if r.Status != 0 && (r.Status < 100 || r.Status > 999) {
 			return fmt.Errorf("http rule %q: status %d out of range", r.Name, r.Status)
@@ -192,4 +220,13 @@ func randHex(n int) string {
 	b := make([]byte, n)
 	_, _ = rand.Read(b) // crypto/rand.Read never fails (Go 1.24+)
 	return hex.EncodeToString(b)
+}
+
+// randIntn returns a uniform random int in [0, n).
+func randIntn(n int) int {
+	if n <= 1 {
+		return 0
+	}
+	v, _ := rand.Int(rand.Reader, big.NewInt(int64(n))) // crypto/rand never fails
+	return int(v.Int64())
 }

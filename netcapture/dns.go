@@ -8,17 +8,21 @@ import (
 	"io"
 	"net"
 	"net/netip"
+	"os"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/miekg/dns"
 	"github.com/sandboxctl/sandboxctl/trace"
+	"golang.org/x/net/publicsuffix"
 )
 
 // DNS sink policy: every query is recorded, whatever it looks like. Every
-// name resolves (to its own fake address) unless the config says NXDOMAIN,
-// so a skill's next step (the connection) shows. Nothing is ever resolved
+// name that exists on the internet resolves (to its own address, see
+// Names), unless the config says NXDOMAIN, so a skill's next step (the
+// connection) shows; names no public resolver answers (reservedName) get
+// NXDOMAIN, as they would on a workstation. Nothing is ever resolved
 // upstream. Messages that do not parse are recorded with their raw bytes
 // (capped) and answered FORMERR when their header can be read.
 
@@ -35,6 +39,7 @@ type DNSSink struct {
 	names   *Names
 	nx      []string            // canonical exact names, or "*.suffix"
 	records map[string][]dns.RR // canonical name → configured answers
+	self    string              // the machine's own host name, canonical
 	now     func() time.Time
 }
 
@@ -47,6 +52,9 @@ func NewDNSSink(emit func(trace.Event), names *Names, cfg Config) (*DNSSink, err
 		names = NewNames()
 	}
 	s := &DNSSink{emit: emit, names: names, records: map[string][]dns.RR{}, now: time.Now}
+	if h, err := os.Hostname(); err == nil {
+		s.self = canonical(h)
+	}
 	for _, n := range cfg.NXDomain {
 		s.nx = append(s.nx, canonical(n))
 	}
@@ -308,10 +316,20 @@ func (s *DNSSink) answerQuestion(q dns.Question) ([]dns.RR, int) {
 		return nil, dns.RcodeSuccess
 	}
 	var v4, v6 netip.Addr
-	if c == "localhost" || strings.HasSuffix(c, ".localhost") {
+	switch {
+	case c == "localhost" || strings.HasSuffix(c, ".localhost"):
 		// RFC 6761: localhost is loopback, whoever asks.
 		v4, v6 = netip.AddrFrom4([4]byte{127, 0, 0, 1}), netip.IPv6Loopback()
-	} else {
+	case c == s.self && c != "":
+		// The machine's own name, where Debian's /etc/hosts puts it (the
+		// jail and the sandbox share the jail's host name).
+		v4, v6 = netip.AddrFrom4([4]byte{127, 0, 1, 1}), netip.IPv6Loopback()
+	case reservedName(c):
+		return nil, dns.RcodeNameError
+	case isPublicSuffix(c):
+		// "com", "co.uk": they exist, with no address.
+		return nil, dns.RcodeSuccess
+	default:
 		v4, v6 = s.names.Addrs(c)
 	}
 	zone := dns.Fqdn(registered(c))
@@ -373,19 +391,36 @@ func soa(name string) dns.RR {
 		Expire: 1209600, Minttl: dnsTTL}
 }
 
-// registered guesses the registered domain of a canonical name: its last
-// two labels (three under a two-letter second-level like co.uk). Only used
-// to make MX, NS and SOA answers look plausible.
+// registered is the registered domain of a canonical name (its public
+// suffix plus one label), or the name itself. Only used to make MX, NS
+// and SOA answers look plausible.
 func registered(c string) string {
-	labels := strings.Split(c, ".")
-	n := 2
-	if len(labels) >= 3 && len(labels[len(labels)-1]) == 2 && len(labels[len(labels)-2]) <= 3 {
-		n = 3
+	if d, err := publicsuffix.EffectiveTLDPlusOne(c); err == nil {
+		return d
 	}
-	if len(labels) <= n {
-		return c
+	return c
+}
+
+// reservedName reports names no public resolver answers (NXDOMAIN): the
+// special-use names of RFC 6761 (.test, .invalid, .example), 6762
+// (.local), 7686 (.onion) and 9476 (.alt), and every name whose top-level
+// domain is not delegated (.internal, .corp, .lan, single labels), as the
+// public suffix list knows them. Answering them would tell a skill that
+// every name resolves here. Configured records and NXDOMAIN rules come
+// first, so a trace that needs such a name can still give it one.
+func reservedName(c string) bool {
+	tld := c[strings.LastIndexByte(c, '.')+1:]
+	if tld == "onion" {
+		return true
 	}
-	return strings.Join(labels[len(labels)-n:], ".")
+	_, icann := publicsuffix.PublicSuffix(tld)
+	return !icann
+}
+
+// isPublicSuffix reports names that are an ICANN public suffix themselves.
+func isPublicSuffix(c string) bool {
+	ps, icann := publicsuffix.PublicSuffix(c)
+	return icann && ps == c
 }
 
 // reverseAddr parses a canonical in-addr.arpa or ip6.arpa name.
@@ -443,7 +478,7 @@ func typeString(t uint16) string {
 	return fmt.Sprintf("TYPE%d", t)
 }
 
-// rrString is an answer without its header, e.g. "A 198.18.0.1".
+// rrString is an answer without its header, e.g. "A 104.18.32.7".
 func rrString(rr dns.RR) string {
 	full := rr.String()
 	hdr := rr.Header().String()

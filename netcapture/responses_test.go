@@ -35,8 +35,19 @@ func TestRespondChoosesByRequest(t *testing.T) {
 		{name: "rule", method: "GET", url: "http://a.evil.test/task/9", wantLabel: "rule:c2", wantStatus: 202},
 		{name: "curl to .sh", method: "GET", url: "https://get.tool.example/install.sh", ua: "curl/8.5.0", accept: "*/*", wantLabel: "second-stage", wantStatus: 200},
 		{name: "curl to /install", method: "GET", url: "https://tool.example/install", ua: "Wget/1.21", wantLabel: "second-stage", wantStatus: 200},
-		{name: "curl to a bare path", method: "GET", url: "http://203.0.113.5/x7f2", ua: "curl/8.5.0", accept: "*/*", wantLabel: "second-stage", wantStatus: 200},
+		{name: "curl to an installer host", method: "GET", url: "https://sh.rustup.example/", ua: "curl/8.5.0", accept: "*/*", wantLabel: "second-stage", wantStatus: 200},
+		{name: "curl to an opaque path gets json, not a script", method: "GET", url: "http://203.0.113.5/x7f2", ua: "curl/8.5.0", accept: "*/*", wantLabel: "json", wantStatus: 200},
+		{name: "curl to a weather api", method: "GET", url: "https://wttr.example/London?format=j1", ua: "curl/8.5.0", accept: "*/*", wantLabel: "json", wantStatus: 200},
+		{name: "curl to an api path", method: "GET", url: "https://markets.example/v1/quote/AAPL", ua: "curl/8.5.0", accept: "*/*", wantLabel: "json", wantStatus: 200},
+		{name: "python requests to an opaque path", method: "GET", url: "https://data.example/prices/latest", ua: "python-requests/2.31.0", accept: "*/*", wantLabel: "json", wantStatus: 200},
 		{name: "api host with curl", method: "GET", url: "https://api.example.org/", ua: "curl/8.5.0", accept: "*/*", wantLabel: "json", wantStatus: 200},
+		{name: "api host named install path", method: "GET", url: "https://api.example.org/v2/install", ua: "curl/8.5.0", accept: "*/*", wantLabel: "json", wantStatus: 200},
+		{name: "curl to a site root", method: "GET", url: "https://www.example.org/", ua: "curl/8.5.0", accept: "*/*", wantLabel: "html", wantStatus: 200},
+		{name: "shell script accept", method: "GET", url: "https://tools.example/latest", accept: "text/x-shellscript", wantLabel: "second-stage", wantStatus: 200},
+		{name: "jpeg", method: "GET", url: "https://cdn.example/photo.JPG", wantLabel: "file:jpeg", wantStatus: 200},
+		{name: "image accept", method: "GET", url: "https://cdn.example/avatar/42", accept: "image/avif,image/webp,*/*", wantLabel: "file:png", wantStatus: 200},
+		{name: "graphql post", method: "POST", url: "https://gql.example/graphql", wantLabel: "json:graphql", wantStatus: 200},
+		{name: "second stage callback", method: "GET", url: "http://get.tool.example/.well-known/" + cfg.Marker.Token, wantLabel: "second-stage-callback", wantStatus: 204},
 		{name: "zip", method: "GET", url: "https://cdn.example/tool.zip", wantLabel: "file:zip", wantStatus: 200},
 		{name: "tar.gz", method: "GET", url: "https://cdn.example/tool-1.2.tar.gz", wantLabel: "file:tar.gz", wantStatus: 200},
 		{name: "elf by name", method: "GET", url: "https://cdn.example/agent-linux-amd64", wantLabel: "file:elf", wantStatus: 200},
@@ -59,7 +70,7 @@ func TestRespondChoosesByRequest(t *testing.T) {
 			if tt.accept != "" {
 				req.Header.Set("Accept", tt.accept)
 			}
-			resp := r.respond(req, req.URL.Hostname())
+			resp := r.respond(req, req.URL.Hostname(), nil)
 			if resp.Label != tt.wantLabel || resp.Status != tt.wantStatus {
 				t.Errorf("respond(%s %s) = %d %q, want %d %q", tt.method, tt.url, resp.Status, resp.Label, tt.wantStatus, tt.wantLabel)
 			}
@@ -75,7 +86,7 @@ func TestLookupsServeThePublicIP(t *testing.T) {
 	cfg.PublicIP = "81.2.69.160"
 	r := newResponder(cfg.withDefaults(), time.Now)
 	for _, u := range []string{"https://ipinfo.io/json", "http://ip-api.com/json", "https://api.ipify.org/?format=json"} {
-		resp := r.respond(httptest.NewRequest("GET", u, nil), httptest.NewRequest("GET", u, nil).URL.Hostname())
+		resp := r.respond(httptest.NewRequest("GET", u, nil), httptest.NewRequest("GET", u, nil).URL.Hostname(), nil)
 		var v map[string]any
 		if err := json.Unmarshal(resp.Body, &v); err != nil {
 			t.Errorf("%s: body %q is not JSON: %v", u, resp.Body, err)
@@ -110,7 +121,10 @@ func TestSecondStageRunsAndWritesMarker(t *testing.T) {
 	if diff := cmp.Diff(m.Token+"\n", string(got)); diff != "" {
 		t.Errorf("marker content (-want +got):\n%s", diff)
 	}
-	if withHost := string(SecondStage(m, "get.tool.example")); !strings.Contains(withHost, "http://get.tool.example/.well-known/"+m.Token) {
+	if strings.Contains(string(out), m.Token) {
+		t.Errorf("running the second stage printed the token: %q", out)
+	}
+	if withHost := string(SecondStage(m, "get.tool.example")); !strings.Contains(withHost, "http://get.tool.example/.well-known/") {
 		t.Errorf("second stage for a host lacks the callback:\n%s", withHost)
 	}
 	if s := string(SecondStage(m, "bad'host;rm")); strings.Contains(s, "bad'host") {
@@ -159,8 +173,11 @@ func TestServedFilesAreValid(t *testing.T) {
 		names = append(names, h.Name)
 		if h.Name == "package/install.sh" {
 			b, _ := io.ReadAll(tr)
-			if !bytes.Contains(b, []byte(cfg.Marker.Token)) || h.Mode&0o111 == 0 {
-				t.Errorf("install.sh mode %o lacks the marker or exec bit", h.Mode)
+			if !bytes.Contains(b, []byte(cfg.Marker.Path)) || h.Mode&0o111 == 0 {
+				t.Errorf("install.sh mode %o lacks the marker path or exec bit", h.Mode)
+			}
+			if bytes.Contains(b, []byte(cfg.Marker.Token)) {
+				t.Errorf("install.sh holds the marker token literally")
 			}
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"io"
 	"net"
+	"strings"
 	"testing"
 	"time"
 
@@ -110,7 +111,70 @@ func TestNatRulesOrder(t *testing.T) {
 		{"-A", "OUTPUT", "-p", "tcp", "-j", "REDIRECT", "--to-ports", "1"},
 		{"-A", "OUTPUT", "-p", "udp", "-j", "REDIRECT", "--to-ports", "3"},
 	}
-	if diff := cmp.Diff(want, natRules(cfg, "127.0.0.0/8")); diff != "" {
+	if diff := cmp.Diff(want, natRules(cfg, "127.0.0.0/8", nil)); diff != "" {
 		t.Errorf("natRules (-want +got):\n%s", diff)
+	}
+	// With closed ports, only the open ones are redirected.
+	want = append(append(want[:4:4],
+		[]string{"-A", "OUTPUT", "-p", "tcp", "-m", "multiport", "--dports", "22,80:81", "-j", "REDIRECT", "--to-ports", "1"},
+		[]string{"-A", "OUTPUT", "-p", "tcp", "-m", "multiport", "--dports", "443", "-j", "REDIRECT", "--to-ports", "1"}),
+		want[5])
+	if diff := cmp.Diff(want, natRules(cfg, "127.0.0.0/8", []string{"22,80:81", "443"})); diff != "" {
+		t.Errorf("natRules with closed ports (-want +got):\n%s", diff)
+	}
+}
+
+func TestOpenPortSpecs(t *testing.T) {
+	tests := []struct {
+		name    string
+		in      []string
+		want    []string
+		wantErr bool
+	}{
+		{name: "all open", in: []string{"80", "*"}, want: nil},
+		{name: "fifteen per spec, ranges count two", in: []string{"1", "2", "3", "4", "5", "6", "7", "8", "9", "10", "11", "12", "13", "14-20", "21"},
+			want: []string{"1,2,3,4,5,6,7,8,9,10,11,12,13,14:20", "21"}},
+		{name: "bad port", in: []string{"0"}, wantErr: true},
+		{name: "reversed range", in: []string{"90-80"}, wantErr: true},
+		{name: "not a number", in: []string{"http"}, wantErr: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := openPortSpecs(tt.in)
+			if (err != nil) != tt.wantErr {
+				t.Fatalf("err = %v", err)
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("specs (-want +got):\n%s", diff)
+			}
+		})
+	}
+	specs, err := openPortSpecs(nil)
+	if err != nil || len(specs) < 5 {
+		t.Fatalf("default open ports: %v %v", specs, err)
+	}
+	for _, s := range specs {
+		n := 0
+		for _, p := range strings.Split(s, ",") {
+			n++
+			if strings.Contains(p, ":") {
+				n++
+			}
+		}
+		if n > 15 {
+			t.Errorf("spec %q holds %d ports, multiport takes 15", s, n)
+		}
+	}
+}
+
+func TestRestoreScript(t *testing.T) {
+	got := restoreScript([][]string{{"-F", "OUTPUT"}, {"-A", "OUTPUT", "-d", "127.0.0.0/8", "-j", "RETURN"}},
+		[][]string{{"-A", "OUTPUT", "!", "-d", "127.0.0.0/8", "-p", "tcp", "-j", "REJECT"}})
+	want := "*nat\n-F OUTPUT\n-A OUTPUT -d 127.0.0.0/8 -j RETURN\nCOMMIT\n*filter\n-A OUTPUT ! -d 127.0.0.0/8 -p tcp -j REJECT\nCOMMIT\n"
+	if got != want {
+		t.Errorf("restoreScript = %q, want %q", got, want)
+	}
+	if got := restoreScript([][]string{{"-F", "OUTPUT"}}, nil); strings.Contains(got, "filter") {
+		t.Errorf("no filter rules, yet %q", got)
 	}
 }

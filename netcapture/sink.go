@@ -60,6 +60,12 @@ type Sink struct {
 	origDst OrigDstFunc
 	proxy   *goproxy.ProxyHttpServer
 	now     func() time.Time
+	// spool keeps what events hold only in part (Run sets the jail's;
+	// otherwise nothing is kept and what is cut is counted).
+	spool *Spool
+	// dns answers DNS-over-HTTPS queries (Run sets the jail's DNS sink;
+	// nil: they get the ordinary responses).
+	dns *DNSSink
 }
 
 // NewSink returns a sink that reports to emit. names is shared with the DNS
@@ -78,8 +84,9 @@ func NewSink(emit func(trace.Event), names *Names, cfg Config, origDst OrigDstFu
 	if err != nil {
 		return nil, fmt.Errorf("new sink: %w", err)
 	}
+	spool, _ := NewSpool("", 0, 0) // keeps nothing: no folder to fail on
 	s := &Sink{emit: emit, names: names, cfg: cfg, minter: minter, resp: newResponder(cfg, clock),
-		origDst: origDst, now: time.Now}
+		origDst: origDst, now: time.Now, spool: spool}
 	s.proxy = s.newProxy()
 	return s, nil
 }
@@ -114,6 +121,7 @@ type connMeta struct {
 	proxy       bool   // came through the explicit proxy
 	connectHost string // CONNECT target host, for tunnels
 	watch       *httpWatch
+	protocol    string // what a raw flow was recognised as (Connection.Protocol)
 }
 
 func (m connMeta) dstIP() string {
@@ -206,7 +214,8 @@ func (s *Sink) httpConn(c net.Conn, r io.Reader, m connMeta) *metaConn {
 		}
 		s.emitEvent(trace.SourceTCP, trace.TypeConnection, &trace.Connection{Proto: "tcp", Client: m.client,
 			DstIP: m.dstIP(), DstPort: m.dstPort(), Name: firstNonEmpty(m.name, m.sni, m.connectHost),
-			FirstBytes: append([]byte(nil), w.first...), Size: w.size, Truncated: w.size > int64(len(w.first))})
+			FirstBytes: append([]byte(nil), w.first...), Size: w.size, Truncated: w.size > int64(len(w.first)),
+			Protocol: "http"})
 	}}
 }
 
@@ -406,6 +415,10 @@ func (ss *session) dispatch(c net.Conn, m connMeta) {
 	// A small buffer: a skill can open thousands of connections, and
 	// sniffing needs a few bytes (the ClientHello is read through it).
 	br := bufio.NewReaderSize(c, 4096)
+	if isSMTP(m) {
+		ss.smtp(c, br, m) // the server speaks first
+		return
+	}
 	banner := ""
 	wait := firstByteTimeout
 	if b, ok := s.banner(m); ok {
@@ -433,7 +446,7 @@ func (ss *session) dispatch(c net.Conn, m connMeta) {
 		_ = c.SetDeadline(time.Time{})
 		handed = true
 		ss.untrack(c)
-		ss.handOver(ss.s.httpConn(c, br, m))
+		ss.serveHTTP1(c, br, m)
 		return
 	}
 	ss.catchAll(c, br, m, "")
@@ -450,7 +463,7 @@ func (s *Sink) banner(m connMeta) (string, bool) {
 	return b, ok
 }
 
-var httpMethods = []string{"GET ", "POST ", "HEAD ", "PUT ", "DELETE ", "OPTIONS ", "PATCH ", "CONNECT ", "TRACE "}
+var httpMethods = []string{"GET ", "POST ", "HEAD ", "PUT ", "DELETE ", "OPTIONS ", "PATCH ", "CONNECT ", "TRACE ", "PRI * "}
 
 // looksHTTP reports whether the buffered bytes start an HTTP/1 request
 // line, waiting briefly for a whole method token.
@@ -548,8 +561,9 @@ func alpnFor(client []string) []string {
 	return nil
 }
 
-// serveH2 serves an intercepted HTTP/2 connection until it ends.
-func (ss *session) serveH2(tc *tls.Conn, m connMeta) {
+// serveH2 serves an HTTP/2 connection (intercepted TLS with ALPN h2, or
+// cleartext with prior knowledge) until it ends.
+func (ss *session) serveH2(tc net.Conn, m connMeta) {
 	if !ss.track(tc) {
 		tc.Close()
 		return
@@ -577,8 +591,27 @@ func (ss *session) catchAll(c net.Conn, br *bufio.Reader, m connMeta, banner str
 func (ss *session) catchAllBytes(c net.Conn, prefix []byte, br io.Reader, m connMeta, banner string) {
 	s := ss.s
 	capN := s.cfg.FirstBytesCap
-	first := capBytes(prefix, capN)
-	size := int64(len(prefix))
+	// The first bytes go in the event; a flow that goes past them is
+	// spooled whole, from its first byte, so it is scanned whole.
+	var spool *SpoolFile
+	var first []byte
+	size := int64(0)
+	keep := func(b []byte) {
+		size += int64(len(b))
+		if room := capN - len(first); room > 0 && spool == nil {
+			first = append(first, b[:min(len(b), room)]...)
+			b = b[min(len(b), room):]
+		}
+		if len(b) == 0 {
+			return
+		}
+		if spool == nil {
+			spool = s.spool.Create("tcp")
+			_, _ = spool.Write(first)
+		}
+		_, _ = spool.Write(b)
+	}
+	keep(prefix)
 	end := time.Now().Add(catchMax)
 	buf := make([]byte, 4096)
 	for {
@@ -589,10 +622,7 @@ func (ss *session) catchAllBytes(c net.Conn, prefix []byte, br io.Reader, m conn
 		_ = c.SetReadDeadline(dl)
 		n, err := br.Read(buf)
 		if n > 0 {
-			size += int64(n)
-			if room := capN - len(first); room > 0 {
-				first = append(first, buf[:min(n, room)]...)
-			}
+			keep(buf[:n])
 		}
 		if err != nil || time.Now().After(end) {
 			break
@@ -600,7 +630,11 @@ func (ss *session) catchAllBytes(c net.Conn, prefix []byte, br io.Reader, m conn
 	}
 	proto := "tcp"
 	conn := &trace.Connection{Proto: proto, Client: m.client, DstIP: m.dstIP(), DstPort: m.dstPort(),
-		Name: m.name, FirstBytes: first, Size: size, Truncated: size > int64(len(first)), Banner: banner}
+		Name: m.name, FirstBytes: first, Size: size, Truncated: size > int64(len(first)), Banner: banner,
+		Protocol: firstNonEmpty(m.protocol, sniffProtocol(first))}
+	if spool != nil {
+		conn.Spool, conn.SpoolTruncated = spool.Close()
+	}
 	if conn.Name == "" {
 		conn.Name = firstNonEmpty(m.sni, m.connectHost)
 	}
@@ -700,8 +734,6 @@ func (s *Sink) exchange(req *http.Request) response {
 		}
 		defer ss.wg.Done()
 	}
-	body, size := readCapped(req.Body, s.cfg.BodyCap)
-
 	host := req.Host
 	if req.URL.IsAbs() && req.URL.Host != "" {
 		host = req.URL.Host
@@ -726,30 +758,32 @@ func (s *Sink) exchange(req *http.Request) response {
 		}
 		url = scheme + "://" + hp + req.URL.RequestURI()
 	}
-	resp := s.resp.respond(req, host)
+	// The event holds a summary within its budget; the whole request goes
+	// to the spool when the summary is cut.
+	headers, headCut := trimHeaders(req.Header, len(url))
+	headCut = headCut || len(url) > maxURLInEvent || len(req.Host) > maxHeaderValue
+	rb := s.readRequestBody(req, url, s.cfg.BodyCap, headCut)
+	if p, ok := req.Context().Value(unfinishedKey).(*bool); ok {
+		*p = rb.unfinished
+	}
+	resp := s.resp.respond(req, host, rb.kept)
+	if msg, asJSON, ok := dohQuery(req, rb.kept); ok {
+		if r, ok := s.dohResponse(req, msg, asJSON, firstNonEmpty(m.client, req.RemoteAddr)); ok {
+			resp = r
+		}
+	}
 	ex := &trace.HTTPExchange{
-		Method: req.Method, URL: url, Host: req.Host, Proto: req.Proto, TLS: m.tls, SNI: m.sni,
-		Proxy: m.proxy, Client: firstNonEmpty(m.client, req.RemoteAddr), DstIP: m.dstIP(), DstPort: m.dstPort(),
-		Headers: req.Header.Clone(), Body: body, BodySize: size, BodyTruncated: size > int64(len(body)),
+		Method: req.Method, URL: cutNote(url, maxURLInEvent), Host: cutNote(req.Host, maxHeaderValue), Proto: req.Proto,
+		TLS: m.tls, SNI: m.sni, Proxy: m.proxy, Client: firstNonEmpty(m.client, req.RemoteAddr), DstIP: m.dstIP(), DstPort: m.dstPort(),
+		Headers: headers, Body: rb.kept, BodySize: rb.size, BodyTruncated: rb.size > int64(len(rb.kept)),
 		Status: resp.Status, Response: resp.Label, RespSize: int64(len(resp.Body)),
+		HeadersTruncated: headCut, Unfinished: rb.unfinished, Spool: rb.spool, SpoolTruncated: rb.spoolCut,
 	}
 	s.emitEvent(trace.SourceHTTP, trace.TypeHTTP, ex)
+	for _, x := range resp.Extra {
+		s.emitEvent(trace.SourceHTTP, x.Type, x.Data)
+	}
 	return resp
-}
-
-// readCapped reads r to its end (up to maxBodyDrain), keeping the first
-// capN bytes and counting them all.
-func readCapped(r io.Reader, capN int64) ([]byte, int64) {
-	if r == nil {
-		return nil, 0
-	}
-	var keep bytes.Buffer
-	n, _ := io.Copy(&keep, io.LimitReader(r, capN))
-	rest, _ := io.Copy(io.Discard, io.LimitReader(r, maxBodyDrain))
-	if keep.Len() == 0 {
-		return nil, n + rest
-	}
-	return keep.Bytes(), n + rest
 }
 
 func (s *Sink) emitEvent(src trace.Source, typ trace.Type, data any) {

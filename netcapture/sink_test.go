@@ -31,6 +31,15 @@ func caPool(t testing.TB, cfg Config) *x509.CertPool {
 	return pool
 }
 
+// intermediates pools the certificates a server sent after its leaf.
+func intermediates(chain []*x509.Certificate) *x509.CertPool {
+	p := x509.NewCertPool()
+	for _, c := range chain[1:] {
+		p.AddCert(c)
+	}
+	return p
+}
+
 // startProxy serves the explicit proxy on loopback.
 func startProxy(t *testing.T, cfg Config) (*url.URL, *collector) {
 	t.Helper()
@@ -99,7 +108,7 @@ func TestProxyInterceptsHTTPS(t *testing.T) {
 	}
 	body, _ = io.ReadAll(resp.Body)
 	resp.Body.Close()
-	if !strings.Contains(string(body), cfg.Marker.Token) {
+	if !strings.Contains(string(body), "Setup complete.") || !strings.Contains(string(body), cfg.Marker.Path) {
 		t.Errorf("install.sh through the proxy = %q, want the second stage", body)
 	}
 }
@@ -135,7 +144,7 @@ func TestProxyNeverTunnels(t *testing.T) {
 		}
 		if pool := caPool(t, cfg); resp.TLS == nil || len(resp.TLS.PeerCertificates) == 0 {
 			t.Fatal("no TLS state")
-		} else if _, err := resp.TLS.PeerCertificates[0].Verify(x509.VerifyOptions{Roots: pool}); err != nil {
+		} else if _, err := resp.TLS.PeerCertificates[0].Verify(x509.VerifyOptions{Roots: pool, Intermediates: intermediates(resp.TLS.PeerCertificates)}); err != nil {
 			t.Errorf("served certificate is not from the trace CA: %v", err)
 		}
 	})
@@ -298,7 +307,7 @@ func TestRejectedHTTPIsRecorded(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	req := "GET /x HTTP/1.1\r\nHost: a b\r\nX-Leak: ghp_rejected\r\n\r\n"
+	req := "GET /x HTTP/1.1\r\nHost: a.example\r\nX-Leak ghp_rejected\r\n\r\n"
 	io.WriteString(c, req)
 	_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
 	status, _ := bufio.NewReader(c).ReadString('\n')
@@ -306,7 +315,7 @@ func TestRejectedHTTPIsRecorded(t *testing.T) {
 		t.Fatalf("status = %q, want the server's 400", status)
 	}
 	cn := col.waitFor(t, "connection", isType(trace.TypeConnection)).Data.(*trace.Connection)
-	if string(cn.FirstBytes) != req || cn.DstIP != "198.51.100.30" {
+	if string(cn.FirstBytes) != req || cn.DstIP != "198.51.100.30" || cn.Protocol != "http-malformed" {
 		t.Errorf("connection = %+v", cn)
 	}
 	for _, e := range col.all() {

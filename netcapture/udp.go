@@ -15,8 +15,10 @@ import (
 // original destination (looked up in conntrack: REDIRECT hides it from the
 // socket) and its first bytes, and never answered, so QUIC and the like
 // fall back to TCP where the HTTPS sink sees them. A flood is recorded up
-// to maxUDPPerFlow datagrams per flow; the rest are counted in one event
-// when the catch-all stops.
+// to maxUDPPerFlow datagrams per flow; the rest are spooled whole (so they
+// are scanned) and counted in one event when the catch-all stops. Past
+// 4×maxNames flows, datagrams of new flows are only counted, in a notice
+// marked Incomplete.
 
 const maxUDPPerFlow = 50
 
@@ -34,6 +36,11 @@ type UDPCatchAll struct {
 
 	mu    sync.Mutex
 	flows map[netip.AddrPort]*udpFlow
+	// untracked counts datagrams of flows past the table's cap, and their
+	// bytes: neither recorded nor kept.
+	untracked, untrackedBytes int64
+	// spool keeps the datagrams of a flow past its cap (nil: counted only).
+	spool *Spool
 }
 
 type udpFlow struct {
@@ -41,6 +48,7 @@ type udpFlow struct {
 	dropped int64
 	bytes   int64
 	conn    trace.Connection
+	spool   *SpoolFile
 }
 
 // NewUDPCatchAll returns a catch-all reporting to emit, keeping capN bytes
@@ -55,8 +63,9 @@ func NewUDPCatchAll(emit func(trace.Event), names *Names, capN int, origDst UDPO
 	if capN <= 0 {
 		capN = DefaultConfig().FirstBytesCap
 	}
+	spool, _ := NewSpool("", 0, 0) // keeps nothing: no folder to fail on
 	return &UDPCatchAll{emit: emit, names: names, capN: capN, origDst: origDst, now: time.Now,
-		flows: map[netip.AddrPort]*udpFlow{}}
+		flows: map[netip.AddrPort]*udpFlow{}, spool: spool}
 }
 
 // Serve records datagrams on pc until ctx ends, then closes pc, reports
@@ -91,8 +100,10 @@ func (u *UDPCatchAll) record(client netip.AddrPort, port uint16, b []byte) {
 	f := u.flows[client]
 	if f == nil {
 		if len(u.flows) >= 4*maxNames {
+			u.untracked++
+			u.untrackedBytes += int64(len(b))
 			u.mu.Unlock()
-			return // past this a flood is a flood; the events already show it
+			return // past this a flood is a flood: counted, reported at the end
 		}
 		f = &udpFlow{}
 		u.flows[client] = f
@@ -102,6 +113,10 @@ func (u *UDPCatchAll) record(client netip.AddrPort, port uint16, b []byte) {
 	if over {
 		f.dropped++
 		f.bytes += int64(len(b))
+		if f.spool == nil {
+			f.spool = u.spool.Create("udp")
+		}
+		_, _ = f.spool.Write(b)
 	}
 	u.mu.Unlock()
 	if over {
@@ -129,8 +144,18 @@ func (u *UDPCatchAll) flush() {
 		}
 		c := f.conn
 		c.FirstBytes, c.Size, c.Truncated = nil, f.bytes, true
+		if f.spool != nil {
+			c.Spool, c.SpoolTruncated = f.spool.Close()
+		}
 		u.emit(trace.Event{Time: u.now().UTC(), Source: trace.SourceUDP, Type: trace.TypeConnection,
 			Count: int(f.dropped), Data: &c})
+	}
+	if u.untracked > 0 {
+		u.emit(trace.Event{Time: u.now().UTC(), Source: trace.SourceUDP, Type: trace.TypeJailNotice, Data: &trace.Notice{
+			Message: fmt.Sprintf("%d datagrams (%d bytes) of flows past the catch-all's %d-flow table were counted, not recorded",
+				u.untracked, u.untrackedBytes, 4*maxNames),
+			Lost: u.untracked, Incomplete: true}})
+		u.untracked, u.untrackedBytes = 0, 0
 	}
 	u.flows = map[netip.AddrPort]*udpFlow{}
 }

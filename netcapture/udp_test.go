@@ -4,6 +4,8 @@ import (
 	"context"
 	"net"
 	"net/netip"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -16,6 +18,8 @@ func TestUDPCatchAllRecordsAndCapsFloods(t *testing.T) {
 	v4, _ := names.Addrs("telemetry.example")
 	dst := netip.AddrPortFrom(v4, 4789)
 	u := NewUDPCatchAll(col.emit, names, 8, func(netip.AddrPort, uint16) (netip.AddrPort, error) { return dst, nil })
+	spoolDir := filepath.Join(t.TempDir(), "spool")
+	u.spool, _ = NewSpool(spoolDir, 0, 0)
 	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -56,7 +60,12 @@ func TestUDPCatchAllRecordsAndCapsFloods(t *testing.T) {
 		t.Fatalf("got %d events, want %d datagrams and one summary", len(evs), maxUDPPerFlow+1)
 	}
 	last := evs[len(evs)-1]
-	if last.Count != sent-maxUDPPerFlow || last.Data.(*trace.Connection).Size != 22*(sent-maxUDPPerFlow) {
+	sum := last.Data.(*trace.Connection)
+	if last.Count != sent-maxUDPPerFlow || sum.Size != 22*(sent-maxUDPPerFlow) || sum.Spool == "" {
 		t.Errorf("summary = count %d, %+v", last.Count, last.Data)
+	}
+	// The datagrams past the cap are kept whole, for scanning.
+	if b, err := os.ReadFile(filepath.Join(spoolDir, sum.Spool)); err != nil || len(b) != 22*(sent-maxUDPPerFlow) {
+		t.Errorf("spooled %d bytes (%v), want %d", len(b), err, 22*(sent-maxUDPPerFlow))
 	}
 }

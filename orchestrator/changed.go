@@ -32,7 +32,7 @@ const stampPath = "/run/agentd/stamp"
 // changedScript lists the files under the user-writable places whose ctime is
 // newer than the stamp, and tars the ones within the size cap to stdout. It
 // runs as root; the user cannot touch the stamp.
-const changedScript = `cd / && find home tmp var/tmp dev/shm -xdev -cnewer "$STAMP" -type f -print0 2>/dev/null |
+const changedScript = `cd / && find home Users tmp var/tmp dev/shm -xdev -cnewer "$STAMP" -type f -print0 2>/dev/null |
 head -z -n "$MAXFILES" | tar -c -f - --null -T - --ignore-failed-read --no-recursion 2>/dev/null || true`
 
 // changedFiles copies out the files the trace created or changed in the

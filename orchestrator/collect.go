@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/sandboxctl/sandboxctl/canaryfs"
+	"github.com/sandboxctl/sandboxctl/persona"
 	"github.com/sandboxctl/sandboxctl/skill"
 	"github.com/sandboxctl/sandboxctl/strace"
 	"github.com/sandboxctl/sandboxctl/trace"
@@ -36,8 +37,16 @@ func (r *Runner) collect(ctx context.Context, st *run) error {
 	var errs []error
 	st.events = append(st.events, st.calls.all()...)
 
+	// Sampling ends before the grace period: the freeze runs as an exec,
+	// and the engine moves an exec's processes into the sandbox's cgroup
+	// past its pids limit, so samples taken meanwhile would count ours.
+	// The cgroup's own counters, read after it, cover the grace period.
+	var res trace.Resource
 	if st.resources != nil {
-		res := st.resources.stop(ctx, st.sandbox)
+		res = st.resources.stop(ctx, st.sandbox)
+	}
+	r.endSkill(ctx, st, st.grace)
+	if st.resources != nil {
 		res.MemoryLimit, res.PIDsLimit = st.plan.Limits.Memory, st.plan.Limits.PIDs
 		cg := r.cgroupFigures(ctx, st.sandbox)
 		res.PeakMemory = max(res.PeakMemory, cg.memPeak)
@@ -78,6 +87,16 @@ func (r *Runner) collect(ctx context.Context, st *run) error {
 		}
 		st.events = append(st.events, sys...)
 
+		// Before anything reads the home as root (the changed files are
+		// copied out next): the planted files' state says whether they were
+		// read, and by which other names they can be found.
+		ends, err := r.plantedState(ctx, st)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("planted files: %w", err))
+		}
+		st.events = append(st.events, st.planted...)
+		st.events = append(st.events, ends...)
+
 		changed, err := r.changedFiles(ctx, st)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("changed files: %w", err))
@@ -114,15 +133,28 @@ func (r *Runner) collect(ctx context.Context, st *run) error {
 	}
 
 	if st.jailEv != nil {
-		st.jailEv.stop(300 * time.Millisecond)
-		ev, lost, bad := st.jailEv.all()
-		st.events = append(st.events, ev...)
-		if lost > 0 || bad > 0 {
-			st.events = append(st.events, trace.Event{Time: r.now(), Source: trace.SourceTCP, Type: trace.TypeJailNotice,
-				Data: &trace.Notice{Message: fmt.Sprintf("jail event stream: %d lines lost, %d unreadable", lost, bad), Lost: lost}})
-		}
+		ev := r.jailEvents(ctx, st)
+		st.events = append(st.events, ev.events...)
+		st.spoolHits = ev.hits
 	}
 	return errors.Join(errs...)
+}
+
+// plantedState runs identityScript and returns the end state of every
+// planted file.
+func (r *Runner) plantedState(ctx context.Context, st *run) ([]trace.Event, error) {
+	if len(st.planted) == 0 {
+		return nil, nil
+	}
+	var out bytes.Buffer
+	_, err := st.sandbox.Exec(ctx, ExecSpec{
+		Argv: []string{"/bin/sh", "-c", identityScript}, User: "0:0", Env: []string{"HOME_DIR=" + st.home.HomeDir},
+		Stdout: &limitedBuffer{max: 8 << 20, buf: &out}, Stderr: io.Discard,
+	})
+	if err != nil {
+		return nil, err
+	}
+	return endEvents(st.planted, parseIdentities(out.String()), r.now()), nil
 }
 
 // rootfsScript lists, as root, what changed on the container's root file
@@ -193,17 +225,36 @@ func (r *Runner) syscalls(ctx context.Context, st *run) ([]trace.Event, error) {
 		return nil, fmt.Errorf("copy out %s: %w", CallLogDir, err)
 	}
 	defer rc.Close()
-	return parseCallLogs(rc, st.home.HomeDir, r.log())
+	return parseCallLogs(rc, st.home.HomeDir, st.plan.Limits.TimelineBytes, r.log())
 }
 
 var callLogName = regexp.MustCompile(`^([A-Za-z0-9_.-]{1,64})\.log$`)
 
 // parseCallLogs reads a tar of strace logs (untrusted) and parses each one,
-// within caps.
-func parseCallLogs(rc io.Reader, cwd string, log interface{ Warn(string, ...any) }) ([]trace.Event, error) {
+// within caps: paths in events are cut to trace.MaxPath, and the events of
+// all logs together to budget bytes (trace.Size; 0: DefaultTimelineBytes).
+// What a cap leaves out is a notice marked Incomplete; a budget crossed is
+// also a budget event.
+func parseCallLogs(rc io.Reader, cwd string, budget int64, log interface{ Warn(string, ...any) }) (events []trace.Event, err error) {
+	if budget <= 0 {
+		budget = DefaultTimelineBytes
+	}
 	tr := tar.NewReader(rc)
-	var events []trace.Event
-	var total int64
+	var total, used, pathsCut, longest, dropped int64
+	var lastAt time.Time
+	defer func() {
+		if pathsCut > 0 {
+			events = append(events, trace.Event{Time: lastAt, Source: trace.SourceSyscall, Type: trace.TypeBudget, Data: &trace.Budget{
+				Name: "path", Limit: trace.MaxPath, Used: longest, Summarised: pathsCut, Unit: "bytes",
+				Message: fmt.Sprintf("%d paths in syscall events were longer than %d bytes (the longest %d bytes) and were cut in the middle",
+					pathsCut, trace.MaxPath, longest)}})
+		}
+		if dropped > 0 {
+			events = append(events, trace.Event{Time: lastAt, Source: trace.SourceSyscall, Type: trace.TypeBudget, Data: &trace.Budget{
+				Name: "timeline", Limit: budget, Used: used, Dropped: dropped, Unit: "events",
+				Message: fmt.Sprintf("the syscall events reached the trace's %d-byte budget: %d events not kept", budget, dropped)}})
+		}
+	}()
 	for {
 		hdr, err := tr.Next()
 		if err == io.EOF {
@@ -221,24 +272,34 @@ func parseCallLogs(rc io.Reader, cwd string, log interface{ Warn(string, ...any)
 		}
 		if total >= maxLogsBytes {
 			log.Warn("syscall logs over cap; rest skipped", "cap", maxLogsBytes)
-			break
+			events = append(events, trace.Event{Time: lastAt, Source: trace.SourceSyscall, Type: trace.TypeJailNotice, ToolCallID: m[1],
+				Data: &trace.Notice{Message: "syscall log of " + m[1] + " not read: the logs together are over the " +
+					strconv.Itoa(maxLogsBytes>>20) + " MiB cap", Incomplete: true}})
+			continue
 		}
 		limit := min(maxLogBytes, maxLogsBytes-total)
 		lr := io.LimitReader(tr, limit)
-		ev, stats, err := strace.Parse(lr, m[1], strace.Options{Cwd: cwd, MaxLineBytes: maxStraceLine, Agentd: AgentBin})
+		room := max(budget-used, 1) // 1: the budget is spent, every event is dropped and counted
+		ev, stats, err := strace.Parse(lr, m[1], strace.Options{Cwd: cwd, MaxLineBytes: maxStraceLine, Agentd: AgentBin,
+			MaxPath: trace.MaxPath, MaxBytes: room})
 		total += hdr.Size
+		used += stats.Bytes
+		pathsCut += stats.PathsCut
+		longest = max(longest, stats.LongestPath)
+		if stats.BytesCapped {
+			dropped += stats.DroppedEvents
+		}
 		if err != nil {
 			log.Warn("parse syscall log", "call", m[1], "err", err)
 		}
 		events = append(events, ev...)
+		if len(ev) > 0 {
+			lastAt = ev[len(ev)-1].Time
+		}
 		// A log cut by a cap is a gap in the evidence: say so in the report.
 		if gap := logGap(stats, hdr.Size > limit); gap != "" {
-			var at time.Time
-			if len(ev) > 0 {
-				at = ev[len(ev)-1].Time
-			}
-			events = append(events, trace.Event{Time: at, Source: trace.SourceSyscall, Type: trace.TypeJailNotice, ToolCallID: m[1],
-				Data: &trace.Notice{Message: "syscall log of " + m[1] + " incomplete: " + gap, Lost: stats.DroppedEvents}})
+			events = append(events, trace.Event{Time: lastAt, Source: trace.SourceSyscall, Type: trace.TypeJailNotice, ToolCallID: m[1],
+				Data: &trace.Notice{Message: "syscall log of " + m[1] + " incomplete: " + gap, Lost: stats.DroppedEvents, Incomplete: true}})
 		}
 	}
 	return events, nil
@@ -256,7 +317,9 @@ func logGap(st strace.Stats, cut bool) string {
 	if st.LongLines > 0 {
 		parts = append(parts, fmt.Sprintf("%d over-long lines skipped", st.LongLines))
 	}
-	if st.DroppedEvents > 0 {
+	if st.BytesCapped {
+		parts = append(parts, fmt.Sprintf("%d events over the trace's byte budget dropped", st.DroppedEvents))
+	} else if st.DroppedEvents > 0 {
 		parts = append(parts, fmt.Sprintf("%d events over the cap dropped", st.DroppedEvents))
 	}
 	return strings.Join(parts, ", ")
@@ -291,7 +354,10 @@ var setupFiles = map[string]bool{
 }
 
 func setupPath(p string) bool {
-	if setupFiles[p] {
+	if setupFiles[p] || slices.Contains(systemPaths, p) || p == "/Users" {
+		return true
+	}
+	if _, shim := persona.IsShim(p); shim {
 		return true
 	}
 	for _, pre := range setupPrefixes {
@@ -314,7 +380,7 @@ func (r *Runner) cleanup(ctx context.Context, st *run) ([]string, error) {
 			}
 		}
 		if st.jailEv != nil {
-			st.jailEv.cancel()
+			st.jailEv.stop()
 		}
 		return kept, nil
 	}
@@ -333,7 +399,7 @@ func (r *Runner) cleanup(ctx context.Context, st *run) ([]string, error) {
 		}
 	}
 	if st.jailEv != nil {
-		st.jailEv.cancel()
+		st.jailEv.stop()
 	}
 	return nil, errors.Join(errs...)
 }

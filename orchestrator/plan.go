@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"regexp"
 	"time"
+
+	"github.com/sandboxctl/sandboxctl/persona"
 )
 
 // Driver kinds.
@@ -36,6 +38,9 @@ type Plan struct {
 	// NetworkConfig is an optional netcapture rules file (DNS answers,
 	// NXDOMAIN names, HTTP responses).
 	NetworkConfig string `json:"network_config,omitempty"`
+	// Persona is the system the sandbox passes for: "" or persona.Linux
+	// (the image as built), persona.MacOS (a Mac's home and tools).
+	Persona string `json:"persona,omitempty"`
 }
 
 // Driver says who decides the tool calls.
@@ -62,21 +67,45 @@ type Limits struct {
 	NanoCPUs    int64         `json:"nano_cpus"`
 	HomeSize    int64         `json:"home_bytes"` // tmpfs size of /home: caps what a skill can write
 	TmpSize     int64         `json:"tmp_bytes"`
+	// Grace is how long processes the skill left running are watched
+	// after the driver's last call, before they are frozen and recorded
+	// (0: no wait; they are still frozen and recorded). It never runs
+	// past the trace's deadline.
+	Grace time.Duration `json:"grace_ns"`
+	// EventBytes caps the jail's event log and SpoolBytes the payloads it
+	// keeps for scanning (both on the jail's disk); TimelineBytes caps the
+	// events of the whole timeline held by the host. 0: the default.
+	EventBytes    int64 `json:"event_bytes,omitempty"`
+	SpoolBytes    int64 `json:"spool_bytes,omitempty"`
+	TimelineBytes int64 `json:"timeline_bytes,omitempty"`
 }
+
+// Default budgets of the trace's evidence (see docs/sandbox.md, "What is
+// bounded").
+const (
+	DefaultGrace         = 8 * time.Second
+	DefaultEventBytes    = 64 << 20
+	DefaultSpoolBytes    = 256 << 20
+	DefaultTimelineBytes = 64 << 20
+)
 
 // DefaultLimits are the limits of a trace when the user sets none.
 func DefaultLimits() Limits {
 	return Limits{
-		Timeout:     5 * time.Minute,
-		ToolTimeout: 2 * time.Minute,
-		Turns:       50,
-		Tokens:      200_000,
-		OutputBytes: 64 << 10,
-		Memory:      2 << 30,
-		PIDs:        512,
-		NanoCPUs:    1_000_000_000,
-		HomeSize:    512 << 20,
-		TmpSize:     256 << 20,
+		Timeout:       5 * time.Minute,
+		ToolTimeout:   2 * time.Minute,
+		Turns:         50,
+		Tokens:        200_000,
+		OutputBytes:   64 << 10,
+		Memory:        2 << 30,
+		PIDs:          512,
+		NanoCPUs:      1_000_000_000,
+		HomeSize:      512 << 20,
+		TmpSize:       256 << 20,
+		Grace:         DefaultGrace,
+		EventBytes:    DefaultEventBytes,
+		SpoolBytes:    DefaultSpoolBytes,
+		TimelineBytes: DefaultTimelineBytes,
 	}
 }
 
@@ -101,6 +130,15 @@ func (p Plan) Validate() error {
 		return fmt.Errorf("pids limit %d is below the 16 a sandbox needs", p.Limits.PIDs)
 	case p.Limits.OutputBytes <= 0:
 		return fmt.Errorf("output cap must be positive, got %d", p.Limits.OutputBytes)
+	case p.Limits.Grace < 0:
+		return fmt.Errorf("grace period cannot be negative, got %v", p.Limits.Grace)
+	case p.Limits.EventBytes < 0 || p.Limits.SpoolBytes < 0 || p.Limits.TimelineBytes < 0:
+		return errors.New("evidence budgets cannot be negative")
+	case p.Limits.EventBytes > 0 && p.Limits.EventBytes < 1<<20 || p.Limits.TimelineBytes > 0 && p.Limits.TimelineBytes < 1<<20:
+		return errors.New("event and timeline budgets below 1 MiB would drop ordinary evidence")
+	}
+	if err := persona.Check(p.Persona); err != nil {
+		return err
 	}
 	switch p.Driver.Kind {
 	case DriverLiteral:

@@ -1,8 +1,8 @@
 package orchestrator
 
 import (
-	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -21,6 +21,7 @@ import (
 	"github.com/sandboxctl/sandboxctl/agent/literal"
 	"github.com/sandboxctl/sandboxctl/agent/llm"
 	"github.com/sandboxctl/sandboxctl/agent/replay"
+	"github.com/sandboxctl/sandboxctl/canary"
 	"github.com/sandboxctl/sandboxctl/canaryfs"
 	"github.com/sandboxctl/sandboxctl/mcptools"
 	"github.com/sandboxctl/sandboxctl/netcapture"
@@ -112,6 +113,8 @@ type run struct {
 	dir       string // the run folder, "" for none
 	skill     *skill.Skill
 	home      *canaryfs.Home
+	fixtures  canaryfs.Fixtures
+	system    system
 	jailCfg   netcapture.Config
 	image     string
 	skillDir  string
@@ -123,10 +126,13 @@ type run struct {
 	loopErr   error
 	calls     *callLog
 	jailEv    *jailStream
+	spoolHits map[string][]canary.Hit // planted tokens in the jail's spooled payloads
+	grace     time.Duration           // what is left of the grace period when the driver is done
 	resources *resourceSampler
 	events    []trace.Event
-	deadline  bool // the trace's deadline ended the agent loop
-	exhausted bool // the skill used up the sandbox's pids or memory
+	planted   []trace.Event // identities of the planted files, as unpacked
+	deadline  bool          // the trace's deadline ended the agent loop
+	exhausted bool          // the skill used up the sandbox's pids or memory
 }
 
 // Run runs one trace: load, plan, image, jail, seeded home, sandbox, driver
@@ -146,14 +152,25 @@ func (r *Runner) Run(ctx context.Context, p Plan, dir string) (out Outcome, err 
 	if err != nil {
 		return out, fmt.Errorf("load skill: %w", err)
 	}
-	st.home, err = canaryfs.Build(canaryfs.Options{User: p.User, Hostname: p.Hostname, Seed: p.Seed, Now: st.started})
+	st.home, err = canaryfs.Build(canaryfs.Options{User: p.User, Hostname: p.Hostname, Seed: p.Seed, Now: st.started, Persona: p.Persona})
 	if err != nil {
 		return out, fmt.Errorf("seed home: %w", err)
 	}
-	st.skillDir = SkillDir(st.home.User, skillSlug(st.skill))
+	st.fixtures, err = st.home.AddFixtures()
+	if err != nil {
+		return out, fmt.Errorf("seed home: %w", err)
+	}
+	st.system, err = newSystem(p, st.home.Hostname, st.started)
+	if err != nil {
+		return out, err
+	}
+	st.skillDir = skillDirIn(st.home.HomeDir, skillSlug(st.skill))
 	st.jailCfg, err = r.jailConfig(p)
 	if err != nil {
 		return out, err
+	}
+	for _, f := range st.skill.Files {
+		netcapture.AddPackageHints(&st.jailCfg, f.Content) // versions the skill pins are served
 	}
 
 	runErr := r.safeExecute(ctx, st)
@@ -180,7 +197,7 @@ func (r *Runner) Run(ctx context.Context, p Plan, dir string) (out Outcome, err 
 		Status:    status,
 		Error:     msg,
 		Sandbox: reports.Sandbox{
-			Image: st.image, User: st.home.User, Hostname: st.home.Hostname, Home: st.home.HomeDir,
+			Image: st.image, User: st.home.User, Hostname: st.home.Hostname, Home: st.home.HomeDir, Persona: p.Persona,
 			Limits: reports.Limits{
 				TimeoutMS: p.Limits.Timeout.Milliseconds(), MemoryBytes: p.Limits.Memory, PIDs: p.Limits.PIDs,
 				CPUs: float64(p.Limits.NanoCPUs) / 1e9, OutputBytes: p.Limits.OutputBytes,
@@ -193,7 +210,9 @@ func (r *Runner) Run(ctx context.Context, p Plan, dir string) (out Outcome, err 
 		MarkerPath:  st.home.HomeDir + "/" + st.jailCfg.Marker.Path,
 		MarkerToken: st.jailCfg.Marker.Token,
 	}
-	out.Report = reports.Analyze(meta, trace.Merge(st.events), reports.Options{IncludeCanaryValues: r.IncludeSecrets})
+	timeline := trace.Merge(st.events)
+	timeline = append(timeline, spoolHitEvents(st.home.Set, timeline, st.spoolHits)...)
+	out.Report = reports.Analyze(meta, timeline, reports.Options{IncludeCanaryValues: r.IncludeSecrets})
 	out.Transcript = st.transcr.Bytes()
 	if dir != "" {
 		if werr := reports.WriteRunDir(dir, out.Report, out.Transcript); werr != nil {
@@ -269,8 +288,9 @@ func (r *Runner) execute(ctx context.Context, st *run) error {
 	if ctx.Err() != nil {
 		budget = 15 * time.Second
 	}
-	cctx, ccancel := context.WithTimeout(context.WithoutCancel(ctx), budget)
+	cctx, ccancel := context.WithTimeout(context.WithoutCancel(ctx), budget+p.Limits.Grace)
 	defer ccancel()
+	st.grace = graceLeft(tctx, p.Limits.Grace, ctx.Err() != nil)
 	err := r.collect(cctx, st)
 	if st.loopErr != nil && st.exhausted && !errors.Is(st.loopErr, ErrTimeout) {
 		// The skill used up the sandbox's pids or memory, which the tool
@@ -318,6 +338,10 @@ func (r *Runner) jailConfig(p Plan) (netcapture.Config, error) {
 	cfg.CACert, cfg.CAKey = cert, key
 	cfg.Marker = netcapture.Marker{Path: ".cache/." + randHex(4), Token: randHex(16)}
 	cfg.SkipNetworkSetup = false
+	// Evidence goes to the jail's own log, within the trace's budgets.
+	cfg.EventLog, cfg.SpoolDir = jailLog, jailSpool
+	cfg.LogBudget = cmp.Or(p.Limits.EventBytes, DefaultEventBytes)
+	cfg.SpoolBudget = cmp.Or(p.Limits.SpoolBytes, DefaultSpoolBytes)
 	if err := cfg.Validate(); err != nil {
 		return cfg, fmt.Errorf("network config: %w", err)
 	}
@@ -347,7 +371,7 @@ func (r *Runner) startJail(ctx context.Context, st *run) error {
 		return fmt.Errorf("encode jail config: %w", err)
 	}
 	files := []File{
-		{Path: AgentBin, Mode: 0o755, HostPath: r.Binary},
+		{Path: AgentBin, Mode: 0o700, HostPath: r.Binary},
 		{Path: JailConfig, Mode: 0o600, Content: cfg},
 	}
 	jail, err := r.Runtime.Create(ctx, jailSpec(st.plan, st.image, st.home.Hostname, files))
@@ -377,10 +401,14 @@ func (r *Runner) startJail(ctx context.Context, st *run) error {
 func (r *Runner) startSandbox(ctx context.Context, st *run) error {
 	r.phase("sandbox", "sandbox for %s@%s", st.home.User, st.home.Hostname)
 	files := append([]File{
-		{Path: AgentBin, Mode: 0o755, HostPath: r.Binary},
+		{Path: AgentBin, Mode: 0o700, HostPath: r.Binary},
 		{Path: CAPath, Mode: 0o644, Content: st.jailCfg.CACert},
-	}, passwdFiles(st.home.User)...)
-	sb, err := r.Runtime.Create(ctx, sandboxSpec(st.plan, st.image, st.jail.ID(), st.home.User, files))
+	}, passwdFiles(st.home.User, st.home.HomeDir, loginShell(st.home.Env), st.home.Since)...)
+	prof, err := sandboxSeccomp()
+	if err != nil {
+		return err
+	}
+	sb, err := r.Runtime.Create(ctx, sandboxSpec(st.plan, st.image, st.jail.ID(), st.home.HomeDir, files, prof))
 	if err != nil {
 		return err
 	}
@@ -392,15 +420,19 @@ func (r *Runner) startSandbox(ctx context.Context, st *run) error {
 	if err := writeSetupTar(&payload, st.home, st.skill, st.skillDir); err != nil {
 		return fmt.Errorf("pack home and skill: %w", err)
 	}
-	var stderr bytes.Buffer
+	if err := writeSystemTar(&payload, st.system); err != nil {
+		return err
+	}
+	var stdout, stderr bytes.Buffer
 	t0 := time.Now()
 	defer func() { r.log().Debug("sandbox: setup exec", "took", time.Since(t0)) }()
 	code, err := sb.Exec(ctx, ExecSpec{
-		Argv:   []string{"/bin/sh", "-c", setupScript},
-		User:   "0:0",
-		Env:    []string{"CA=" + CAPath, "INSTALL_CA=" + InstallCA},
+		Argv: []string{"/bin/sh", "-c", setupScript},
+		User: "0:0",
+		Env: []string{"CA=" + CAPath, "INSTALL_CA=" + InstallCA, "HOME_DIR=" + st.home.HomeDir,
+			"SINCE=" + strconv.FormatInt(st.home.Since.Unix(), 10), "LIVED_IN=" + livedIn},
 		Stdin:  &payload,
-		Stdout: io.Discard,
+		Stdout: &limitedBuffer{max: 8 << 20, buf: &stdout},
 		Stderr: &stderr,
 	})
 	if err != nil {
@@ -409,17 +441,49 @@ func (r *Runner) startSandbox(ctx context.Context, st *run) error {
 	if code != 0 {
 		return fmt.Errorf("set up sandbox: exit %d: %s", code, tail(stderr.String(), 400))
 	}
+	st.planted = plantedEvents(st.home, parseIdentities(stdout.String()), r.now())
 	return nil
 }
 
 // setupScript runs as root in the sandbox before the skill: hide the
-// engine's marker file, unpack the home and the skill (tar keeps owners and
-// modes), install the trace CA.
+// engine's marker file and the tool server's folder (agentd and strace are
+// root's alone), unpack the home, the skill and the system files (tar keeps
+// owners and modes), put the hosts file in place (in place: the engine
+// bind-mounts it), install the trace CA, give the home lived-in access
+// times and the engine's files plausible dates, print the identity of every
+// file of the home (identityScript), and stamp the moment the skill gets
+// control.
 const setupScript = `set -e
 rm -f /.dockerenv
+chmod 0700 /usr/local/lib/agent
 tar -x -i -p -f - -C /
+if [ -f ` + hostsStage + ` ]; then cat ` + hostsStage + ` >/etc/hosts; rm -f ` + hostsStage + `; fi
 "$INSTALL_CA" "$CA" >/dev/null
-mkdir -p /run/agentd && touch /run/agentd/stamp
+python3 -c "$LIVED_IN" "$HOME_DIR" 2>/dev/null || true
+touch -d "@$SINCE" /etc/hostname /etc/hosts 2>/dev/null || true
+up=$(cut -d. -f1 /proc/uptime)
+touch -d "@$(( $(date +%s) - up ))" /etc/resolv.conf 2>/dev/null || true
+` + identityScript + `
+mkdir -p -m 0700 /run/agentd && touch /run/agentd/stamp
+`
+
+// livedIn sets each file's and folder's access time somewhere between its
+// modification time and now (tar leaves them all at the moment of
+// unpacking). Changing them changes the status time too; the stamp comes
+// after, so this is not the trace's doing.
+const livedIn = `import os, random, sys, time
+now = time.time()
+for d, dirs, files in os.walk(sys.argv[1]):
+    for n in files + dirs:
+        p = os.path.join(d, n)
+        try:
+            st = os.lstat(p)
+            if os.path.islink(p):
+                continue
+            m = st.st_mtime
+            os.utime(p, (m + (now - m) * random.random() * 0.9, m), follow_symlinks=False)
+        except OSError:
+            pass
 `
 
 func tail(s string, n int) string {
@@ -511,7 +575,7 @@ func (r *Runner) driver(st *run) (agent.Driver, error) {
 	p := st.plan
 	switch p.Driver.Kind {
 	case DriverLiteral:
-		return literal.New(st.skill, literal.Config{SkillDir: st.skillDir}), nil
+		return literal.New(st.skill, literalConfig(st)), nil
 	case DriverReplay:
 		d, err := replay.Open(p.Driver.Transcript)
 		if err != nil {
@@ -589,88 +653,4 @@ func (b *limitedBuffer) Write(p []byte) (int, error) {
 		}
 	}
 	return len(p), nil
-}
-
-// jailStream reads the jail's JSON-lines events from its stdout.
-type jailStream struct {
-	ready  chan struct{}
-	done   chan struct{}
-	mu     sync.Mutex
-	events []trace.Event
-	lost   int64
-	bad    int
-	last   int64
-	stderr bytes.Buffer
-	cancel context.CancelFunc
-}
-
-// followJail starts reading the jail's event stream. The reader ends when the
-// jail's main process ends or stop is called.
-func followJail(ctx context.Context, jail Sandbox) *jailStream {
-	js := &jailStream{ready: make(chan struct{}), done: make(chan struct{})}
-	lctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	js.cancel = cancel
-	pr, pw := io.Pipe()
-	stderr := &limitedBuffer{max: 16 << 10, buf: &js.stderr}
-	go func() {
-		err := jail.Logs(lctx, pw, stderr)
-		pw.CloseWithError(err)
-	}()
-	go func() {
-		defer close(js.done)
-		sc := bufio.NewScanner(pr)
-		sc.Buffer(make([]byte, 64<<10), 8<<20)
-		readyOnce := sync.Once{}
-		for sc.Scan() {
-			var e trace.Event
-			if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
-				js.mu.Lock()
-				js.bad++
-				js.mu.Unlock()
-				continue
-			}
-			js.mu.Lock()
-			if e.Seq > 0 {
-				if js.last > 0 && e.Seq > js.last+1 {
-					js.lost += e.Seq - js.last - 1
-				}
-				js.last = e.Seq
-			}
-			if n, ok := e.Data.(*trace.Notice); ok && e.Type == trace.TypeJailNotice && n.Message == netcapture.ReadyMessage {
-				readyOnce.Do(func() { close(js.ready) })
-			} else {
-				e.Seq = 0
-				js.events = append(js.events, e)
-			}
-			js.mu.Unlock()
-		}
-		pr.CloseWithError(sc.Err())
-	}()
-	return js
-}
-
-// stop ends the stream after giving in-flight lines a moment to arrive.
-func (js *jailStream) stop(grace time.Duration) {
-	select {
-	case <-js.done:
-	case <-time.After(grace):
-	}
-	js.cancel()
-	<-js.done
-}
-
-func (js *jailStream) stderrTail() string {
-	js.mu.Lock()
-	defer js.mu.Unlock()
-	s := js.stderr.String()
-	if s == "" {
-		return "no output"
-	}
-	return tail(s, 500)
-}
-
-func (js *jailStream) all() (events []trace.Event, lost int64, bad int) {
-	js.mu.Lock()
-	defer js.mu.Unlock()
-	return append([]trace.Event(nil), js.events...), js.lost, js.bad
 }

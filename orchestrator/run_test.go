@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -37,7 +38,17 @@ func testPlan(t *testing.T) orchestrator.Plan {
 	return p
 }
 
-// readyLogs plays a jail that signals readiness and then stays up.
+// jailStopped is closed for a fake jail told to close its log, keyed by the
+// fake sandbox (ids repeat across fakes).
+var jailStopped sync.Map
+
+func stoppedChan(sb *runtimetest.Sandbox) chan struct{} {
+	ch, _ := jailStopped.LoadOrStore(sb, make(chan struct{}))
+	return ch.(chan struct{})
+}
+
+// readyLogs plays a jail that signals readiness, stays up, and exits when
+// told to close its log.
 func readyLogs(ctx context.Context, sb *runtimetest.Sandbox, stdout, stderr io.Writer) error {
 	if sb.Spec.Role != orchestrator.RoleJail {
 		<-ctx.Done()
@@ -46,13 +57,25 @@ func readyLogs(ctx context.Context, sb *runtimetest.Sandbox, stdout, stderr io.W
 	b, _ := json.Marshal(trace.Event{Seq: 1, Time: time.Now(), Source: trace.SourceDNS, Type: trace.TypeJailNotice,
 		Data: &trace.Notice{Message: netcapture.ReadyMessage}})
 	stdout.Write(append(b, '\n'))
-	<-ctx.Done()
+	select {
+	case <-ctx.Done():
+	case <-stoppedChan(sb):
+	}
 	return nil
 }
 
 // deadToolServer plays a sandbox whose tool server exits at once; every other
-// exec succeeds.
+// exec succeeds (a jail told to close its log exits).
 func deadToolServer(ctx context.Context, sb *runtimetest.Sandbox, e orchestrator.ExecSpec) (int, error) {
+	if sb.Spec.Role == orchestrator.RoleJail && len(e.Argv) == 3 && strings.HasPrefix(e.Argv[2], "kill -s ") {
+		ch := stoppedChan(sb)
+		select {
+		case <-ch:
+		default:
+			close(ch)
+		}
+		return 0, nil
+	}
 	if slices.Contains(e.Argv, "__mcp") {
 		io.WriteString(e.Stderr, "tool server: cannot start\n")
 		return 1, nil
@@ -155,6 +178,12 @@ func TestPlanValidate(t *testing.T) {
 		{name: "llm without model", mutate: func(p *orchestrator.Plan) { p.Driver.Kind = "llm" }, want: "--model"},
 		{name: "replay without file", mutate: func(p *orchestrator.Plan) { p.Driver.Kind = "replay" }, want: "--transcript"},
 		{name: "unknown driver", mutate: func(p *orchestrator.Plan) { p.Driver.Kind = "magic" }, want: "unknown driver"},
+		{name: "negative grace", mutate: func(p *orchestrator.Plan) { p.Limits.Grace = -time.Second }, want: "grace"},
+		{name: "grace longer than the timeout", mutate: func(p *orchestrator.Plan) { p.Limits.Grace = 2 * p.Limits.Timeout }},
+		{name: "tiny event budget", mutate: func(p *orchestrator.Plan) { p.Limits.EventBytes = 4096 }, want: "budget"},
+		{name: "persona macos", mutate: func(p *orchestrator.Plan) { p.Persona = "macos" }},
+		{name: "persona linux", mutate: func(p *orchestrator.Plan) { p.Persona = "linux" }},
+		{name: "unknown persona", mutate: func(p *orchestrator.Plan) { p.Persona = "windows" }, want: "unknown persona"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -92,6 +92,20 @@ type Spec struct {
 	// Sysctls are set in the container's namespaces (only for the owner of
 	// the network namespace).
 	Sysctls map[string]string
+	// Seccomp is the container's seccomp profile in the JSON form Docker
+	// takes; nil leaves the engine's default profile.
+	Seccomp []byte
+	// LogConfig is the engine's log driver for the main process's output.
+	// Every container sets one (bounded), so the host's disk never depends
+	// on the engine's defaults; evidence never travels through it.
+	LogConfig LogConfig
+}
+
+// LogConfig is an engine log driver and its options ("json-file" with
+// "max-size" and "max-file").
+type LogConfig struct {
+	Type   string
+	Config map[string]string
 }
 
 // File is one file placed into a container before it starts.

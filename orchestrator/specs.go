@@ -2,7 +2,10 @@ package orchestrator
 
 import (
 	"fmt"
+	"path"
 	"strconv"
+	"strings"
+	"time"
 )
 
 // Paths inside the containers (the image and mcptools agree on them).
@@ -14,6 +17,10 @@ const (
 	JailConfig = "/run/agentd/jail.json"
 	// CallLogDir holds one strace log per tool call (root only).
 	CallLogDir = "/var/lib/agentd/calls"
+	// JailDir holds the jail's event log and spooled payloads, on the
+	// jail's own file system (the sandbox cannot reach it); they are
+	// copied out after the jail closed the log.
+	JailDir = "/var/lib/agentd/jail"
 	// InstallCA installs a PEM CA into every trust store of the image.
 	InstallCA = "/usr/local/lib/agent/install-ca"
 	// CAPath is where the per-trace CA is placed before install.
@@ -24,10 +31,15 @@ const (
 	UserGID = 1000
 )
 
-// SkillDir is where the skill is installed for user, read-only: where a
-// coding agent keeps its skills.
+// SkillDir is where the skill is installed for user (of the Linux
+// persona), read-only: where a coding agent keeps its skills.
 func SkillDir(user, name string) string {
-	return "/home/" + user + "/.claude/skills/" + name
+	return skillDirIn("/home/"+user, name)
+}
+
+// skillDirIn is SkillDir for a home of any persona.
+func skillDirIn(home, name string) string {
+	return home + "/.claude/skills/" + name
 }
 
 // sandboxCaps are the only capabilities the sandbox container keeps. They are
@@ -55,8 +67,15 @@ func jailSpec(p Plan, image, hostname string, files []File) Spec {
 		Memory:          512 << 20,
 		PIDs:            256,
 		NanoCPUs:        500_000_000,
-		Sysctls:         map[string]string{"net.ipv6.conf.all.disable_ipv6": "1", "net.ipv6.conf.default.disable_ipv6": "1"},
-		Files:           files,
+		Sysctls: map[string]string{"net.ipv6.conf.all.disable_ipv6": "1", "net.ipv6.conf.default.disable_ipv6": "1",
+			// No unprivileged ICMP sockets (Docker allows them by
+			// default): a ping's payload would reach no sink. The
+			// attempt still shows as the syscall that fails.
+			"net.ipv4.ping_group_range": "1 0"},
+		Files: files,
+		// The main process's output is only the jail's status lines and
+		// errors: events go to its log file (JailDir).
+		LogConfig: LogConfig{Type: "json-file", Config: map[string]string{"max-size": "1m", "max-file": "1"}},
 	}
 }
 
@@ -64,7 +83,7 @@ func jailSpec(p Plan, image, hostname string, files []File) Spec {
 // network namespace, so every packet it sends lands in a sink. The places
 // the user can write are tmpfs mounts charged to the container's memory, so
 // a skill that fills the disk fills its own quota, not the host's disk.
-func sandboxSpec(p Plan, image, jailID, user string, files []File) Spec {
+func sandboxSpec(p Plan, image, jailID, home string, files []File, seccomp []byte) Spec {
 	l := p.Limits
 	return Spec{
 		Name:            "sandboxctl-" + p.TraceID + "-sandbox",
@@ -80,13 +99,22 @@ func sandboxSpec(p Plan, image, jailID, user string, files []File) Spec {
 		Memory:          l.Memory,
 		PIDs:            l.PIDs,
 		NanoCPUs:        l.NanoCPUs,
+		Seccomp:         seccomp,
+		// The user's places allow exec, as on a workstation: Docker mounts
+		// a tmpfs noexec unless told otherwise, and then a downloaded
+		// binary, a venv's or npx's scripts, pip --user's commands and a
+		// project's ./build.sh fail with "Permission denied" before doing
+		// what the trace is there to see. nosuid stays.
 		Tmpfs: map[string]string{
-			"/home":           tmpfsOpts(l.HomeSize, "755"),
-			"/tmp":            tmpfsOpts(l.TmpSize, "1777"),
-			"/var/tmp":        tmpfsOpts(l.TmpSize/2, "1777"),
-			"/var/lib/agentd": tmpfsOpts(512<<20, "700"),
+			path.Dir(home):    tmpfsOpts(l.HomeSize, "755") + ",exec", // /home, or /Users for macOS
+			"/tmp":            tmpfsOpts(l.TmpSize, "1777") + ",exec",
+			"/var/tmp":        tmpfsOpts(l.TmpSize/2, "1777") + ",exec",
+			"/var/lib/agentd": tmpfsOpts(512<<20, "700") + ",noexec",
 		},
 		Files: files,
+		// Its main process (agentd __hold) writes nothing the skill can
+		// reach; bounded anyway.
+		LogConfig: LogConfig{Type: "json-file", Config: map[string]string{"max-size": "64k", "max-file": "1"}},
 	}
 }
 
@@ -94,10 +122,11 @@ func tmpfsOpts(size int64, mode string) string {
 	return "rw,nosuid,nodev,size=" + strconv.FormatInt(size, 10) + ",mode=" + mode
 }
 
-// passwdFiles renames the image's uid-1000 user to user, with home
-// /home/user and bash as its shell. (/etc/hostname and /etc/hosts are the
-// engine's, taken from the jail.)
-func passwdFiles(user string) []File {
+// passwdFiles renames the image's uid-1000 user to user, with its home and
+// login shell, dated since (when the account was made, before anything in
+// its home), not the trace's start. (/etc/hostname is the engine's, taken
+// from the jail; the setup script writes /etc/hosts and dates it.)
+func passwdFiles(user, home, shell string, since time.Time) []File {
 	passwd := fmt.Sprintf(`root:x:0:0:root:/root:/bin/bash
 daemon:x:1:1:daemon:/usr/sbin:/usr/sbin/nologin
 bin:x:2:2:bin:/bin:/usr/sbin/nologin
@@ -114,8 +143,8 @@ nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin
 _apt:x:42:65534::/nonexistent:/usr/sbin/nologin
 systemd-network:x:998:998:systemd Network Management:/:/usr/sbin/nologin
 messagebus:x:100:107::/nonexistent:/usr/sbin/nologin
-%[1]s:x:%[2]d:%[3]d:%[1]s,,,:/home/%[1]s:/bin/bash
-`, user, UserUID, UserGID)
+%[1]s:x:%[2]d:%[3]d:%[1]s,,,:%[4]s:%[5]s
+`, user, UserUID, UserGID, home, shell)
 	group := fmt.Sprintf(`root:x:0:
 daemon:x:1:
 bin:x:2:
@@ -151,8 +180,18 @@ _apt:*:19700:0:99999:7:::
 %s:$y$j9T$Jd0cJ1sQm3Zx0Wf7bX8eT.$4fQm9o2R0yYq6Nw1hKpL8cV3sD5aG7jU2eX9tB0rZ1C:19880:0:99999:7:::
 `, user)
 	return []File{
-		{Path: "/etc/passwd", Mode: 0o644, Content: []byte(passwd)},
-		{Path: "/etc/group", Mode: 0o644, Content: []byte(group)},
-		{Path: "/etc/shadow", Mode: 0o640, GID: 42, Content: []byte(shadow)},
+		{Path: "/etc/passwd", Mode: 0o644, Content: []byte(passwd), ModTime: since},
+		{Path: "/etc/group", Mode: 0o644, Content: []byte(group), ModTime: since},
+		{Path: "/etc/shadow", Mode: 0o640, GID: 42, Content: []byte(shadow), ModTime: since},
 	}
+}
+
+// loginShell is the SHELL of a home's environment (bash when unset).
+func loginShell(env []string) string {
+	for _, kv := range env {
+		if sh, ok := strings.CutPrefix(kv, "SHELL="); ok && sh != "" {
+			return sh
+		}
+	}
+	return "/bin/bash"
 }

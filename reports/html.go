@@ -1,7 +1,6 @@
 package reports
 
 import (
-	"bufio"
 	"cmp"
 	_ "embed"
 	"fmt"
@@ -12,12 +11,14 @@ import (
 	"time"
 
 	"github.com/sandboxctl/sandboxctl/rules"
+	"github.com/sandboxctl/sandboxctl/safetext"
 	"github.com/sandboxctl/sandboxctl/trace"
 )
 
 // HTML output policy: one self-contained file, no script, no external
 // stylesheet, font, image or link that a browser would fetch; everything
-// escaped by html/template. Tool calls are <details> blocks (open when they
+// escaped by html/template, then every control, bidi or invisible character
+// made a visible escape by safetext. Tool calls are <details> blocks (open when they
 // hold evidence) so a page of 10,000 events stays light; each call shows at
 // most MaxHTMLEventsPerCall events besides the evidence, and the rest is in
 // events.jsonl.
@@ -52,7 +53,6 @@ type htmlView struct {
 	Files      []htmlFile
 	Leaked     []Hit
 	KindCounts []string
-	Inconcl    bool
 	// Shown holds the seqs that have a row (and an anchor) on the page.
 	Shown map[int64]bool
 }
@@ -126,7 +126,7 @@ func lineAnchor(fileIdx, line int) string { return fmt.Sprintf("L%d-%d", fileIdx
 
 // WriteHTML writes the report as one self-contained HTML page.
 func WriteHTML(w io.Writer, r *Report) error {
-	v := htmlView{R: r, Counts: severityCounts(r.Findings), Inconcl: r.Verdict == rules.Inconclusive, Shown: map[int64]bool{},
+	v := htmlView{R: r, Counts: severityCounts(r.Findings), Shown: map[int64]bool{},
 		Started: r.StartedAt.UTC().Format("2006-01-02 15:04:05Z"), Duration: msDuration(r.DurationMS).String()}
 	fileIdx := map[string]int{}
 	for i, f := range r.Skill.Files {
@@ -273,11 +273,14 @@ func WriteHTML(w io.Writer, r *Report) error {
 		v.KindCounts = append(v.KindCounts, fmt.Sprintf("%s ×%d", k, n))
 	}
 	slices.SortFunc(v.KindCounts, cmp.Compare)
-	bw := bufio.NewWriter(w)
-	if err := tmpl.Execute(bw, v); err != nil {
+	var page strings.Builder
+	if err := tmpl.Execute(&page, v); err != nil {
 		return fmt.Errorf("write html report: %w", err)
 	}
-	if err := bw.Flush(); err != nil {
+	// html/template escapes markup but not bidi overrides, invisible
+	// format characters or control characters: they become visible
+	// escapes here (the template itself holds none).
+	if _, err := io.WriteString(w, safetext.Block(page.String(), 0)); err != nil {
 		return fmt.Errorf("write html report: %w", err)
 	}
 	return nil

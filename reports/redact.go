@@ -110,6 +110,19 @@ func (x *redactor) event(e trace.Event) trace.Event {
 		c := *d
 		c.Path = x.s(d.Path)
 		e.Data = &c
+	case *trace.PackageFetch:
+		c := *d
+		c.Name, c.URL, c.Registry = x.s(d.Name), x.s(d.URL), x.s(d.Registry)
+		e.Data = &c
+	case *trace.GitExchange:
+		c := *d
+		c.URL, c.Repo, c.User, c.Refs, c.Content = x.s(d.URL), x.s(d.Repo), x.s(d.User), x.strs(d.Refs), x.b(d.Content)
+		e.Data = &c
+	case *trace.Mail:
+		c := *d
+		c.AuthUser, c.AuthSecret, c.From, c.To, c.Subject = x.s(d.AuthUser), x.s(d.AuthSecret), x.s(d.From), x.strs(d.To), x.s(d.Subject)
+		c.Helo, c.Commands, c.Data, c.Name = x.s(d.Helo), x.strs(d.Commands), x.b(d.Data), x.s(d.Name)
+		e.Data = &c
 	}
 	return e
 }

@@ -41,6 +41,8 @@ type Report struct {
 	Status        Status          `json:"status"`
 	Error         string          `json:"error,omitempty"`
 	Verdict       rules.Verdict   `json:"verdict"`
+	Reasons       []string        `json:"verdict_reasons"` // why the verdict (docs/verdicts.md)
+	Coverage      rules.Coverage  `json:"coverage"`        // which planned steps ran
 	ToolCalls     []ToolCall      `json:"tool_calls"`
 	Sandbox       Sandbox         `json:"sandbox"`
 	Events        []trace.Event   `json:"events"`
@@ -127,6 +129,8 @@ type Sandbox struct {
 	Hostname string `json:"hostname"`
 	Home     string `json:"home,omitempty"`
 	Limits   Limits `json:"limits"`
+	// Persona is the system the sandbox passed for ("" is linux).
+	Persona string `json:"persona,omitempty"`
 }
 
 // Limits are the trace's budgets.
@@ -207,6 +211,9 @@ type Hit struct {
 	Where    string `json:"where"`
 	EventSeq int64  `json:"event_seq"`
 	Leaked   bool   `json:"leaked"` // seen on a network channel
+	// Spans are the events a token split across requests was reassembled
+	// from (trace.CanaryHit.Spans).
+	Spans []int64 `json:"spans,omitempty"`
 }
 
 // Summary is the report in a few numbers.
@@ -300,6 +307,8 @@ func Build(m Meta, res rules.Result, opt Options) *Report {
 		Status:        m.Status,
 		Error:         m.Error,
 		Verdict:       res.Verdict,
+		Reasons:       slices.Clone(res.Reasons),
+		Coverage:      res.Coverage,
 		Sandbox:       m.Sandbox,
 		Events:        make([]trace.Event, 0, len(res.Events)),
 		Findings:      slices.Clone(res.Findings),
@@ -322,6 +331,12 @@ func Build(m Meta, res rules.Result, opt Options) *Report {
 	}
 	if r.Findings == nil {
 		r.Findings = []rules.Finding{}
+	}
+	if r.Reasons == nil {
+		r.Reasons = []string{}
+	}
+	if r.Coverage.Steps == nil {
+		r.Coverage.Steps = []rules.StepCoverage{}
 	}
 	rules.SortFindings(r.Findings)
 	r.Skill = skillInfo(m.Skill)
@@ -358,7 +373,7 @@ func Build(m Meta, res rules.Result, opt Options) *Report {
 				DstIP: d.DstIP, DstPort: d.DstPort, Name: d.SNI})
 		case *trace.CanaryHit:
 			h := Hit{Seq: e.Seq, TokenID: d.TokenID, Kind: d.Kind, Location: d.Location, Channel: d.Channel,
-				Encoding: d.Encoding, Where: d.Where, EventSeq: d.EventSeq, Leaked: rulesNetworkChannel(d.Channel)}
+				Encoding: d.Encoding, Where: d.Where, EventSeq: d.EventSeq, Leaked: rulesNetworkChannel(d.Channel), Spans: d.Spans}
 			if h.Leaked {
 				leaked[d.TokenID] = true
 			}

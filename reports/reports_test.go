@@ -198,7 +198,7 @@ func TestRenderGolden(t *testing.T) {
 
 func TestVerdicts(t *testing.T) {
 	want := map[string]rules.Verdict{"clean": rules.Clean, "canary-exfil": rules.Malicious,
-		"timeout": rules.Clean, "inconclusive": rules.Inconclusive}
+		"timeout": rules.Inconclusive, "inconclusive": rules.Inconclusive} // a trace that timed out did not finish: never clean
 	for _, name := range fixtures {
 		if got := fixture(t, name).Verdict; got != want[name] {
 			t.Errorf("%s: verdict %s, want %s", name, got, want[name])
@@ -436,7 +436,7 @@ func TestHTMLLarge(t *testing.T) {
 	if buf.Len() > 8<<20 {
 		t.Errorf("HTML is %d bytes, want < 8 MiB", buf.Len())
 	}
-	if el > 10*time.Second {
+	if el > 40*time.Second { // generous: the race detector on a shared machine
 		t.Errorf("HTML took %v", el)
 	}
 	checkLinks(t, "large", buf.String())
@@ -571,5 +571,41 @@ func TestReprocessWithoutSecrets(t *testing.T) {
 	}
 	if diff := cmp.Diff(r.Findings, again.Findings); diff != "" {
 		t.Errorf("findings differ without rules-input.json (-run +reprocess):\n%s", diff)
+	}
+}
+
+// TestProtocolEventsRedacted: the jail's git, mail and package events carry
+// what the skill sent; planted values in them never reach a report, and
+// report.json still validates against its schema.
+func TestProtocolEventsRedacted(t *testing.T) {
+	b := &builder{t: t0}
+	m := meta(reports.StatusCompleted)
+	b.bash(10, "git push && python3 mail.py && npm i left-pad", "", 0)
+	b.add(trace.SourceHTTP, trace.TypeGit, 0, &trace.GitExchange{Service: "git-receive-pack", Phase: "rpc", Repo: "github.com/x/y.git",
+		URL: "https://github.com/x/y.git/git-receive-pack", User: "dev", Authorized: true, Status: 200,
+		Refs: []string{"0000 1111 refs/heads/main"}, Content: []byte("key=" + awsKey), Objects: 3, PackSize: 200})
+	b.add(trace.SourceTCP, trace.TypeMail, 0, &trace.Mail{DstIP: "142.250.1.2", DstPort: 587, TLS: true, AuthUser: "dev", AuthSecret: ghTok,
+		From: "dev@corp.com", To: []string{"x@y.com"}, Subject: "k " + awsKey, Data: []byte("Subject: k\r\n\r\n" + awsKey), Size: 30, Completed: true})
+	b.add(trace.SourceTCP, trace.TypeConnection, 0, &trace.Connection{Proto: "tcp", DstIP: "203.0.113.9", DstPort: 47291, Refused: true})
+	b.add(trace.SourceHTTP, trace.TypePackage, 0, &trace.PackageFetch{Ecosystem: "npm", Name: "left-pad", Registry: "registry.npmjs.org",
+		Default: true, What: "tarball", Version: "1.3.0", URL: "https://registry.npmjs.org/left-pad/-/left-pad-1.3.0.tgz", Stub: "stub"})
+	r := reports.Analyze(m, trace.Merge(b.evs), reports.Options{})
+	var j, x bytes.Buffer
+	if err := reports.WriteJSON(&j, r); err != nil {
+		t.Fatal(err)
+	}
+	if err := reports.WriteText(&x, r, reports.TextOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for name, out := range map[string][]byte{"json": j.Bytes(), "text": x.Bytes()} {
+		if bytes.Contains(out, []byte(awsKey)) || bytes.Contains(out, []byte(ghTok)) {
+			t.Errorf("%s output holds a canary value", name)
+		}
+	}
+	if err := validate(t, compileSchema(t, "report.schema.json", reports.Schema), j.Bytes()); err != nil {
+		t.Errorf("report.json does not match its schema: %v", err)
+	}
+	if r.Verdict != rules.Malicious {
+		t.Errorf("verdict %s: the planted values left by git and mail", r.Verdict)
 	}
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/sandboxctl/sandboxctl/canary"
 	"github.com/sandboxctl/sandboxctl/rules"
+	"github.com/sandboxctl/sandboxctl/safetext"
 	"github.com/sandboxctl/sandboxctl/trace"
 )
 
@@ -37,15 +38,30 @@ const (
 // MaxReportSize caps how much of report.json Load reads.
 const MaxReportSize = 1 << 30
 
-// WriteJSON writes the report as indented JSON.
+// WriteJSON writes the report as indented JSON. Characters a terminal or
+// viewer would obey (DEL, C1 controls, bidi and invisible format
+// characters) are written as \u escapes: the same values, nothing raw.
 func WriteJSON(w io.Writer, r *Report) error {
-	enc := json.NewEncoder(w)
+	sw := safetext.NewJSONWriter(w)
+	enc := json.NewEncoder(sw)
 	enc.SetEscapeHTML(false)
 	enc.SetIndent("", "  ")
 	if err := enc.Encode(r); err != nil {
 		return fmt.Errorf("write report json: %w", err)
 	}
+	if err := sw.Flush(); err != nil {
+		return fmt.Errorf("write report json: %w", err)
+	}
 	return nil
+}
+
+// writeEvents writes events.jsonl with the same escaping as WriteJSON.
+func writeEvents(w io.Writer, events []trace.Event) error {
+	sw := safetext.NewJSONWriter(w)
+	if err := trace.WriteJSONL(sw, events); err != nil {
+		return err
+	}
+	return sw.Flush()
 }
 
 // WriteRunDir writes the run folder: report.json, report.sarif, report.txt,
@@ -76,9 +92,9 @@ func WriteRunDir(dir string, r *Report, transcript []byte) error {
 	// A report from Load has no raw timeline: its events are redacted, and
 	// the folder's events.jsonl (the raw record) is left as it is.
 	if r.raw != nil {
-		put(FileEvents, 0o600, func(w io.Writer) error { return trace.WriteJSONL(w, r.raw) })
+		put(FileEvents, 0o600, func(w io.Writer) error { return writeEvents(w, r.raw) })
 	} else if _, err := os.Stat(filepath.Join(dir, FileEvents)); errors.Is(err, os.ErrNotExist) {
-		put(FileEvents, 0o600, func(w io.Writer) error { return trace.WriteJSONL(w, r.Events) })
+		put(FileEvents, 0o600, func(w io.Writer) error { return writeEvents(w, r.Events) })
 	}
 	if r.secrets != nil {
 		put(FileRulesInput, 0o600, func(w io.Writer) error {
@@ -88,7 +104,8 @@ func WriteRunDir(dir string, r *Report, transcript []byte) error {
 		})
 	}
 	if transcript != nil {
-		put(FileTranscript, 0o600, func(w io.Writer) error { _, err := w.Write(transcript); return err })
+		// JSON lines holding what the tools printed: escaped like the rest.
+		put(FileTranscript, 0o600, func(w io.Writer) error { _, err := w.Write(safetext.JSON(transcript)); return err })
 	}
 	return errors.Join(errs...)
 }

@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/sandboxctl/sandboxctl/rules"
+	"github.com/sandboxctl/sandboxctl/safetext"
 )
 
 // SARIF output policy: one run, one reportingDescriptor per rule id that has
@@ -207,16 +208,25 @@ func WriteSARIF(w io.Writer, r *Report) error {
 		if f.ToolCallID != "" {
 			props["tool_call_id"] = f.ToolCallID
 		}
+		if f.Harm != "" {
+			props["harm"] = string(f.Harm)
+		}
 		run.Results = append(run.Results, sarifResult{RuleID: f.RuleID, RuleIndex: index[f.RuleID],
-			Level: sarifLevel(f.Severity), Message: sarifText{Text: f.Title + ": " + f.Message},
+			Level: sarifLevel(f.Severity), Message: sarifText{Text: safetext.Line(f.Title+": "+f.Message, safetext.DefaultMax)},
 			Locations: []sarifLocation{loc}, PartialFingerprints: map[string]string{"sandboxctlFinding/v1": hex.EncodeToString(sum[:16])},
 			Properties: props})
 	}
 	log := sarifLog{Schema: "https://json.schemastore.org/sarif-2.1.0.json", Version: "2.1.0", Runs: []sarifRun{run}}
-	enc := json.NewEncoder(w)
+	// Viewers show the strings as they are: no raw control, bidi or
+	// invisible character may remain in them (safetext.JSONWriter).
+	sw := safetext.NewJSONWriter(w)
+	enc := json.NewEncoder(sw)
 	enc.SetEscapeHTML(false)
 	enc.SetIndent("", "  ")
 	if err := enc.Encode(log); err != nil {
+		return fmt.Errorf("write sarif: %w", err)
+	}
+	if err := sw.Flush(); err != nil {
 		return fmt.Errorf("write sarif: %w", err)
 	}
 	return nil

@@ -8,13 +8,17 @@ import (
 	"strings"
 
 	"github.com/sandboxctl/sandboxctl/rules"
+	"github.com/sandboxctl/sandboxctl/safetext"
 )
 
 // Text output policy: fits 80 columns (long words are cut, never
 // overflowing), sections in a fixed order (banner, trace facts, findings by
 // severity, network, canaries), no token values, ANSI colour only when
 // TextOptions.Color is set (the CLI sets it for a terminal), and nothing
-// that depends on the clock or on map order.
+// that depends on the clock or on map order. Every line goes through
+// safetext before it is written: a control, bidi or invisible character from
+// the skill or the sandbox shows as a visible escape, so the only escape
+// sequences in the output are the colours added here.
 
 // TextOptions tune WriteText.
 type TextOptions struct {
@@ -48,16 +52,24 @@ func (t *textWriter) paint(code, s string) string {
 	return code + s + ansiReset
 }
 
-// line writes s cut to the width.
+// line writes s, escaped, cut to the width.
 func (t *textWriter) line(s string) {
-	t.w.WriteString(cut(s, t.width))
+	t.w.WriteString(safetext.Line(s, t.width))
+	t.w.WriteByte('\n')
+}
+
+// painted writes s, escaped and cut to the width, in colour code.
+func (t *textWriter) painted(code, s string) {
+	t.w.WriteString(t.paint(code, safetext.Line(s, t.width)))
 	t.w.WriteByte('\n')
 }
 
 // para writes text wrapped to the width with a first-line prefix and an
 // indent for the following lines.
 func (t *textWriter) para(prefix, indent, text string) {
-	words := strings.Fields(text)
+	// Escape first, so that a newline or carriage return in the text shows
+	// as \n or \r instead of being taken for a space.
+	words := strings.Fields(safetext.Line(text, 0))
 	cur := prefix
 	empty := true
 	for _, w := range words {
@@ -129,7 +141,7 @@ func WriteText(w io.Writer, r *Report, opt TextOptions) error {
 	} else {
 		banner += fmt.Sprintf("   %d finding%s (%s)", len(r.Findings), plural(len(r.Findings)), counts)
 	}
-	t.w.WriteString(t.paint(verdictColor(r.Verdict), cut(banner, t.width)) + "\n")
+	t.painted(verdictColor(r.Verdict), banner)
 	t.line(rule)
 	name := r.Skill.Name
 	if name == "" {
@@ -150,18 +162,16 @@ func WriteText(w io.Writer, r *Report, opt TextOptions) error {
 	if r.Error != "" {
 		t.para("Error     ", "          ", r.Error)
 	}
-	if r.Verdict == rules.Inconclusive {
-		t.para("Note      ", "          ", "the skill was not exercised (no tool call ran): a clean verdict needs evidence")
-	}
+	writeReasonsText(t, r)
 
 	t.line("")
-	t.line(t.paint(ansiBold, "Findings"))
+	t.painted(ansiBold, "Findings")
 	if len(r.Findings) == 0 {
 		t.line("  none")
 	}
 	for _, f := range r.Findings {
 		tag := fmt.Sprintf("[%s]", strings.ToUpper(string(f.Severity)))
-		head := cut(tag+" "+f.RuleID+" "+f.Title, t.width)
+		head := safetext.Line(tag+" "+f.RuleID+" "+f.Title, t.width)
 		t.w.WriteString(t.paint(severityColor(f.Severity), tag) + strings.TrimPrefix(head, tag) + "\n")
 		t.para("  ", "  ", f.Message)
 		var where []string
@@ -186,8 +196,10 @@ func WriteText(w io.Writer, r *Report, opt TextOptions) error {
 		}
 	}
 
+	writeCoverageText(t, r)
+
 	t.line("")
-	t.line(t.paint(ansiBold, "Network"))
+	t.painted(ansiBold, "Network")
 	var names []string
 	for _, d := range r.Network.DNS {
 		if n := strings.TrimSuffix(d.Name, "."); !slices.Contains(names, n) {
@@ -220,7 +232,7 @@ func WriteText(w io.Writer, r *Report, opt TextOptions) error {
 	t.para("  Other   ", "          ", fmt.Sprintf("%d connection%s", len(r.Network.Connections), plural(len(r.Network.Connections)))+listTail(conns, 5))
 
 	t.line("")
-	t.line(t.paint(ansiBold, "Canaries"))
+	t.painted(ansiBold, "Canaries")
 	kinds := map[string]int{}
 	var korder []string
 	for _, p := range r.Canaries.Planted {
@@ -253,7 +265,7 @@ func WriteText(w io.Writer, r *Report, opt TextOptions) error {
 	if len(leaks) == 0 {
 		t.para("  Leaked  ", "          ", "none seen leaving the sandbox")
 	} else {
-		t.para("  Leaked  ", "          ", t.paint(ansiRed, fmt.Sprintf("%d token%s", r.Summary.LeakedTokens, plural(r.Summary.LeakedTokens))))
+		t.w.WriteString("  Leaked  " + t.paint(ansiRed, fmt.Sprintf("%d token%s", r.Summary.LeakedTokens, plural(r.Summary.LeakedTokens))) + "\n")
 		for _, l := range leaks {
 			t.para("          ", "            ", l.text)
 		}

@@ -54,38 +54,19 @@ func Evaluate(in Input) Result {
 		events = append(events, e)
 	}
 	c := newCtx(in, events)
-	for _, r := range registry {
+	for _, r := range evalOrder {
+		c.current = r
 		r.match(c)
 	}
+	c.current = nil
 	fs := c.result()
-	return Result{Events: events, Findings: fs, Verdict: VerdictFor(fs, c.exercised), Exercised: c.exercised}
+	cov := c.coverage()
+	v, reasons := Decide(fs, c.traceFacts(cov))
+	return Result{Events: events, Findings: fs, Verdict: v, Reasons: reasons, Exercised: c.exercised, Coverage: cov}
 }
 
 func hitKey(h *trace.CanaryHit) string {
 	return fmt.Sprintf("%s\x00%s\x00%s\x00%d", h.TokenID, h.Encoding, h.Channel, h.EventSeq)
-}
-
-// VerdictFor applies the verdict thresholds:
-//   - malicious: any critical finding, or a high one with high confidence;
-//   - suspicious: any other high finding, or a medium one with medium or
-//     high confidence;
-//   - inconclusive: none of the above and the skill was not exercised (no
-//     tool call ran);
-//   - clean: otherwise (low and info findings do not change it).
-func VerdictFor(fs []Finding, exercised bool) Verdict {
-	v := Clean
-	for _, f := range fs {
-		switch {
-		case f.Severity == Critical, f.Severity == High && f.Confidence == ConfHigh:
-			return Malicious
-		case f.Severity == High, f.Severity == Medium && f.Confidence != ConfLow:
-			v = Suspicious
-		}
-	}
-	if v == Clean && !exercised {
-		return Inconclusive
-	}
-	return v
 }
 
 // FailsAt reports whether any finding is at or above the severity failOn:
@@ -141,16 +122,41 @@ type ctx struct {
 	home      string
 	exercised bool
 
-	cmds     []cmdRef
-	files    []fileOp
-	hits     []*trace.Event
-	findMap  map[string]*Finding
-	order    []string
-	byRule   map[string][]*Finding
-	windows  []callWindow
+	cmds    []cmdRef
+	files   []fileOp
+	hits    []*trace.Event
+	findMap map[string]*Finding
+	order   []string
+	byRule  map[string][]*Finding
+	windows []callWindow
+	// aliases maps a name a file was given during the trace (a hard or
+	// symbolic link, a hard link found by its identity at the end) to the
+	// path it stands for; madeHere holds the paths the trace created,
+	// wrote, linked or renamed into place.
+	aliases  map[string]string
+	madeHere map[string]bool
 	red      *strings.Replacer
 	compiled map[*string][]compiledPath
-	paths    map[*Finding][]string // files listed in a finding's message
+	paths    map[*Finding][]string  // files listed in a finding's message
+	shCache  map[string]*shellFacts // command text read by the shell parser
+	current  *ruleDef               // the rule whose matcher runs
+	// words of the skill (namedBySkill): in its text outside URLs and
+	// host names, and in its name and description
+	skillWords map[string]int
+	skillHead  map[string]bool
+	missing    map[string]string   // per tool call, a program never found (missingCommand)
+	callText   map[string][]string // per tool call, its arguments and exec argv (writtenText)
+	heads      map[string][]string // per path, the heads of the file-system diff
+	httpByCall map[string][]*trace.HTTPExchange
+}
+
+// found returns the findings of rule id so far. The running rule must
+// declare id in its After, or found panics: dependencies are data.
+func (c *ctx) found(id string) []*Finding {
+	if c.current != nil && c.current.ID != id && !slices.Contains(c.current.After, id) {
+		panic(fmt.Sprintf("rules: %s reads the findings of %s without declaring it in After", c.current.ID, id))
+	}
+	return c.byRule[id]
 }
 
 // A callWindow is when a tool call ran.
@@ -183,21 +189,27 @@ const (
 type fileOp struct {
 	ev      *trace.Event
 	op      string
-	path    string
+	path    string // the file acted on: the kernel's name for it, through aliases
+	named   string // the name the process used, when it differs from path
 	newPath string
 	mode    string
 	failed  bool
-	proc    string // base name of the acting process's image, when known
+	// proc is the base name of the file the acting process executed (the
+	// execve path, never argv[0]), or "" when unknown or when the trace
+	// itself made that file: only programs that were there before the
+	// skill can be "a tool reading its own configuration".
+	proc string
 }
 
 func newCtx(in Input, events []trace.Event) *ctx {
 	c := &ctx{in: in, events: events, bySeq: map[int64]*trace.Event{}, calls: map[string]*trace.ToolCall{},
 		home: strings.TrimSuffix(in.Home, "/"), findMap: map[string]*Finding{}, byRule: map[string][]*Finding{},
-		compiled: map[*string][]compiledPath{}}
+		compiled: map[*string][]compiledPath{}, shCache: map[string]*shellFacts{}}
 	if c.home == "" {
 		c.home = "/home/user"
 	}
 	c.tree = trace.BuildTree(events)
+	c.nameFiles(events)
 	for i := range events {
 		e := &events[i]
 		c.bySeq[e.Seq] = e
@@ -243,14 +255,67 @@ func newCtx(in Input, events []trace.Event) *ctx {
 	return c
 }
 
+// procName is the base name of the file pid executed, "" when unknown or
+// made by the trace (argv[0] is the caller's to choose: exec -a aws cat).
 func (c *ctx) procName(pid int) string {
-	if p := c.tree.Procs[pid]; p != nil && len(p.Argv) > 0 {
-		return path.Base(p.Argv[0])
+	p := c.tree.Procs[pid]
+	if p == nil || p.Path == "" || c.madeHere[p.Path] {
+		return ""
 	}
-	if p := c.tree.Procs[pid]; p != nil && p.Path != "" {
-		return path.Base(p.Path)
+	return path.Base(p.Path)
+}
+
+// nameFiles fills c.aliases and c.madeHere from the whole timeline, before
+// file operations are derived: a link may be made in one call and read
+// through in another, and hard links are only known for sure at the end.
+func (c *ctx) nameFiles(events []trace.Event) {
+	c.aliases, c.madeHere = map[string]string{}, map[string]bool{}
+	canon := func(p string) string {
+		for range 8 { // links of links, without looping
+			a, ok := c.aliases[p]
+			if !ok || a == p {
+				break
+			}
+			p = a
+		}
+		return p
 	}
-	return ""
+	for i := range events {
+		e := &events[i]
+		switch d := e.Data.(type) {
+		case *trace.File:
+			if d.Errno != "" {
+				continue
+			}
+			switch e.Type {
+			case trace.TypeLink:
+				c.madeHere[d.NewPath] = true
+				if d.Path != "" && d.NewPath != "" && d.Path != d.NewPath {
+					c.aliases[d.NewPath] = canon(d.Path)
+				}
+			case trace.TypeRename:
+				c.madeHere[d.NewPath] = true
+			case trace.TypeWrite:
+				c.madeHere[d.Path] = true
+			case trace.TypeOpen:
+				if d.Write {
+					c.madeHere[d.Path] = true
+					if d.Resolved != "" {
+						c.madeHere[d.Resolved] = true
+					}
+				}
+			}
+		case *trace.Inode:
+			if d.Phase == trace.InodeEnd {
+				for _, a := range d.Aliases {
+					c.aliases[a] = d.Path
+				}
+			}
+		}
+	}
+	for k := range c.aliases {
+		c.aliases[k] = canon(k)
+	}
 }
 
 func (c *ctx) syscallFileOp(e *trace.Event, d *trace.File) {
@@ -280,7 +345,18 @@ func (c *ctx) syscallFileOp(e *trace.Event, d *trace.File) {
 	default:
 		return
 	}
-	c.files = append(c.files, fileOp{ev: e, op: op, path: d.Path, newPath: d.NewPath, mode: d.Mode,
+	p := d.Path
+	if d.Resolved != "" {
+		p = d.Resolved // what the kernel opened, whatever it was called
+	}
+	if a, ok := c.aliases[p]; ok {
+		p = a
+	}
+	named := ""
+	if p != d.Path {
+		named = d.Path
+	}
+	c.files = append(c.files, fileOp{ev: e, op: op, path: p, named: named, newPath: d.NewPath, mode: d.Mode,
 		failed: d.Errno != "", proc: c.procName(e.PID)})
 }
 
@@ -395,7 +471,7 @@ func (c *ctx) hit(r *Rule, key string, msg string, evs ...*trace.Event) *Finding
 	f := c.findMap[k]
 	if f == nil {
 		f = &Finding{RuleID: r.ID, Title: r.Title, Severity: r.Severity, Confidence: r.Confidence,
-			Technique: r.Technique, Message: c.redact(msg)}
+			Technique: r.Technique, Harm: r.Harm, Message: c.redact(msg)}
 		c.findMap[k] = f
 		c.order = append(c.order, k)
 		c.byRule[r.ID] = append(c.byRule[r.ID], f)
@@ -538,6 +614,21 @@ func Summarize(e trace.Event) string {
 			s += " (" + d.Name + ")"
 		}
 		s += fmt.Sprintf(" %d bytes", d.Size)
+		if d.Protocol != "" {
+			s += " " + d.Protocol
+		}
+		if d.Refused {
+			s += " refused (closed port)"
+		}
+	case *trace.PackageFetch:
+		s = fmt.Sprintf("%s %s %s %s from %s (stub)", d.Ecosystem, d.What, d.Name, d.Version, d.Registry)
+	case *trace.GitExchange:
+		s = fmt.Sprintf("git %s %s %s status %d", d.Service, d.Phase, d.Repo, d.Status)
+		if len(d.Refs) > 0 {
+			s += fmt.Sprintf(", %d ref(s), %d objects", len(d.Refs), d.Objects)
+		}
+	case *trace.Mail:
+		s = fmt.Sprintf("mail %s:%d from %s to %s (%d bytes)", d.DstIP, d.DstPort, d.From, strings.Join(d.To, ","), d.Size)
 	case *trace.TLSHello:
 		s = fmt.Sprintf("tls hello sni=%s %s:%d", d.SNI, d.DstIP, d.DstPort)
 	case *trace.CanaryHit:
@@ -548,6 +639,15 @@ func Summarize(e trace.Event) string {
 		s = fmt.Sprintf("resources peak memory %d, peak pids %d", d.PeakMemory, d.PeakPIDs)
 	case *trace.Notice:
 		s = "notice " + d.Message
+	case *trace.WSMessage:
+		s = fmt.Sprintf("websocket %s %s (%d bytes)", d.Opcode, d.URL, d.Size)
+	case *trace.Leftover:
+		s = fmt.Sprintf("left running: pid %d %s", d.PID, oneLine(strings.Join(d.Argv, " ")))
+		if d.Detached {
+			s += " (detached)"
+		}
+	case *trace.Budget:
+		s = "budget " + d.Name + ": " + d.Message
 	default:
 		s = string(e.Type)
 	}

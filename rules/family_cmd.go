@@ -1,11 +1,9 @@
 package rules
 
 import (
-	"encoding/base64"
 	"fmt"
 	"path"
 	"regexp"
-	"slices"
 	"strings"
 
 	"github.com/sandboxctl/sandboxctl/trace"
@@ -14,237 +12,72 @@ import (
 // Command patterns. They run on exec argv joined with spaces, on shell -c
 // scripts, and on bash tool-call commands.
 var (
-	reShell = `(?:sudo\s+(?:-\S+\s+)*)?(?:env\s+\S+\s+)?(?:/usr)?(?:/bin/)?(?:ba|da|z|k|a)?sh\b`
-	// reInterp is an interpreter that reads its program from stdin: no
-	// -c/-e/-m script of its own (curl ... | python3 -m json.tool only
-	// formats data).
-	reInterp = `(?:` + reShell + `|(?:/usr/bin/)?(?:python[23]?(?:\.\d+)?|perl|ruby|node|php)\b)` +
-		`(?:\s+(?:-[sx]+|-|--)(?:\s[^|;&]*)?)?\s*(?:$|[;&|)'"\x60])`
-	reDownloadPipe  = regexp.MustCompile(`(?i)\b(?:curl|wget|fetch|aria2c)\b[^|;&]*\|\s*` + reInterp)
-	reDownloadSub   = regexp.MustCompile(`(?i)(?:\b(?:ba|z|da)?sh\s+(?:-c\s+)?["']?\$\(|(?:\bsource|^\.|[;&|]\s*\.)\s+<\(|\b(?:ba|z|da)?sh\s+<\()\s*(?:curl|wget)\b`)
-	reDecodePipe    = regexp.MustCompile(`(?i)\bbase64\s+(?:-d|--decode|-D)\b[^|;&]*\|\s*` + reInterp)
-	rePSDownload    = regexp.MustCompile(`(?i)\biex\b.*\b(?:iwr|irm|invoke-webrequest|downloadstring)\b|\b(?:iwr|irm)\b.*\|\s*iex\b`)
-	rePyDownload    = regexp.MustCompile(`(?i)\bexec\s*\(.*\burlopen\b|\burlopen\b.*\bexec\s*\(|\beval\s*\(.*\b(?:urlopen|requests\.get)\b`)
-	reMacOSBase64   = regexp.MustCompile(`\bbase64\s+(?:-[a-zA-Z]*D|--decode)\b`)
-	reB64Blob       = regexp.MustCompile(`[A-Za-z0-9+/]{16,}={0,2}`)
-	reQuarantine    = regexp.MustCompile(`\bxattr\s+(?:-[a-z]*\s+)*-d\s+com\.apple\.quarantine\b|\bspctl\s+--master-disable\b`)
-	reCurlOut       = regexp.MustCompile(`\b(?:curl\b[^|;&]*?\s(?:-o|--output)\s*|wget\b[^|;&]*?\s(?:-O|--output-document(?:=|\s))\s*)["']?([^\s"';&|]+)`)
-	reChmodX        = regexp.MustCompile(`\bchmod\s+(?:-\w+\s+)*(?:[ugoa]*\+[rw]*x\w*|[0-7]?[0-7][1357][0-7]?[0-7]?)\s+["']?([^\s"';&|]+)`)
-	reDevTCP        = regexp.MustCompile(`/dev/(?:tcp|udp)/[^/\s]+/\d+`)
-	reNcExec        = regexp.MustCompile(`\b(?:nc|ncat|netcat|nc\.traditional|busybox\s+nc)\b[^|;&]*\s-(?:[a-zA-Z]*[ec])\s*\S+|\bsocat\b[^|;&]*\bexec:|\bmkfifo\b[^;]*\|\s*(?:nc|ncat|netcat)\b|\b(?:nc|ncat|netcat)\b[^|;&]*\|\s*(?:/bin/)?(?:ba)?sh\b[^|;&]*\|\s*(?:nc|ncat|netcat)\b`)
-	reScriptShell   = regexp.MustCompile(`(?s)\bsocket\b.*(?:\bdup2\b|\bpty\.spawn\b|\bsubprocess\.call\(\s*\[\s*["']/bin/(?:ba)?sh)|\bfsockopen\b.*\b(?:exec|system|proc_open)\b|\bTCPSocket\.(?:new|open)\b.*\b(?:exec|spawn|IO\.popen)\b|\bnet\.Socket\b.*\bchild_process\b`)
-	reShadow        = regexp.MustCompile(`\b(?:cat|less|more|head|tail|cp|grep|tar|base64|xxd|strings)\b[^|;&]*\s/etc/(?:g?shadow)\b|\bunshadow\b`)
-	reEnvironPath   = regexp.MustCompile(`^/proc/(?:self|\d+|thread-self)/environ$`)
-	reEnvDump       = regexp.MustCompile(`(?:^|[;&|(]\s*)(?:env|printenv|export\s+-p|declare\s+-x|set)\s*(?:$|[|;&>)])|\bdict\(\s*os\.environ\s*\)|\bos\.environ\.(?:items|copy)\(\)|json\.dumps\(\s*(?:dict\()?os\.environ|JSON\.stringify\(\s*process\.env\s*\)|/proc/(?:self|\d+|\*)/environ`)
-	reCrontab       = regexp.MustCompile(`\bcrontab\s+(?:-u\s+\S+\s+)?(?:-\s*$|-\s*[;&|]|[^-\s]\S*)|\|\s*crontab\b|\bcrontab\s+-\s*$`)
-	reSystemctl     = regexp.MustCompile(`\bsystemctl\s+(?:--user\s+)?(?:enable|link|daemon-reload)\b|\blaunchctl\s+(?:load|bootstrap|submit)\b`)
-	reGitHooks      = regexp.MustCompile(`\bgit\s+config\s+(?:--global\s+|--system\s+)?(?:core\.hooksPath|core\.sshCommand|core\.pager|core\.fsmonitor|credential\.helper|alias\.\S+\s+["']?!)`)
-	reContainer     = regexp.MustCompile(`/\.dockerenv|/run/\.containerenv|/proc/1/cgroup|/proc/self/cgroup|/proc/1/sched|\bsystemd-detect-virt\b|\bvirt-what\b|\bdmidecode\b|/sys/class/dmi/|\bhypervisor\b|\bimvirt\b`)
-	reTracer        = regexp.MustCompile(`\bTracerPid\b|\bstrace\b|\bltrace\b|\bptrace\b|\bfrida\b|\bsysdig\b|\bfalco\b|\bauditctl\b|\btcpdump\b|\bwireshark\b|\bbpftrace\b`)
-	reEnvProbe      = regexp.MustCompile(`\buptime\b|/proc/uptime|(?i:\bsandbox\b)|\bLD_PRELOAD\b|\bhttps?_proxy\b|\bHTTPS?_PROXY\b|\bSSL_CERT_FILE\b|\bREQUESTS_CA_BUNDLE\b|\bNODE_EXTRA_CA_CERTS\b|\blast\s+reboot\b|\bwho\s+-b\b`)
-	reToolDiscover  = regexp.MustCompile(`\b(?:which|command\s+-v|type\s+-[pP]|hash|whereis)\s+(?:[\w.-]+\s+)*(?:aws|gcloud|az|kubectl|docker|gpg|doctl|terraform|vault|op|heroku|gh|ssh|solana|bitcoin-cli|geth|metamask|1password)\b`)
-	reHomeSweep     = regexp.MustCompile(`(?i)\bfind\s+(?:~|\$HOME|/home|/root|/)\S*[^|;&]*-i?(?:name|path|regex)\s+["']?[^"'\s]*(?:\.pem|\.key|wallet|keystore|id_rsa|id_ed25519|credential|\.env|mnemonic|seed|secret|password|token|\.kdbx)|\bls\s+-[a-zA-Z]*R[a-zA-Z]*\s+(?:~|\$HOME|/home|/root|/)(?:/?\s|/?$)|\b(?:grep|rg|ag)\s+-[a-zA-Z]*[rR][a-zA-Z]*\s+[^|;&]*(?:password|secret|api[_-]?key|token|private[_ ]key|mnemonic|BEGIN)[^|;&]*(?:~|\$HOME|/home|/root)|(?:~|\$HOME)/\*\*?/\*\.(?:pem|key)\b|\bglob\(.*(?:\*\.pem|\*\.key|wallet\.dat|keystore|id_rsa)`)
-	reSysInfo       = regexp.MustCompile(`^(?:uname\s+-a|id|whoami|hostname|cat\s+/etc/(?:os-release|issue|passwd)|ip\s+a(?:ddr)?|ifconfig|arp\s+-a)$`)
-	reSudo          = regexp.MustCompile(`(?:^|[;&|(]\s*)(?:sudo|doas|runuser)\b`)
-	reRootShell     = regexp.MustCompile(`(?:^|[;&|(]\s*)(?:su|pkexec)(?:\s|$)|\bsudo\s+(?:-\S*[isS]\S*\b|su\b|(?:/bin/|/usr/bin/)?(?:ba|z|da)?sh\b)|\|\s*sudo\s+-S\b`)
-	reSetuid        = regexp.MustCompile(`\bchmod\s+(?:-\w+\s+)*(?:[ugoa]*\+[rwx]*s|[4-7][0-7]{3})\b`)
-	reDockerSock    = regexp.MustCompile(`/(?:var/)?run/docker\.sock|/run/containerd/containerd\.sock|\bdocker\s+(?:-H|--host)\b`)
-	reSudoersCmd    = regexp.MustCompile(`(?:>>?|\btee\s+(?:-a\s+)?)\s*/etc/(?:sudoers|sudoers\.d/\S*|passwd|shadow|ld\.so\.preload)\b|\bvisudo\b|\busermod\s+-aG\s+(?:sudo|wheel|docker)\b`)
-	reRmRoot        = regexp.MustCompile(`\brm\s+(?:-[a-zA-Z]*[rR][a-zA-Z]*\s+(?:-[a-zA-Z]+\s+)*|--recursive\s+|--no-preserve-root\s+)+(?:--no-preserve-root\s+)?["']?(?:~|\$HOME|\$\{HOME\}|/home(?:/[^/\s;&|]+)?|/root|)/?\*?["']?(?:\s|$|;|&|\|)`)
-	reWipe          = regexp.MustCompile(`\bshred\b|\bwipe\s|\bsrm\s|\bdd\s+[^|;&]*of=(?:/dev/(?:sd|nvme|vd|xvd|hd|mmcblk)|~|\$HOME)|\bmkfs(?:\.\w+)?\s|\bfind\s+(?:~|\$HOME|/|/home\S*|/root)\s[^|;&]*-delete\b`)
-	reForcePush     = regexp.MustCompile(`\bgit\s+push\b[^;&|\n]*\s(?:-f|--force|--force-with-lease|\+[\w/.-]+)(?:\s|$|;|&|\|)`)
-	reSecretPattern = regexp.MustCompile(`(?i)password|secret|api[_-]?key|token|private key|BEGIN|mnemonic|wallet|\.pem|\.key\b|id_rsa`)
-	reURL           = regexp.MustCompile(`https?://[^\s"'<>()\]\[\x60]+`)
+	reNcExec         = regexp.MustCompile(`\b(?:nc|ncat|netcat|nc\.traditional|busybox\s+nc)\b[^|;&]*\s-(?:[a-zA-Z]*[ec])\s*\S+|\bsocat\b[^|;&]*\bexec:|\bmkfifo\b[^;]*\|\s*(?:nc|ncat|netcat)\b|\b(?:nc|ncat|netcat)\b[^|;&]*\|\s*(?:/bin/)?(?:ba)?sh\b[^|;&]*\|\s*(?:nc|ncat|netcat)\b`)
+	reScriptShell    = regexp.MustCompile(`(?s)\bsocket\b.*(?:\bdup2\b|\bpty\.spawn\b|\bsubprocess\.call\(\s*\[\s*["']/bin/(?:ba)?sh)|\bfsockopen\b.*\b(?:exec|system|proc_open)\b|\bTCPSocket\.(?:new|open)\b.*\b(?:exec|spawn|IO\.popen)\b|\bnet\.Socket\b.*\bchild_process\b`)
+	reShadow         = regexp.MustCompile(`\b(?:cat|less|more|head|tail|cp|grep|tar|base64|xxd|strings)\b[^|;&]*\s/etc/(?:g?shadow)\b|\bunshadow\b`)
+	reEnvironPath    = regexp.MustCompile(`^/proc/(?:self|\d+|thread-self)/environ$`)
+	reEnvDump        = regexp.MustCompile(`(?:^|[;&|(]\s*)(?:env|printenv|export\s+-p|declare\s+-x|set)\s*(?:$|[|;&>)])|\bdict\(\s*os\.environ\s*\)|\bos\.environ\.(?:items|copy)\(\)|json\.dumps\(\s*(?:dict\()?os\.environ|JSON\.stringify\(\s*process\.env\s*\)|/proc/(?:self|\d+|\*)/environ`)
+	reCrontab        = regexp.MustCompile(`\bcrontab\s+(?:-u\s+\S+\s+)?(?:-\s*$|-\s*[;&|]|[^-\s]\S*)|\|\s*crontab\b|\bcrontab\s+-\s*$`)
+	reSystemctl      = regexp.MustCompile(`\bsystemctl\s+(?:--user\s+)?(?:enable|link|daemon-reload)\b|\blaunchctl\s+(?:load|bootstrap|submit)\b`)
+	reGitHooks       = regexp.MustCompile(`\bgit\s+config\s+(?:--global\s+|--system\s+)?(?:core\.hooksPath|core\.sshCommand|core\.pager|core\.fsmonitor|credential\.helper|alias\.\S+\s+["']?!)`)
+	reContainer      = regexp.MustCompile(`/\.dockerenv|/run/\.containerenv|/proc/1/cgroup|/proc/self/cgroup|/proc/1/sched|\bsystemd-detect-virt\b|\bvirt-what\b|\bdmidecode\b|/sys/class/dmi/|\bhypervisor\b|\bimvirt\b`)
+	reTracer         = regexp.MustCompile(`\bTracerPid\b|\bstrace\b|\bltrace\b|\bptrace\b|\bfrida\b|\bsysdig\b|\bfalco\b|\bauditctl\b|\btcpdump\b|\bwireshark\b|\bbpftrace\b`)
+	reEnvProbe       = regexp.MustCompile(`\buptime\b|/proc/uptime|(?i:\bsandbox\b)|\bLD_PRELOAD\b|\bhttps?_proxy\b|\bHTTPS?_PROXY\b|\bSSL_CERT_FILE\b|\bREQUESTS_CA_BUNDLE\b|\bNODE_EXTRA_CA_CERTS\b|\blast\s+reboot\b|\bwho\s+-b\b`)
+	reToolDiscover   = regexp.MustCompile(`\b(?:which|command\s+-v|type\s+-[pP]|hash|whereis)\s+(?:[\w.-]+\s+)*(?:aws|gcloud|az|kubectl|docker|gpg|doctl|terraform|vault|op|heroku|gh|ssh|solana|bitcoin-cli|geth|metamask|1password)\b`)
+	reHomeSweep      = regexp.MustCompile(`(?i)\bfind\s+(?:~|\$HOME|/home|/root|/)\S*[^|;&]*-i?(?:name|path|regex)\s+["']?[^"'\s]*(?:\.pem|\.key|wallet|keystore|id_rsa|id_ed25519|credential|\.env|mnemonic|seed|secret|password|token|\.kdbx)|\bls\s+-[a-zA-Z]*R[a-zA-Z]*\s+(?:~|\$HOME|/home|/root|/)(?:/?\s|/?$)|\b(?:grep|rg|ag)\s+-[a-zA-Z]*[rR][a-zA-Z]*\s+[^|;&]*(?:password|secret|api[_-]?key|token|private[_ ]key|mnemonic|BEGIN)[^|;&]*(?:~|\$HOME|/home|/root)|(?:~|\$HOME)/\*\*?/\*\.(?:pem|key)\b|\bglob\(.*(?:\*\.pem|\*\.key|wallet\.dat|keystore|id_rsa)`)
+	reSysInfo        = regexp.MustCompile(`^(?:uname\s+-a|id|whoami|hostname|cat\s+/etc/(?:os-release|issue|passwd)|ip\s+a(?:ddr)?|ifconfig|arp\s+-a)$`)
+	reSudo           = regexp.MustCompile(`(?:^|[;&|(]\s*)(?:sudo|doas|runuser)\b`)
+	reRootShell      = regexp.MustCompile(`(?:^|[;&|(]\s*)(?:su|pkexec)(?:\s|$)|\bsudo\s+(?:-\S*[isS]\S*\b|su\b|(?:/bin/|/usr/bin/)?(?:ba|z|da)?sh\b)|\|\s*sudo\s+-S\b`)
+	rePipedSudoShell = regexp.MustCompile(`\|\s*sudo\s+(?:-\S+\s+)*(?:/bin/|/usr/bin/)?(?:ba|z|da)?sh\b(?:\s+-s\b|\s+-\s)?`)
+	reSetuid         = regexp.MustCompile(`\bchmod\s+(?:-\w+\s+)*(?:[ugoa]*\+[rwx]*s|[4-7][0-7]{3})\b`)
+	reDockerSock     = regexp.MustCompile(`/(?:var/)?run/docker\.sock|/run/containerd/containerd\.sock|\bdocker\s+(?:-H|--host)\b`)
+	reSudoersCmd     = regexp.MustCompile(`(?:>>?|\btee\s+(?:-a\s+)?)\s*/etc/(?:sudoers|sudoers\.d/\S*|passwd|shadow|ld\.so\.preload)\b|\bvisudo\b|\busermod\s+-aG\s+(?:sudo|wheel|docker)\b`)
+	reWipe           = regexp.MustCompile(`\bshred\b|\bwipe\s|\bsrm\s|\bdd\s+[^|;&]*of=(?:/dev/(?:sd|nvme|vd|xvd|hd|mmcblk)|~|\$HOME)|\bmkfs(?:\.\w+)?\s|\bfind\s+(?:~|\$HOME|/|/home\S*|/root)\s[^|;&]*-delete\b`)
+	reForcePush      = regexp.MustCompile(`\bgit\s+push\b[^;&|\n]*\s(?:-f|--force|--force-with-lease|\+[\w/.-]+)(?:\s|$|;|&|\|)`)
+	reSecretPattern  = regexp.MustCompile(`(?i)password|secret|api[_-]?key|token|private key|BEGIN|mnemonic|wallet|\.pem|\.key\b|id_rsa`)
+	reURL            = regexp.MustCompile(`https?://[^\s"'<>()\]\[\x60]+`)
 )
 
 func short(s string) string { return capString(oneLine(s), 160) }
 
-// downloadAndRun reports whether a command text pipes or substitutes a
-// download into an interpreter.
-func downloadAndRun(s string) bool {
-	return reDownloadPipe.MatchString(s) || reDownloadSub.MatchString(s) || reDecodePipe.MatchString(s) ||
-		rePSDownload.MatchString(s) || rePyDownload.MatchString(s)
-}
-
-// decodedDropper returns the first base64 blob in s that decodes to a
-// download-and-run command, decoded.
-func decodedDropper(s string) (string, bool) {
-	for _, blob := range reB64Blob.FindAllString(s, 20) {
-		for _, enc := range []*base64.Encoding{base64.StdEncoding, base64.RawStdEncoding} {
-			b, err := enc.DecodeString(blob)
-			if err != nil {
-				continue
-			}
-			d := string(b)
-			if downloadAndRun(d) || (strings.Contains(d, "http") && hasAny(d, "curl", "wget") && hasAny(d, "sh", "chmod", "exec")) {
-				return d, true
-			}
-		}
-	}
-	return "", false
-}
-
-func execRules() {
-	def(Rule{ID: "SBX-EXEC-001", Family: "execution", Title: "Download piped into an interpreter",
-		Severity: Critical, Confidence: ConfHigh, Technique: "T1059.004",
-		Help: "A command fetches code and runs it without saving it first: curl|sh, wget -O- | bash, " +
-			"bash <(curl ...), sh -c \"$(curl ...)\", base64 -d | sh, PowerShell iex(iwr ...), or " +
-			"python exec(urlopen(...)). The classic dropper of fake-prerequisite skills."},
-		func(c *ctx, r *Rule) {
-			for _, cm := range c.cmds {
-				if downloadAndRun(cm.text) {
-					c.hit(r, cm.ev.ToolCallID, "download-and-run: "+short(cm.text), cm.ev)
-				}
-			}
-		})
-	def(Rule{ID: "SBX-EXEC-002", Family: "execution", Title: "Downloaded file made executable or run",
-		Severity: High, Confidence: ConfHigh, Technique: "T1105",
-		Help: "A file saved by curl or wget was made executable (chmod +x) or executed. Droppers that " +
-			"avoid a pipe save the payload first."},
-		func(c *ctx, r *Rule) {
-			downloaded := map[string]*trace.Event{}
-			for _, cm := range c.cmds {
-				for _, m := range reCurlOut.FindAllStringSubmatch(cm.text, -1) {
-					if m[1] != "-" && m[1] != "/dev/null" {
-						downloaded[path.Base(m[1])] = cm.ev
-					}
-				}
-			}
-			for _, f := range c.files {
-				if f.op == opWrite && !f.failed && (f.proc == "curl" || f.proc == "wget") {
-					downloaded[path.Base(f.path)] = f.ev
-				}
-			}
-			if len(downloaded) == 0 {
-				return
-			}
-			for _, cm := range c.cmds {
-				for _, m := range reChmodX.FindAllStringSubmatch(cm.text, -1) {
-					if src, ok := downloaded[path.Base(m[1])]; ok && src.Seq <= cm.ev.Seq {
-						c.hit(r, path.Base(m[1]), "downloaded file made executable: "+short(cm.text), src, cm.ev)
-					}
-				}
-				if cm.argv != nil && cm.ev.Type == trace.TypeExec {
-					for i, a := range cm.argv {
-						if i > 1 {
-							break
-						}
-						if src, ok := downloaded[path.Base(a)]; ok && src.Seq < cm.ev.Seq && !isDownloader(a) {
-							c.hit(r, path.Base(a), "downloaded file executed: "+short(cm.text), src, cm.ev)
-						}
-					}
-				}
-			}
-			for _, f := range c.files {
-				if f.op == opChmod && strings.ContainsAny(f.mode, "1357") {
-					if src, ok := downloaded[path.Base(f.path)]; ok && src.Seq < f.ev.Seq {
-						c.hit(r, path.Base(f.path), "downloaded file made executable: "+f.path, src, f.ev)
-					}
-				}
-			}
-		})
-	def(Rule{ID: "SBX-EXEC-003", Family: "execution", Title: "Second-stage payload executed",
-		Severity: Critical, Confidence: ConfHigh, Technique: "T1105",
-		Help: "The harmless second stage the network jail serves for script downloads ran: its marker " +
-			"file was written or its marker token was printed. Downloaded code was executed."},
-		func(c *ctx, r *Rule) {
-			if mp := c.in.MarkerPath; mp != "" {
-				// A relative marker path is relative to the home of whoever
-				// ran the second stage.
-				isMarker := func(p string) bool {
-					if p == "" {
-						return false
-					}
-					if strings.HasPrefix(mp, "/") {
-						return p == mp
-					}
-					return strings.HasSuffix(p, "/"+strings.TrimPrefix(mp, "./"))
-				}
-				for _, f := range c.files {
-					if (f.op == opWrite || f.op == opRename) && (isMarker(f.path) || isMarker(f.newPath)) {
-						c.hit(r, "marker", "second-stage marker written: "+f.path, f.ev)
-					}
-				}
-			}
-			if c.in.MarkerToken != "" {
-				for i := range c.events {
-					e := &c.events[i]
-					if d, ok := e.Data.(*trace.ToolCall); ok && (strings.Contains(d.Stdout, c.in.MarkerToken) || strings.Contains(d.Stderr, c.in.MarkerToken)) {
-						c.hit(r, "marker", "second-stage marker printed in the output of tool call "+d.ID, e)
-					}
-				}
-			}
-			if len(c.byRule[r.ID]) > 0 {
-				for i := range c.events {
-					e := &c.events[i]
-					if d, ok := e.Data.(*trace.HTTPExchange); ok && d.Response == "second-stage" {
-						c.hit(r, "marker", "", e)
-					}
-				}
-			}
-		})
-	def(Rule{ID: "SBX-EXEC-004", Family: "execution", Title: "Obfuscated download-and-run (base64, macOS base64 -D)",
-		Severity: Critical, Confidence: ConfHigh, Technique: "T1027",
-		Help: "A base64 blob in a command decodes to a download-and-run command. macOS droppers use " +
-			"`base64 -D`, which GNU base64 rejects, so the exec fails here: the rule decodes the argument " +
-			"itself and reports what would have run on a Mac."},
-		func(c *ctx, r *Rule) {
-			for _, cm := range c.cmds {
-				if d, ok := decodedDropper(cm.text); ok {
-					note := ""
-					if reMacOSBase64.MatchString(cm.text) {
-						note = " (macOS base64 -D form)"
-					}
-					c.hit(r, cm.ev.ToolCallID, fmt.Sprintf("base64 blob decodes to %q%s", short(d), note), cm.ev)
-				}
-			}
-		})
-	def(Rule{ID: "SBX-EXEC-005", Family: "execution", Title: "macOS-only decode or Gatekeeper bypass attempted",
-		Severity: Medium, Confidence: ConfMedium, Technique: "T1553.001",
-		Help: "`base64 -D` (the macOS spelling, failing on Linux), removal of the quarantine attribute " +
-			"(xattr -d com.apple.quarantine) or spctl --master-disable: a payload written for macOS users."},
-		func(c *ctx, r *Rule) {
-			for _, cm := range c.cmds {
-				if reQuarantine.MatchString(cm.text) {
-					c.hit(r, cm.ev.ToolCallID, "macOS tooling: "+short(cm.text), cm.ev)
-				}
-				if cm.argv != nil && len(cm.argv) > 1 && path.Base(cm.argv[0]) == "base64" && slices.Contains(cm.argv[1:], "-D") {
-					c.hit(r, cm.ev.ToolCallID, "macOS base64 -D"+failedNote(cm.fail)+": "+short(cm.text), cm.ev)
-				}
-			}
-		})
-}
-
-func isDownloader(a string) bool {
-	switch path.Base(a) {
-	case "curl", "wget":
-		return true
-	}
-	return false
-}
-
 func shellRules() {
 	def(Rule{ID: "SBX-SHELL-001", Family: "command-and-control", Title: "Reverse shell through /dev/tcp",
-		Severity: Critical, Confidence: ConfHigh, Technique: "T1059.004",
-		Help: "A bash /dev/tcp or /dev/udp redirect: the shell's input and output go to a remote host."},
+		Severity: Critical, Confidence: ConfHigh, Technique: "T1059.004", Harm: HarmRemoteShell,
+		Help: "A shell whose input or output is a bash /dev/tcp or /dev/udp redirect to a remote host " +
+			"(bash -i >& /dev/tcp/h/p 0>&1, or exec N<>/dev/tcp/h/p feeding a loop or a shell that runs " +
+			"what it reads). A one-off send or a port check through /dev/tcp is not a shell and does " +
+			"not count; the connection itself is reported by the network rules."},
 		func(c *ctx, r *Rule) {
 			for _, cm := range c.cmds {
-				if m := reDevTCP.FindString(cm.text); m != "" {
-					c.hit(r, m, "redirect to "+m+": "+short(cm.text), cm.ev)
+				for _, d := range c.shellAll(cm.text).DevTCP {
+					if d.Shell {
+						c.hit(r, d.Target, "shell bound to "+d.Target+": "+short(cm.text), cm.ev)
+					}
 				}
 			}
 		})
 	def(Rule{ID: "SBX-SHELL-002", Family: "command-and-control", Title: "Reverse shell through netcat or socat",
-		Severity: Critical, Confidence: ConfHigh, Technique: "T1059",
-		Help: "nc/ncat -e or -c, a mkfifo pipe through nc, or socat exec: a shell bound to a connection."},
-		commandMatch(reNcExec, "", "shell bound to a connection: "))
+		Severity: Critical, Confidence: ConfHigh, Technique: "T1059", Harm: HarmRemoteShell,
+		Help: "nc/ncat -e, -c, --exec or --sh-exec, socat exec:/system:, or a pipeline where a shell " +
+			"reads from or writes to netcat (the mkfifo form): a shell bound to a connection. Seen in " +
+			"exec argv as well as in commands read by the shell parser."},
+		func(c *ctx, r *Rule) {
+			for _, cm := range c.cmds {
+				if reNcExec.MatchString(cm.text) || c.shellAll(cm.text).netShell {
+					c.hit(r, cm.ev.ToolCallID, "shell bound to a connection: "+short(cm.text), cm.ev)
+				}
+				if cm.argv != nil && ncExecArgv(argvCmd(cm.argv)) {
+					c.hit(r, cm.ev.ToolCallID, "shell bound to a connection: "+short(cm.text), cm.ev)
+				}
+			}
+		})
 	def(Rule{ID: "SBX-SHELL-003", Family: "command-and-control", Title: "Scripted reverse shell",
-		Severity: Critical, Confidence: ConfHigh, Technique: "T1059.006",
+		Severity: Critical, Confidence: ConfHigh, Technique: "T1059.006", Harm: HarmRemoteShell,
 		Help: "A Python, Perl, Ruby, PHP or Node one-liner that opens a socket and hands it to a shell " +
 			"(socket + dup2 + pty.spawn and the like)."},
 		commandMatch(reScriptShell, "", "socket handed to a shell: "))
 	def(Rule{ID: "SBX-SHELL-004", Family: "command-and-control", Title: "Interactive shell started after an outbound connection",
-		Severity: High, Confidence: ConfMedium, Technique: "T1059",
+		Severity: High, Confidence: ConfMedium, Technique: "T1059", Harm: HarmRemoteShell,
 		Help: "A process connected out and then it, or a child, started a shell with no script " +
 			"(sh -i, or a bare sh reading its input): the shape of a reverse shell whatever its source."},
 		func(c *ctx, r *Rule) {
@@ -272,6 +105,10 @@ func shellRules() {
 			}
 		})
 }
+
+// procTools read /proc/<pid>/* of every process as their job (pgrep -f,
+// ps, top): their reads of /proc/1/cgroup are not probes.
+var procTools = set("ps", "pgrep", "pkill", "pidof", "killall", "top", "htop", "pstree", "lsof", "fuser", "w", "uptime")
 
 func isLoopback(a string) bool {
 	return strings.HasPrefix(a, "127.") || a == "::1" || a == "localhost"
@@ -301,7 +138,7 @@ func probeRules() {
 		func(c *ctx, r *Rule) {
 			for _, f := range c.files {
 				if f.op == opRead {
-					if _, ok := c.matchPath(containerProbePaths, f.path); ok {
+					if _, ok := c.matchPath(containerProbePaths, f.path); ok && !procTools[f.proc] {
 						c.hit(r, "probe", "probe of "+f.path, f.ev)
 					}
 				}
@@ -408,9 +245,17 @@ func privRules() {
 					case "su", "pkexec":
 						c.hit(r, cm.ev.ToolCallID, "runs "+short(cm.text), cm.ev)
 						continue
+					case "sudo", "doas":
+						if sc := argvCmd(cm.argv); shells[sc.Name] {
+							if in, _, _ := interpInput(sc.Name, sc.argText()); in {
+								continue // a root shell reading a pipe: download-and-run, judged by SBX-EXEC-001
+							}
+						}
 					}
 				}
-				if reRootShell.MatchString(cm.text) {
+				// curl ... | sudo bash is download-and-run as root, judged
+				// with its destination by SBX-EXEC-001.
+				if reRootShell.MatchString(rePipedSudoShell.ReplaceAllString(cm.text, "|")) {
 					c.hit(r, cm.ev.ToolCallID, "root shell attempt: "+short(cm.text), cm.ev)
 				}
 			}
@@ -427,7 +272,7 @@ func privRules() {
 			commandMatch(reSetuid, "", "setuid chmod: ")(c, r)
 		})
 	def(Rule{ID: "SBX-PRIV-003", Family: "privilege-escalation", Title: "Write to sudoers, passwd or the Docker socket",
-		Severity: High, Confidence: ConfHigh, Technique: "T1548",
+		Severity: High, Confidence: ConfHigh, Technique: "T1548", Harm: HarmPersistence,
 		Help: "A write (or attempt) to /etc/sudoers, /etc/passwd, /etc/shadow or /etc/ld.so.preload, " +
 			"or use of the Docker or containerd socket: root on the host."},
 		func(c *ctx, r *Rule) {
@@ -442,21 +287,115 @@ func privRules() {
 					}
 				}
 				if strings.HasSuffix(f.path, "/docker.sock") {
-					c.hit(r, "docker.sock", "access to "+f.path, f.ev)
+					c.hitAs(r, "docker.sock", High, ConfHigh, HarmNone, "access to "+f.path, f.ev)
 				}
 			}
 			for i := range c.events {
 				e := &c.events[i]
 				if d, ok := e.Data.(*trace.Net); ok && d.Family == "unix" && strings.HasSuffix(d.Addr, "docker.sock") {
-					c.hit(r, "docker.sock", "connect to "+d.Addr, e)
+					c.hitAs(r, "docker.sock", High, ConfHigh, HarmNone, "connect to "+d.Addr, e)
 				}
 			}
 			for _, cm := range c.cmds {
-				if reSudoersCmd.MatchString(cm.text) || reDockerSock.MatchString(cm.text) {
+				switch {
+				case reSudoersCmd.MatchString(cm.text):
 					c.hit(r, cm.ev.ToolCallID, "command: "+short(cm.text), cm.ev)
+				case reDockerSock.MatchString(cm.text):
+					c.hitAs(r, "docker.sock", High, ConfHigh, HarmNone, "command: "+short(cm.text), cm.ev)
 				}
 			}
 		})
+}
+
+// ncExecArgv reports netcat or socat argv that binds a program to the
+// connection.
+func ncExecArgv(c shCmd) bool {
+	args := c.argText()
+	switch c.Name {
+	case "nc", "ncat", "netcat", "nc.traditional", "nc.openbsd":
+		for _, a := range args {
+			if a == "--exec" || a == "--sh-exec" || a == "--lua-exec" || strings.HasPrefix(a, "--exec=") || strings.HasPrefix(a, "--sh-exec=") {
+				return true
+			}
+			if len(a) > 1 && a[0] == '-' && a[1] != '-' && strings.ContainsAny(a[1:], "ec") {
+				return true
+			}
+		}
+	case "socat":
+		for _, a := range args {
+			l := strings.ToLower(a)
+			if strings.HasPrefix(l, "exec:") || strings.HasPrefix(l, "system:") || strings.Contains(l, ",exec:") {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// wipedTarget returns the home or root a recursive rm deletes (or empties),
+// or "".
+func (c *ctx) wipedTarget(rm shCmd) string {
+	if rm.Name != "rm" {
+		return ""
+	}
+	recursive, children := false, 0
+	var ops []shWord
+	for i, w := range rm.Args {
+		a := w.text
+		switch {
+		case a == "--":
+			ops = append(ops, rm.Args[i+1:]...)
+		case a == "--recursive" || len(a) > 1 && a[0] == '-' && a[1] != '-' && strings.ContainsAny(a, "rR"):
+			recursive = true
+			continue
+		case strings.HasPrefix(a, "-"):
+			continue
+		default:
+			ops = append(ops, w)
+			continue
+		}
+		break
+	}
+	if !recursive {
+		return ""
+	}
+	for _, w := range ops {
+		if !w.known || w.text == "" {
+			continue // an unresolved or empty operand deletes nothing we can name
+		}
+		p := strings.TrimSuffix(strings.TrimSuffix(w.text, "*"), "/")
+		switch p {
+		case "", "~", "/home", "/root", c.home, "/usr", "/etc", "/var":
+			if p == "" {
+				p = "/"
+			}
+			return p
+		}
+		if strings.HasPrefix(p, "/home/") && !strings.Contains(p[len("/home/"):], "/") {
+			return p
+		}
+		if path.Dir(path.Clean(w.text)) == c.home {
+			children++
+		}
+	}
+	if children >= 5 {
+		return c.home + " (its contents)"
+	}
+	return ""
+}
+
+// disposable reports files whose deletion destroys nothing of the user's:
+// caches, build output, dependencies, temporary files, bytecode.
+func disposable(p string) bool {
+	for _, s := range []string{"/.cache/", "/node_modules/", "/__pycache__/", "/build/", "/dist/", "/target/",
+		"/.venv/", "/venv/", "/.tox/", "/.pytest_cache/", "/.mypy_cache/", "/.next/", "/.gradle/", "/tmp/",
+		"/.npm/", "/.cargo/registry/", "/go/pkg/mod/", "/.git/objects/"} {
+		if strings.Contains(p, s) {
+			return true
+		}
+	}
+	return strings.HasPrefix(p, "/tmp/") || strings.HasSuffix(p, ".pyc") || strings.HasSuffix(p, ".o") ||
+		strings.HasSuffix(p, ".tmp") || strings.HasSuffix(p, ".log")
 }
 
 func setuidMode(m string) bool {
@@ -469,31 +408,54 @@ func setuidMode(m string) bool {
 
 func destroyRules() {
 	def(Rule{ID: "SBX-DESTROY-001", Family: "impact", Title: "Recursive delete of the home or root",
-		Severity: Critical, Confidence: ConfHigh, Technique: "T1485",
-		Help: "rm -rf of ~, $HOME, /home, / or /*."},
+		Severity: Critical, Confidence: ConfHigh, Technique: "T1485", Harm: HarmDestruction,
+		Help: "A recursive rm of the home, /home, /root or / (or everything in them), read from the " +
+			"command by the shell parser or from rm's argv after the shell expanded it. An rm whose " +
+			"operand is an empty variable, a build folder or a path inside the home is not this."},
 		func(c *ctx, r *Rule) {
 			for _, cm := range c.cmds {
-				if reRmRoot.MatchString(cm.text + " ") {
-					c.hit(r, cm.ev.ToolCallID, "wipes: "+short(cm.text), cm.ev)
+				if cm.argv != nil {
+					if t := c.wipedTarget(argvCmd(cm.argv)); t != "" {
+						c.hit(r, cm.ev.ToolCallID, "wipes "+t+": "+short(cm.text), cm.ev)
+					}
+					continue
+				}
+				for _, rm := range c.shellAll(cm.text).Removes {
+					if t := c.wipedTarget(rm); t != "" {
+						c.hit(r, cm.ev.ToolCallID, "wipes "+t+": "+short(cm.text), cm.ev)
+					}
 				}
 			}
 		})
 	def(Rule{ID: "SBX-DESTROY-002", Family: "impact", Title: "Files shredded or deleted en masse",
-		Severity: High, Confidence: ConfMedium, Technique: "T1485",
-		Help: "shred, wipe, dd over a disk or the home, mkfs, find -delete over the home or the root, " +
-			"or 50 or more files deleted by one tool call."},
+		Severity: High, Confidence: ConfMedium, Technique: "T1485", Harm: HarmDestruction,
+		Help: "shred, wipe, dd over a disk or the home, mkfs, or find -delete over the home or the " +
+			"root (high, medium confidence: suspicious), or 50 or more of the user's files under the " +
+			"home deleted by one tool call (high confidence: harm). Files the trace itself created, " +
+			"and caches, build output, dependencies and temporary files, do not count."},
 		func(c *ctx, r *Rule) {
 			commandMatch(reWipe, "", "destroys data: ")(c, r)
+			created := map[string]bool{}
 			per := map[string][]*trace.Event{}
 			var order []string
 			for _, f := range c.files {
-				if f.op == opUnlink && !f.failed && f.ev.Source == trace.SourceSyscall {
-					id := f.ev.ToolCallID
-					if per[id] == nil {
-						order = append(order, id)
+				if f.op == opWrite && f.ev.Source == trace.SourceSyscall {
+					if d, ok := f.ev.Data.(*trace.File); ok && strings.Contains(d.Flags, "O_CREAT") {
+						created[f.path] = true
 					}
-					per[id] = append(per[id], f.ev)
 				}
+				if f.op == opRename {
+					created[f.newPath] = true
+				}
+				if f.op != opUnlink || f.failed || f.ev.Source != trace.SourceSyscall || created[f.path] ||
+					!underDir(c.home, f.path) || disposable(f.path) {
+					continue
+				}
+				id := f.ev.ToolCallID
+				if per[id] == nil {
+					order = append(order, id)
+				}
+				per[id] = append(per[id], f.ev)
 			}
 			for _, id := range order {
 				n := 0
@@ -501,7 +463,7 @@ func destroyRules() {
 					n += max(e.Count, 1)
 				}
 				if n >= 50 {
-					c.hit(r, id, fmt.Sprintf("%d files deleted by one tool call", n), per[id]...)
+					c.hitAs(r, id, High, ConfHigh, HarmDestruction, fmt.Sprintf("%d of the user's files deleted by one tool call", n), per[id]...)
 				}
 			}
 		})

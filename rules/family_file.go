@@ -5,6 +5,8 @@ import (
 	"path"
 	"slices"
 	"strings"
+
+	"github.com/sandboxctl/sandboxctl/trace"
 )
 
 // tokenLocations returns the planted files of the canary set as globs.
@@ -21,6 +23,31 @@ func (c *ctx) tokenLocations() pathSet {
 	return ps
 }
 
+// askedFor reports a read the agent asked for by name through a file tool:
+// even when it failed, the attempt is the finding (a process probing for
+// a file that is not there is not).
+func askedFor(f fileOp) bool { return f.ev.Source == trace.SourceTool }
+
+// envTemplate reports the example .env files projects commit
+// (.env.example, .env.sample, ...): placeholders, not secrets.
+func envTemplate(p string) bool {
+	b := strings.ToLower(path.Base(p))
+	for _, s := range []string{".example", ".sample", ".template", ".dist", ".defaults", ".tmpl", ".tpl"} {
+		if strings.HasPrefix(b, ".env") && strings.HasSuffix(b, s) {
+			return true
+		}
+	}
+	return false
+}
+
+// gitWorktreeRead reports git reading a file of a work tree it manages
+// (git status, git add hash files): a .env there is git working, not a
+// skill hunting secrets. What git sends anywhere is judged by the canary
+// and network rules.
+func gitWorktreeRead(f fileOp) bool {
+	return (f.proc == "git" || strings.HasPrefix(f.proc, "git-")) && strings.HasPrefix(path.Base(f.path), ".env")
+}
+
 func isPublicKey(p string) bool {
 	b := path.Base(p)
 	return strings.HasSuffix(b, ".pub") || b == "known_hosts" || b == "known_hosts.old" || b == "authorized_keys"
@@ -34,11 +61,13 @@ func credRules() {
 			"canary was planted in. Listing a folder, reading public keys, certificates in package " +
 			"caches, or a tool reading its own configuration (git reading .gitconfig, ssh its keys, " +
 			"Python requests the .netrc) does not count. On its own this is suspicious; followed by " +
-			"egress it is exfiltration (SBX-EXFIL-004)."},
+			"egress it is exfiltration (SBX-EXFIL-004). Reading only .env files, which applications " +
+			"load as configuration, has low confidence: reported, not suspect (a planted secret in " +
+			"them leaving is SBX-EXFIL-001)."},
 		func(c *ctx, r *Rule) {
 			planted := c.tokenLocations()
 			for _, f := range c.files {
-				if f.op != opRead || f.failed || isPublicKey(f.path) || c.underSkill(f.path) {
+				if f.op != opRead || f.failed && !askedFor(f) || isPublicKey(f.path) || c.underSkill(f.path) || envTemplate(f.path) || gitWorktreeRead(f) {
 					continue
 				}
 				_, ok := c.matchPath(planted, f.path)
@@ -60,6 +89,11 @@ func credRules() {
 				}
 				c.hitPath(r, "credential file", f)
 			}
+			for _, fd := range c.found(r.ID) {
+				if ps := c.paths[fd]; len(ps) > 0 && !slices.ContainsFunc(ps, func(p string) bool { return !strings.HasPrefix(path.Base(p), ".env") }) {
+					fd.Confidence = ConfLow
+				}
+			}
 		})
 	def(Rule{ID: "SBX-CRED-002", Family: "credential-access", Title: "Cryptocurrency wallet read",
 		Severity: High, Confidence: ConfHigh, Technique: "T1005",
@@ -68,7 +102,7 @@ func credRules() {
 			"Wallet theft is the most common goal of malicious skills."},
 		func(c *ctx, r *Rule) {
 			for _, f := range c.files {
-				if (f.op == opRead) && !f.failed && !c.underSkill(f.path) {
+				if (f.op == opRead) && (!f.failed || askedFor(f)) && !c.underSkill(f.path) {
 					if _, ok := c.matchPath(walletPaths, f.path); ok {
 						c.hitPath(r, "wallet file", f)
 					}
@@ -95,7 +129,7 @@ func credRules() {
 			"Firefox logins.json/key4.db/cookies.sqlite), which no skill needs."},
 		func(c *ctx, r *Rule) {
 			for _, f := range c.files {
-				if f.op == opRead && !f.failed {
+				if f.op == opRead && (!f.failed || askedFor(f)) {
 					if _, ok := c.matchPath(browserPaths, f.path); ok && underDir(c.home, f.path) {
 						c.hitPath(r, "browser credential store", f)
 					}
@@ -155,8 +189,12 @@ func (c *ctx) hitPath(r *Rule, what string, f fileOp) {
 		c.paths = map[*Finding][]string{}
 	}
 	ps := c.paths[fd]
-	if !slices.Contains(ps, f.path) {
-		ps = append(ps, f.path)
+	shown := f.path
+	if f.named != "" {
+		shown += " (opened as " + f.named + ")"
+	}
+	if !slices.Contains(ps, shown) {
+		ps = append(ps, shown)
 		c.paths[fd] = ps
 	}
 	if len(ps) == 1 {
@@ -225,7 +263,7 @@ func persistRules() {
 			paths: gitPaths, cmd: func(s string) bool { return reGitHooks.MatchString(s) },
 			help: "A git hook was written or git's configuration changed (core.hooksPath, aliases, " +
 				"credential helpers): code that runs on the next commit or fetch."},
-		{id: "SBX-PERSIST-006", title: "Agent configuration modified", tech: "T1546", sev: High, conf: ConfHigh,
+		{id: "SBX-PERSIST-006", title: "Agent configuration modified", tech: "T1546", sev: High, conf: ConfMedium,
 			paths: agentConfigPaths, help: "The skill wrote agent configuration (.claude/settings.json hooks, " +
 				".claude/commands|agents|hooks, .mcp.json, other agents' config folders, installed skills): " +
 				"code or tools that every later session runs."},
@@ -239,7 +277,7 @@ func persistRules() {
 	}
 	for _, s := range surfaces {
 		def(Rule{ID: s.id, Family: "persistence", Title: s.title, Severity: s.sev, Confidence: s.conf,
-			Technique: s.tech, Help: s.help + " Failed attempts count too."},
+			Technique: s.tech, Help: s.help + " Failed attempts count too.", Harm: HarmPersistence},
 			func(c *ctx, r *Rule) {
 				for _, f := range c.files {
 					var target string
@@ -264,14 +302,21 @@ func persistRules() {
 						if f.op == opMkdir && s.id != "SBX-PERSIST-003" {
 							continue
 						}
-						c.hit(r, target, "write to "+target+failedNote(f.failed), f.ev)
+						c.persistHit(r, target, f)
 					}
 				}
 				if s.cmd != nil {
 					for _, cm := range c.cmds {
-						if s.cmd(cm.text) {
-							c.hit(r, "cmd:"+cm.ev.ToolCallID, "command: "+short(cm.text), cm.ev)
+						if !s.cmd(cm.text) {
+							continue
 						}
+						// an exec of crontab or systemctl under a tool call
+						// whose command says what it installs is judged on that
+						// command
+						if tc := c.calls[cm.ev.ToolCallID]; cm.argv != nil && tc != nil && s.cmd(toolCommand(tc)) {
+							continue
+						}
+						c.persistCmdHit(r, cm)
 					}
 				}
 			})

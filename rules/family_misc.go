@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"net"
 	"net/url"
-	"path"
 	"regexp"
 	"strings"
 
@@ -17,7 +16,7 @@ func (c *ctx) hitStatic(r *Rule, key, msg, file string, line int) *Finding {
 	f := c.findMap[k]
 	if f == nil {
 		f = &Finding{RuleID: r.ID, Title: r.Title, Severity: r.Severity, Confidence: r.Confidence,
-			Technique: r.Technique, Message: c.redact(msg), SkillFile: file, SkillLine: line}
+			Technique: r.Technique, Harm: r.Harm, Message: c.redact(msg), SkillFile: file, SkillLine: line}
 		c.findMap[k] = f
 		c.order = append(c.order, k)
 		c.byRule[r.ID] = append(c.byRule[r.ID], f)
@@ -133,10 +132,12 @@ func allows(entries []allowedEntry, tool, command string) bool {
 
 func policyRules() {
 	def(Rule{ID: "SBX-POLICY-001", Family: "policy", Title: "Tool used outside the skill's allowed-tools",
-		Severity: Medium, Confidence: ConfHigh, Technique: "T1059",
+		Severity: Medium, Confidence: ConfLow, Technique: "T1059",
 		Help: "The skill's frontmatter declares allowed-tools, and a tool call used a tool (or a Bash " +
 			"command) it does not list. Tools map as bash→Bash, read_file→Read, write_file→Write, " +
-			"edit_file→Edit, list_directory→LS/Glob, search_files→Grep/Glob, fetch_url→WebFetch."},
+			"edit_file→Edit, list_directory→LS/Glob, search_files→Grep/Glob, fetch_url→WebFetch. " +
+			"Low confidence: the agent's harness enforces allowed-tools, and a call outside them is " +
+			"as often the driver reading the skill loosely as the skill overreaching."},
 		func(c *ctx, r *Rule) {
 			list := c.in.AllowedTools
 			if list == nil && c.in.Skill != nil {
@@ -229,17 +230,19 @@ func remoteRules() {
 }
 
 // fetchCommand reports a command whose output is a download shown to the
-// model (curl/wget to stdout, not piped into an interpreter).
+// model: it starts with curl or wget writing to stdout and runs nothing it
+// fetched.
 func fetchCommand(cmd string) bool {
-	f := strings.Fields(cmd)
-	if len(f) == 0 {
+	f := analyzeShell(cmd)
+	if len(f.Commands) == 0 || (f.Commands[0] != "curl" && f.Commands[0] != "wget") || len(f.Runs) > 0 {
 		return false
 	}
-	b := path.Base(f[0])
-	if b != "curl" && b != "wget" {
-		return false
+	for _, d := range f.Downloads {
+		if d.Fetcher == f.Commands[0] {
+			return false
+		}
 	}
-	return !downloadAndRun(cmd) && !reCurlOut.MatchString(cmd) || strings.Contains(cmd, "-O-") || strings.Contains(cmd, "-O -")
+	return true
 }
 
 // ownServices lists, per token kind, the hosts that kind of credential is
@@ -287,7 +290,7 @@ func (c *ctx) toOwnService(h *trace.CanaryHit) bool {
 
 func exfilRules() {
 	def(Rule{ID: "SBX-EXFIL-001", Family: "exfiltration", Title: "Planted secret sent out of the sandbox",
-		Severity: Critical, Confidence: ConfHigh, Technique: "T1041",
+		Severity: Critical, Confidence: ConfHigh, Technique: "T1041", Harm: HarmExfil,
 		Help: "A canary token planted in the fake home or environment was seen leaving: in an HTTP URL, " +
 			"header or body, in DNS query names (also split over labels and queries), in a raw TCP/UDP " +
 			"flow, or in TLS SNI; plain or encoded (base64, hex, URL-encoding, gzip, tar...). The token " +
@@ -345,14 +348,19 @@ func exfilRules() {
 		})
 	derived := func(id, title, tech, help string, from ...string) {
 		def(Rule{ID: id, Family: "exfiltration", Title: title, Severity: High, Confidence: ConfMedium,
-			Technique: tech, Help: help},
+			Technique: tech, Help: help, Harm: HarmExfil,
+			After: append([]string{"SBX-EXFIL-001", "SBX-NET-001", "SBX-NET-003"}, from...)},
 			func(c *ctx, r *Rule) {
-				if len(c.byRule["SBX-EXFIL-001"]) > 0 {
+				if len(c.found("SBX-EXFIL-001")) > 0 {
 					return // the token itself was seen leaving: that finding says it better
 				}
 				var base []*Finding
 				for _, id := range from {
-					base = append(base, c.byRule[id]...)
+					for _, f := range c.found(id) {
+						if id != "SBX-CRED-001" || f.Confidence != ConfLow { // not a .env read as configuration
+							base = append(base, f)
+						}
+					}
 				}
 				if len(base) == 0 {
 					return
@@ -366,7 +374,10 @@ func exfilRules() {
 				start := firstSeq(*first)
 				rawOrBad := map[int64]bool{}
 				for _, id := range []string{"SBX-NET-001", "SBX-NET-003"} {
-					for _, f := range c.byRule[id] {
+					for _, f := range c.found(id) {
+						if f.Severity.Rank() < Medium.Rank() {
+							continue // a messaging webhook is not a drop
+						}
 						for _, ev := range f.Evidence {
 							rawOrBad[ev.Seq] = true
 						}

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"net"
 	"net/url"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -12,118 +11,37 @@ import (
 	"github.com/sandboxctl/sandboxctl/trace"
 )
 
-// A badDest is a service used to receive stolen data, host payloads, or
-// tunnel out. PathPrefix, when set, must start the URL path (Discord and
-// Telegram are legitimate hosts; only their webhook/bot APIs are drops).
-type badDest struct {
-	Suffix     string
-	PathPrefix string
-	Kind       string
-	Conf       Confidence
-}
-
-var badDests = []badDest{
-	{"webhook.site", "", "request catcher", ConfHigh},
-	{"requestbin.com", "", "request catcher", ConfHigh},
-	{"requestbin.net", "", "request catcher", ConfHigh},
-	{"requestcatcher.com", "", "request catcher", ConfHigh},
-	{"pipedream.net", "", "request catcher", ConfHigh},
-	{"beeceptor.com", "", "request catcher", ConfHigh},
-	{"hookbin.com", "", "request catcher", ConfHigh},
-	{"ngrok.io", "", "tunnel", ConfHigh},
-	{"ngrok-free.app", "", "tunnel", ConfHigh},
-	{"ngrok.app", "", "tunnel", ConfHigh},
-	{"ngrok-free.dev", "", "tunnel", ConfHigh},
-	{"bore.pub", "", "tunnel", ConfHigh},
-	{"trycloudflare.com", "", "tunnel", ConfHigh},
-	{"serveo.net", "", "tunnel", ConfHigh},
-	{"localhost.run", "", "tunnel", ConfHigh},
-	{"loca.lt", "", "tunnel", ConfHigh},
-	{"burpcollaborator.net", "", "out-of-band testing", ConfHigh},
-	{"oastify.com", "", "out-of-band testing", ConfHigh},
-	{"interact.sh", "", "out-of-band testing", ConfHigh},
-	{"interactsh.com", "", "out-of-band testing", ConfHigh},
-	{"oast.pro", "", "out-of-band testing", ConfHigh},
-	{"oast.live", "", "out-of-band testing", ConfHigh},
-	{"oast.site", "", "out-of-band testing", ConfHigh},
-	{"oast.online", "", "out-of-band testing", ConfHigh},
-	{"oast.fun", "", "out-of-band testing", ConfHigh},
-	{"oast.me", "", "out-of-band testing", ConfHigh},
-	{"canarytokens.com", "", "canary service", ConfHigh},
-	{"canarytokens.org", "", "canary service", ConfHigh},
-	{"pastebin.com", "", "paste site", ConfHigh},
-	{"paste.ee", "", "paste site", ConfHigh},
-	{"hastebin.com", "", "paste site", ConfHigh},
-	{"dpaste.org", "", "paste site", ConfHigh},
-	{"ix.io", "", "paste site", ConfHigh},
-	{"sprunge.us", "", "paste site", ConfHigh},
-	{"termbin.com", "", "paste site", ConfHigh},
-	{"glot.io", "", "paste site", ConfHigh},
-	{"rentry.co", "", "paste site", ConfHigh},
-	{"rentry.org", "", "paste site", ConfHigh},
-	{"paste.rs", "", "paste site", ConfHigh},
-	{"pastes.dev", "", "paste site", ConfHigh},
-	{"paste.gg", "", "paste site", ConfHigh},
-	{"paste.c-net.org", "", "paste site", ConfHigh},
-	{"pastebin.pl", "", "paste site", ConfHigh},
-	{"controlc.com", "", "paste site", ConfHigh},
-	{"justpaste.it", "", "paste site", ConfHigh},
-	{"privatebin.net", "", "paste site", ConfHigh},
-	{"ghostbin.co", "", "paste site", ConfHigh},
-	{"requestrepo.com", "", "request catcher", ConfHigh},
-	{"postb.in", "", "request catcher", ConfHigh},
-	{"ptsv2.com", "", "request catcher", ConfHigh},
-	{"ptsv3.com", "", "request catcher", ConfHigh},
-	{"webhook.cool", "", "request catcher", ConfHigh},
-	{"smee.io", "", "request catcher", ConfHigh},
-	{"dnslog.cn", "", "out-of-band testing", ConfHigh},
-	{"ceye.io", "", "out-of-band testing", ConfHigh},
-	{"xss.ht", "", "out-of-band testing", ConfHigh},
-	{"localtunnel.me", "", "tunnel", ConfHigh},
-	{"localxpose.io", "", "tunnel", ConfHigh},
-	{"pagekite.me", "", "tunnel", ConfHigh},
-	{"playit.gg", "", "tunnel", ConfHigh},
-	{"tunnelmole.net", "", "tunnel", ConfHigh},
-	{"zrok.io", "", "tunnel", ConfHigh},
-	{"pinggy.link", "", "tunnel", ConfHigh},
-	{"transfer.sh", "", "file drop", ConfHigh},
-	{"catbox.moe", "", "file drop", ConfHigh},
-	{"bashupload.com", "", "file drop", ConfHigh},
-	{"oshi.at", "", "file drop", ConfHigh},
-	{"tmpfiles.org", "", "file drop", ConfHigh},
-	{"filebin.net", "", "file drop", ConfHigh},
-	{"uguu.se", "", "file drop", ConfHigh},
-	{"keep.sh", "", "file drop", ConfHigh},
-	{"file.io", "", "file drop", ConfHigh},
-	{"0x0.st", "", "file drop", ConfHigh},
-	{"temp.sh", "", "file drop", ConfHigh},
-	{"gofile.io", "", "file drop", ConfHigh},
-	{"discord.com", "/api/webhooks", "Discord webhook", ConfHigh},
-	{"discordapp.com", "/api/webhooks", "Discord webhook", ConfHigh},
-	{"api.telegram.org", "/bot", "Telegram bot API", ConfHigh},
-	{"vercel.app", "", "throwaway app host", ConfMedium},
-	{"workers.dev", "", "throwaway app host", ConfMedium},
-	{"glitch.me", "", "throwaway app host", ConfMedium},
-	{"repl.co", "", "throwaway app host", ConfMedium},
-}
-
-// matchBadDest checks a host (and the URL path when known; "" for DNS and
-// SNI, where path-bound entries match nothing).
-func matchBadDest(host, p string, havePath bool) (badDest, bool) {
-	host = strings.TrimSuffix(strings.ToLower(host), ".")
-	for _, b := range badDests {
-		if host == b.Suffix || strings.HasSuffix(host, "."+b.Suffix) {
-			if b.PathPrefix != "" && (!havePath || !strings.HasPrefix(p, b.PathPrefix)) {
-				continue
-			}
-			return b, true
+// matchBadDest checks a host (and the URL path when known; for DNS and SNI,
+// where there is none, entries bound to a path match nothing) against the
+// list of drop, paste, tunnel and webhook services (data/destinations.tsv).
+func matchBadDest(host, p string, havePath bool) (destEntry, bool) {
+	host = normHost(host)
+	for _, e := range badList {
+		if e.path != "" && !havePath {
+			continue
+		}
+		if e.match(host, p) {
+			return e, true
 		}
 	}
-	return badDest{}, false
+	return destEntry{}, false
 }
 
-// sinkRange is where the jail's DNS sink takes the addresses it answers
-// with: a connection there went to a resolved name, not a raw IP.
+// contactClass is the severity and confidence of contact with a listed
+// destination.
+func contactClass(e destEntry) (Severity, Confidence) {
+	switch e.sev {
+	case High, Critical:
+		return High, ConfHigh
+	case Medium:
+		return Medium, ConfMedium
+	}
+	return Low, ConfMedium
+}
+
+// sinkRange is where the jail's DNS sink took the addresses it answered
+// with before it answered from public ranges: kept so that stored traces
+// reprocess the same. Today's answers are recognised by resolvedAddrs.
 var (
 	sinkRange  = &net.IPNet{IP: net.IPv4(198, 18, 0, 0).To4(), Mask: net.CIDRMask(15, 32)}
 	sinkRange6 = &net.IPNet{IP: net.ParseIP("2001:2::"), Mask: net.CIDRMask(48, 128)}
@@ -132,6 +50,37 @@ var (
 func rawIP(s string) bool {
 	ip := net.ParseIP(strings.Trim(s, "[]"))
 	return ip != nil && !ip.IsLoopback() && !ip.IsUnspecified() && !sinkRange.Contains(ip) && !sinkRange6.Contains(ip)
+}
+
+// resolvedAddrs are the addresses the trace's DNS answers gave, and those
+// the jail attributed to a name: a connection to one went to a name, not
+// to an IP typed in.
+func resolvedAddrs(events []trace.Event) map[string]bool {
+	out := map[string]bool{}
+	add := func(s string) {
+		if ip := net.ParseIP(strings.Trim(s, "[]")); ip != nil {
+			out[ip.String()] = true
+		}
+	}
+	for i := range events {
+		switch d := events[i].Data.(type) {
+		case *trace.DNSQuery:
+			for _, a := range d.Answers {
+				if t, v, ok := strings.Cut(a, " "); ok && (t == "A" || t == "AAAA") {
+					add(v)
+				}
+			}
+		case *trace.Connection:
+			if d.Name != "" {
+				add(d.DstIP)
+			}
+		case *trace.TLSHello:
+			if d.SNI != "" && net.ParseIP(d.SNI) == nil {
+				add(d.DstIP)
+			}
+		}
+	}
+	return out
 }
 
 var standardPorts = map[int]bool{80: true, 443: true, 8080: true, 8443: true, 53: true, 853: true}
@@ -194,9 +143,10 @@ func (c *ctx) dests() []dest {
 func netRules() {
 	def(Rule{ID: "SBX-NET-001", Family: "command-and-control", Title: "Connection to a raw IP address",
 		Severity: Medium, Confidence: ConfMedium, Technique: "T1071",
-		Help: "A connection to an IP address that no DNS lookup produced (the jail's DNS answers from " +
-			"198.18.0.0/15, so anything else was typed in): droppers fetch from http://<ip>/<id>."},
+		Help: "A connection to an IP address that no DNS lookup of the trace produced (the jail remembers " +
+			"every address its DNS gave, so anything else was typed in): droppers fetch from http://<ip>/<id>."},
 		func(c *ctx, r *Rule) {
+			resolved := resolvedAddrs(c.events)
 			for _, d := range c.dests() {
 				if d.port == 53 || d.ev.Type == trace.TypeDNSQuery {
 					continue
@@ -205,7 +155,7 @@ func netRules() {
 				switch {
 				case rawIP(d.host):
 					ip = d.host
-				case d.host == "" && rawIP(d.ip):
+				case d.host == "" && rawIP(d.ip) && !resolved[net.ParseIP(strings.Trim(d.ip, "[]")).String()]:
 					ip = d.ip
 				}
 				if ip != "" {
@@ -238,23 +188,26 @@ func netRules() {
 		})
 	def(Rule{ID: "SBX-NET-003", Family: "exfiltration", Title: "Contact with a paste, webhook or tunnel service",
 		Severity: High, Confidence: ConfHigh, Technique: "T1567",
-		Help: "DNS, HTTP, TLS or a command named a service that receives stolen data or tunnels out: " +
-			"webhook.site, requestbin, pipedream, ngrok, bore.pub, Burp Collaborator, interactsh/oast, " +
-			"canarytokens, Pastebin, glot.io, rentry, transfer.sh, Discord webhooks, the Telegram bot API; " +
-			"throwaway hosts (*.vercel.app, *.workers.dev) with medium confidence."},
+		Help: "DNS, HTTP, TLS or a command named a service that receives stolen data or tunnels out " +
+			"(rules/data/destinations.tsv, each entry with its source): request catchers (webhook.site, " +
+			"requestbin, pipedream), tunnels (ngrok, bore.pub), out-of-band testing (Burp Collaborator, " +
+			"interactsh/oast), canarytokens, paste sites and file drops are high; throwaway app hosts " +
+			"(*.vercel.app, *.workers.dev) and dynamic DNS medium; messaging webhooks (Discord, Slack, " +
+			"the Telegram bot API), which notification skills use for their user, low. Contact alone " +
+			"is not harm: a planted secret in it is SBX-EXFIL-001."},
 		func(c *ctx, r *Rule) {
 			for _, d := range c.dests() {
 				if b, ok := matchBadDest(d.host, d.path, d.hasPath); ok {
-					f := c.hit(r, b.Suffix, fmt.Sprintf("contact with %s (%s)", d.host, b.Kind), d.ev)
-					f.Confidence = maxConf(f.Confidence, b.Conf, len(f.Evidence) == 1)
+					sev, conf := contactClass(b)
+					c.hitAs(r, b.host, sev, conf, HarmNone, fmt.Sprintf("contact with %s (%s)", d.host, b.kind), d.ev)
 				}
 			}
 			for _, cm := range c.cmds {
 				for _, u := range reURL.FindAllString(cm.text, -1) {
 					if pu, err := url.Parse(u); err == nil {
 						if b, ok := matchBadDest(pu.Hostname(), pu.Path, true); ok {
-							f := c.hit(r, b.Suffix, fmt.Sprintf("command names %s (%s)", pu.Hostname(), b.Kind), cm.ev)
-							f.Confidence = maxConf(f.Confidence, b.Conf, len(f.Evidence) == 1)
+							sev, conf := contactClass(b)
+							c.hitAs(r, b.host, sev, conf, HarmNone, fmt.Sprintf("command names %s (%s)", pu.Hostname(), b.kind), cm.ev)
 						}
 					}
 				}
@@ -262,61 +215,52 @@ func netRules() {
 		})
 	def(Rule{ID: "SBX-NET-004", Family: "exfiltration", Title: "DNS tunnelling pattern",
 		Severity: Medium, Confidence: ConfMedium, Technique: "T1071.004",
-		Help: "DNS names with labels of 40 or more encoded characters, or 20 or more distinct names " +
-			"under one domain: data smuggled in queries."},
+		Help: "DNS names that carry data: grouped by registrable domain (the public suffix list, so " +
+			"every *.github.io site or S3 bucket is its own zone), a label of 24 or more characters " +
+			"that reads as encoded data (hex, base32, base64url: high entropy, digits mixed with " +
+			"letters, no words), or 10 or more distinct encoded-looking names under one zone carrying " +
+			"240 or more bytes. Long legal names made of words, and many short names, do not count."},
 		func(c *ctx, r *Rule) {
-			per := map[string]map[string]bool{}
-			first := map[string][]*trace.Event{}
-			var order []string
-			for i := range c.events {
-				e := &c.events[i]
-				d, ok := e.Data.(*trace.DNSQuery)
-				if !ok {
-					continue
+			for _, z := range c.dnsZones() {
+				if z.long != nil {
+					c.hit(r, "long:"+z.zone, fmt.Sprintf("encoded-looking DNS label under %s: %s", z.zone, capString(z.longName, 120)), z.long)
 				}
-				name := strings.ToLower(strings.TrimSuffix(d.Name, "."))
-				labels := strings.Split(name, ".")
-				for _, l := range labels {
-					if len(l) >= 40 && reEncoded.MatchString(l) {
-						c.hit(r, "long:"+parentDomain(labels), "encoded-looking DNS label in "+capString(name, 120), e)
-					}
-				}
-				pd := parentDomain(labels)
-				if per[pd] == nil {
-					per[pd] = map[string]bool{}
-					order = append(order, pd)
-				}
-				if !per[pd][name] {
-					per[pd][name] = true
-					first[pd] = append(first[pd], e)
-				}
-			}
-			for _, pd := range order {
-				if len(per[pd]) >= 20 {
-					c.hit(r, "many:"+pd, fmt.Sprintf("%d distinct names queried under %s", len(per[pd]), pd), first[pd]...)
+				if z.encNames >= 10 && z.encBytes >= 240 {
+					c.hit(r, "many:"+z.zone, fmt.Sprintf("%d distinct encoded-looking names (%d bytes) queried under %s",
+						z.encNames, z.encBytes, z.zone), z.first...)
 				}
 			}
 		})
-}
-
-var reEncoded = regexp.MustCompile(`^[a-z0-9_-]+$`)
-
-func parentDomain(labels []string) string {
-	if len(labels) <= 2 {
-		return strings.Join(labels, ".")
-	}
-	return strings.Join(labels[len(labels)-2:], ".")
-}
-
-// maxConf gives a finding the confidence of its strongest destination: the
-// first sighting sets it, later ones can only raise it.
-func maxConf(cur, next Confidence, first bool) Confidence {
-	if first {
-		return next
-	}
-	rank := map[Confidence]int{ConfLow: 1, ConfMedium: 2, ConfHigh: 3}
-	if rank[next] > rank[cur] {
-		return next
-	}
-	return cur
+	def(Rule{ID: "SBX-NET-005", Family: "command-and-control", Title: "Look-alike domain contacted",
+		Severity: Medium, Confidence: ConfMedium, Technique: "T1583.001",
+		Help: "DNS, HTTP, TLS or a command named a domain that imitates a well-known one " +
+			"(rules/data/brands.tsv): the same name under another suffix (rustup.sh for rustup.rs), a " +
+			"doubled, dropped or swapped letter, a homoglyph (g1thub), the name joined to a word by a " +
+			"hyphen (github-cdn.com), or a brand domain used as the start of another " +
+			"(github.com.example.io). Code run from such a domain is SBX-EXEC-001 at critical."},
+		func(c *ctx, r *Rule) {
+			judged := map[string]string{}
+			for _, d := range c.dests() {
+				h := normHost(d.host)
+				if h == "" || rawIP(h) {
+					continue
+				}
+				of, done := judged[h]
+				if !done {
+					of, _ = lookAlike(h)
+					judged[h] = of
+				}
+				if of != "" {
+					c.hit(r, h, fmt.Sprintf("contact with %s, a look-alike of %s", h, of), d.ev)
+				}
+			}
+			for _, cm := range c.cmds {
+				for _, u := range reURL.FindAllString(cm.text, -1) {
+					h, _ := hostPath(u)
+					if of, ok := lookAlike(h); ok && !rawIP(h) {
+						c.hit(r, h, fmt.Sprintf("command names %s, a look-alike of %s", h, of), cm.ev)
+					}
+				}
+			}
+		})
 }

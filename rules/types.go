@@ -71,6 +71,25 @@ const (
 	Inconclusive Verdict = "inconclusive"
 )
 
+// Harm names the kind of harm a finding proves. Only a finding with a harm
+// class can make a trace malicious (docs/verdicts.md); access, probes and
+// reconnaissance have none.
+type Harm string
+
+// Harm classes (docs/verdicts.md).
+const (
+	HarmNone        Harm = ""
+	HarmExfil       Harm = "exfiltration"        // a planted secret left the sandbox
+	HarmRemoteCode  Harm = "remote-code"         // code from an untrusted destination ran
+	HarmPersistence Harm = "persistence"         // something will run again later
+	HarmRemoteShell Harm = "remote-shell"        // a reverse or bind shell
+	HarmSafeguards  Harm = "safeguards-disabled" // the agent's own safeguards switched off
+	HarmDestruction Harm = "destruction"         // the user's data destroyed
+)
+
+// Harms lists every harm class.
+var Harms = []Harm{HarmExfil, HarmRemoteCode, HarmPersistence, HarmRemoteShell, HarmSafeguards, HarmDestruction}
+
 // A Rule is the fixed description of one kind of finding. IDs are stable:
 // "SBX-<FAMILY>-<NNN>"; a retired id is never reused.
 type Rule struct {
@@ -82,6 +101,17 @@ type Rule struct {
 	// Technique is a MITRE ATT&CK technique id such as "T1552.001".
 	Technique string `json:"technique"`
 	Help      string `json:"help"`
+	// Harm is the harm the rule's findings prove at most: a finding may
+	// drop it (a vendor's installer ran), never add another. Empty for
+	// rules about access, probes and reconnaissance.
+	Harm Harm `json:"harm,omitempty"`
+	// After lists the rules whose findings this one reads: they run
+	// first.
+	After []string `json:"after,omitempty"`
+	// Needs says what evidence the rule reads; Twins names benign
+	// look-alikes it is tested not to fire on (or to rate low).
+	Needs []string `json:"needs,omitempty"`
+	Twins []string `json:"twins,omitempty"`
 }
 
 // Evidence is one event that supports a finding.
@@ -100,7 +130,9 @@ type Finding struct {
 	Severity   Severity   `json:"severity"`
 	Confidence Confidence `json:"confidence"`
 	Technique  string     `json:"technique"`
-	ToolCallID string     `json:"tool_call_id,omitempty"`
+	// Harm is the harm this finding proves, "" for none (docs/verdicts.md).
+	Harm       Harm   `json:"harm,omitempty"`
+	ToolCallID string `json:"tool_call_id,omitempty"`
 	// SkillFile and SkillLine locate the part of the skill that caused the
 	// finding: the tool call's origin, or the line of hidden content.
 	SkillFile string     `json:"skill_file,omitempty"`
@@ -127,9 +159,8 @@ type Input struct {
 	// AllowedTools overrides the skill's allowed-tools when not nil.
 	AllowedTools []string
 	// Status is the trace's status ("completed", "timeout", "error",
-	// "cancelled"), for context. The verdict does not use it: a trace that
-	// failed before any tool call is inconclusive because nothing ran, and
-	// one that failed later is judged on what it did.
+	// "cancelled"; "" is completed). A trace that did not complete is
+	// inconclusive unless harm was already proven (docs/verdicts.md).
 	Status string
 }
 
@@ -137,8 +168,12 @@ type Input struct {
 type Result struct {
 	// Events is the input timeline plus the canary-hit events ScanCanaries
 	// found that the input did not already hold, numbered after it.
-	Events    []trace.Event `json:"-"`
-	Findings  []Finding     `json:"findings"`
-	Verdict   Verdict       `json:"verdict"`
-	Exercised bool          `json:"exercised"`
+	Events   []trace.Event `json:"-"`
+	Findings []Finding     `json:"findings"`
+	Verdict  Verdict       `json:"verdict"`
+	// Reasons say why the verdict is what it is, most decisive first.
+	Reasons   []string `json:"verdict_reasons"`
+	Exercised bool     `json:"exercised"`
+	// Coverage says which planned steps ran, failed or did not run.
+	Coverage Coverage `json:"coverage"`
 }

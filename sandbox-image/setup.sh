@@ -8,12 +8,36 @@ gecos=$2
 here=$(dirname "$0")
 
 apt-get update
+# The toolset of a developer's workstation (docs/sandbox.md says why each is
+# here and what was left out). Lines: base and languages; network tools;
+# files, archives and editors; build tools; developer CLIs; the shell and
+# the locale.
 apt-get install -y --no-install-recommends \
 	bash coreutils curl wget ca-certificates git openssh-client \
-	python3 python3-pip nodejs npm jq zip unzip xz-utils file procps \
-	iproute2 iptables strace libfaketime cron
+	python3 python3-pip python-is-python3 python3-venv python3-requests python3-yaml \
+	nodejs npm jq procps iproute2 iptables strace libfaketime cron \
+	bind9-dnsutils bind9-host net-tools netcat-openbsd socat iputils-ping netbase openssl gnupg rsync \
+	zip unzip p7zip-full xz-utils bzip2 file xxd less vim-tiny nano tree lsof sqlite3 bc patch htop tmux \
+	make gcc libc6-dev \
+	gh awscli kubernetes-client ripgrep \
+	zsh locales
 apt-get clean
 rm -rf /var/lib/apt/lists/* /var/cache/apt/*.bin /var/log/apt/* /var/log/dpkg.log
+
+# The user's locale (LANG=en_US.UTF-8) exists, so nothing warns about it.
+sed -i 's/^# *\(en_US.UTF-8 UTF-8\)/\1/' /etc/locale.gen
+locale-gen >/dev/null
+update-locale LANG=en_US.UTF-8
+# `vim` is what EDITOR names; vim-tiny provides it through the alternatives.
+update-alternatives --install /usr/bin/vim vim /usr/bin/vim.tiny 15 >/dev/null
+# kubectl where its install guide puts it (the seeded home links to it).
+ln -s /usr/bin/kubectl /usr/local/bin/kubectl
+# D-Bus reads the machine id through this link; the orchestrator writes
+# /etc/machine-id per trace.
+install -d -m 0755 /var/lib/dbus
+ln -s /etc/machine-id /var/lib/dbus/machine-id
+# debootstrap's log names how the system was made.
+rm -f /var/log/bootstrap.log
 
 # strace is the root tracer's, not the skill's: off PATH, root only.
 install -d -o root -g root -m 0755 /usr/local/lib/agent

@@ -10,6 +10,10 @@
 // anything and reads nothing but the reader it is given.
 //
 // The parser understands the flags mcptools passes to strace (-f -ttt -v -yy
-// -s N); without -y it falls back on a per-process working directory tracked
-// from chdir/fchdir and clone, seeded with Options.Cwd.
+// -s N -e inject=...); without -y it falls back on a per-process working
+// directory tracked from chdir/fchdir and clone, seeded with Options.Cwd.
+// With -yy an open's returned fd carries the kernel's path of the file
+// opened, kept as File.Resolved when the name asked for differs (symlinks,
+// /proc/self/root, /dev/fd/N); links and symlinks are link events; a call
+// strace refused by injection ("(INJECTED)") is a denied event.
 package strace

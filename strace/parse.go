@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"path"
 	"strconv"
 	"strings"
 	"time"
@@ -34,6 +35,14 @@ type Options struct {
 	// MaxEvents caps the events returned (0: DefaultMaxEvents); the rest are
 	// counted in Stats.DroppedEvents.
 	MaxEvents int
+	// MaxPath cuts longer paths in events with trace.CutPath (0: no cut),
+	// counted in Stats.PathsCut; MaxBytes caps the events' estimated size
+	// (trace.Size; 0: no cap), past which they are counted in
+	// Stats.DroppedEvents and Stats.BytesCapped is set. A skill nesting
+	// directories makes every event carry a longer path: without these the
+	// cost of a log grows with the square of the depth.
+	MaxPath  int
+	MaxBytes int64
 	// KeepNoise keeps the opens every program makes at start-up (the
 	// dynamic loader's libraries, locale files, Python's stdlib), which are
 	// dropped by default and counted in Stats.Noise.
@@ -53,7 +62,11 @@ type Stats struct {
 	Skipped       int64 `json:"skipped"`    // lines not understood
 	LongLines     int64 `json:"long_lines"` // lines over MaxLineBytes
 	LinesCapped   bool  `json:"lines_capped,omitempty"`
-	DroppedEvents int64 `json:"dropped_events,omitempty"` // over MaxEvents
+	DroppedEvents int64 `json:"dropped_events,omitempty"` // over MaxEvents or MaxBytes
+	BytesCapped   bool  `json:"bytes_capped,omitempty"`   // MaxBytes was reached
+	PathsCut      int64 `json:"paths_cut,omitempty"`      // paths cut to MaxPath
+	LongestPath   int64 `json:"longest_path,omitempty"`   // bytes of the longest path cut
+	Bytes         int64 `json:"bytes,omitempty"`          // estimated size of the events returned
 	Noise         int64 `json:"noise"`                    // start-up opens dropped
 	Unfinished    int64 `json:"unfinished"`               // calls never resumed
 	Signals       int64 `json:"signals"`
@@ -73,7 +86,13 @@ type proc struct {
 	cwd     string
 	pending *pending
 	agentd  bool // its image is Options.Agentd
+	// fds maps descriptors opened by the process to the path the kernel
+	// gave them, so that /proc/self/fd/N and /dev/fd/N name a file.
+	fds map[string]string
 }
+
+// maxFDs caps the descriptors remembered per process.
+const maxFDs = 64
 
 type parser struct {
 	callID  string
@@ -322,10 +341,11 @@ func (p *parser) exit(pid int, at time.Time, s string) {
 
 // result is a decoded return value.
 type result struct {
-	known bool   // false for "?"
-	val   int64  // the number returned
-	ann   string // the -y annotation of a returned fd
-	errno string // "ENOENT" when the call failed
+	known    bool   // false for "?"
+	val      int64  // the number returned
+	ann      string // the -y annotation of a returned fd
+	errno    string // "ENOENT" when the call failed
+	injected bool   // strace made the call fail (-e inject): a denied syscall
 }
 
 func parseResult(s string) result {
@@ -355,6 +375,7 @@ func parseResult(s string) result {
 		if strings.HasPrefix(e, "E") {
 			r.errno = e
 		}
+		r.injected = strings.HasSuffix(tail, "(INJECTED)")
 	}
 	return r
 }
@@ -400,7 +421,16 @@ func (p *parser) call(pid int, at time.Time, s string) {
 				dir = ""
 			}
 		}
-		return resolve(dir, pth)
+		return p.fdPath(pr, resolve(dir, pth))
+	}
+	if res.injected && res.errno != "" {
+		// Only the syscalls mcptools asks strace to refuse are injected.
+		a := rest[:end]
+		if len(a) > 256 {
+			a = a[:256] + "..."
+		}
+		p.emit(pid, at, trace.TypeDenied, &trace.Denied{Syscall: name, Args: a, Errno: res.errno})
+		return
 	}
 	switch name {
 	case "execve", "execveat":
@@ -435,12 +465,50 @@ func (p *parser) call(pid int, at time.Time, s string) {
 			}
 		}
 		d.Write = writeFlags(d.Flags)
-		if !p.opts.KeepNoise && (d.Path == "/dev/null" || !d.Write && (res.errno == "" || res.errno == "ENOENT") &&
-			(noise(d.Path) || p.lead(pr).agentd && goRuntimeOpen(d.Path))) {
+		if strings.HasPrefix(res.ann, "/") {
+			// The kernel's name for what was opened: symlinks, ".." and
+			// /proc/self/root resolved, /dev/fd/N followed.
+			if res.ann != d.Path {
+				d.Resolved = res.ann
+			}
+			p.rememberFD(pr, res.val, res.ann)
+		}
+		// Start-up noise by either name: the noise folders are root's, so
+		// no name there can lead into the home.
+		eff := d.Path
+		if d.Resolved != "" {
+			eff = d.Resolved
+		}
+		if !p.opts.KeepNoise && (eff == "/dev/null" || !d.Write && (res.errno == "" || res.errno == "ENOENT") &&
+			(noise(d.Path) || noise(eff) || p.lead(pr).agentd && (goRuntimeOpen(d.Path) || goRuntimeOpen(eff)))) {
 			p.stats.Noise++
 			return
 		}
 		p.emit(pid, at, trace.TypeOpen, d)
+	case "link":
+		p.emit(pid, at, trace.TypeLink, &trace.File{Path: dirPath(-1, 0), NewPath: dirPath(-1, 1), Errno: res.errno})
+	case "linkat":
+		d := &trace.File{Path: dirPath(0, 1), NewPath: dirPath(2, 3), Errno: res.errno}
+		if f := arg(4); f != "" && f != "0" {
+			d.Flags = f
+			if strings.Contains(f, "AT_EMPTY_PATH") && stringArg(arg(1)) == "" {
+				_, d.Path = fdArg(arg(0))
+			}
+		}
+		p.emit(pid, at, trace.TypeLink, d)
+	case "symlink", "symlinkat":
+		target := stringArg(arg(0))
+		var lp string
+		if name == "symlink" {
+			lp = dirPath(-1, 1)
+		} else {
+			lp = dirPath(1, 2)
+		}
+		// A relative target is relative to the link's folder.
+		if !strings.HasPrefix(target, "/") && strings.HasPrefix(lp, "/") {
+			target = resolve(path.Dir(lp), target)
+		}
+		p.emit(pid, at, trace.TypeLink, &trace.File{Path: p.fdPath(pr, resolve("", target)), NewPath: lp, Flags: "symlink", Errno: res.errno})
 	case "unlink", "rmdir":
 		p.emit(pid, at, trace.TypeUnlink, &trace.File{Path: dirPath(-1, 0), Errno: res.errno})
 	case "unlinkat":
@@ -556,6 +624,42 @@ func goRuntimeOpen(p string) bool {
 	return strings.HasPrefix(p, "/sys/fs/cgroup/")
 }
 
+// rememberFD notes the path of fd n, opened by pr.
+func (p *parser) rememberFD(pr *proc, n int64, path string) {
+	l := p.lead(pr)
+	if l.fds == nil {
+		l.fds = map[string]string{}
+	}
+	if len(l.fds) >= maxFDs {
+		clear(l.fds)
+	}
+	l.fds[strconv.FormatInt(n, 10)] = path
+}
+
+// fdPath returns what a path naming a descriptor (/dev/fd/N,
+// /proc/self/fd/N, /proc/thread-self/fd/N, /proc/PID/fd/N for the process
+// itself) stands for, when the process opened it under trace; other paths
+// are returned as they are.
+func (p *parser) fdPath(pr *proc, s string) string {
+	var n string
+	switch {
+	case strings.HasPrefix(s, "/dev/fd/"):
+		n = s[len("/dev/fd/"):]
+	case strings.HasPrefix(s, "/proc/"):
+		who, rest, ok := strings.Cut(s[len("/proc/"):], "/fd/")
+		if !ok || (who != "self" && who != "thread-self" && who != strconv.Itoa(pr.tgid) && who != strconv.Itoa(p.lead(pr).tgid)) {
+			return s
+		}
+		n = rest
+	default:
+		return s
+	}
+	if f := p.lead(pr).fds[n]; f != "" {
+		return f
+	}
+	return s
+}
+
 func (p *parser) setCwd(pr *proc, dir string) {
 	pr.cwd = dir
 	if lead := p.procs[pr.tgid]; lead != nil {
@@ -596,6 +700,21 @@ func (p *parser) emit(pid int, at time.Time, typ trace.Type, data any) bool {
 	}
 	if lead := p.procs[pr.tgid]; lead != nil {
 		e.PPID = lead.ppid
+	}
+	if p.opts.MaxPath > 0 {
+		if n := trace.CapPaths(&e, p.opts.MaxPath); n > 0 {
+			p.stats.PathsCut++
+			p.stats.LongestPath = max(p.stats.LongestPath, int64(n))
+		}
+	}
+	if p.opts.MaxBytes > 0 {
+		sz := trace.Size(e)
+		if p.stats.Bytes+sz > p.opts.MaxBytes {
+			p.stats.DroppedEvents++
+			p.stats.BytesCapped = true
+			return false
+		}
+		p.stats.Bytes += sz
 	}
 	p.events = append(p.events, e)
 	return true

@@ -247,7 +247,7 @@ func TestParseLines(t *testing.T) {
 			want: []trace.Event{
 				{Time: at(1, 2), Type: trace.TypeOpen, PID: 10, Data: &trace.File{Path: "/h/.ssh/id_rsa", Flags: "O_RDONLY|O_CLOEXEC"}},
 				{Time: at(1, 3), Type: trace.TypeExec, PID: 11, Data: &trace.Exec{Path: "/bin/cat", Argv: []string{"cat"}}},
-				{Time: at(1, 4), Type: trace.TypeOpen, PID: 11, Data: &trace.File{Path: "/proc/self/cgroup", Flags: "O_RDONLY"}},
+				{Time: at(1, 4), Type: trace.TypeOpen, PID: 11, Data: &trace.File{Path: "/proc/self/cgroup", Flags: "O_RDONLY", Resolved: "/proc/11/cgroup"}},
 			},
 		},
 		{

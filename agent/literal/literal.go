@@ -13,11 +13,29 @@ import (
 	"github.com/sandboxctl/sandboxctl/skill"
 )
 
-// Config configures the literal driver.
+// Config configures the literal driver. Only SkillDir matters for the
+// instructions as written; the rest lets the driver fill placeholders and
+// missing environment variables the way a user would.
 type Config struct {
 	// SkillDir is where the skill is installed in the sandbox; bundled
 	// scripts run from there. "": ~/.agents/skills/<name>.
 	SkillDir string
+	// Home is the user's home directory in the sandbox (output paths go
+	// there). "": "~".
+	Home string
+	// Fixtures maps a fixture kind ("pptx", "pdf", "csv", "png", "git",
+	// "node", "python", "dir", ...: canaryfs.Fixture*) to the absolute path
+	// of a planted file or folder of that kind. A placeholder for a file of
+	// a kind with no fixture is not filled, and its call is rejected.
+	Fixtures map[string]string
+	// Env lists the names of the variables set in the sandbox's
+	// environment (the planted keys among them); values are never needed:
+	// a key placeholder becomes a reference such as $OPENAI_API_KEY.
+	Env []string
+	// User, FullName and Email fill person-shaped placeholders; Domain is
+	// the user's employer's domain, the host of made-up URLs ("": a
+	// fictional one); Date is today's date (YYYY-MM-DD, "": a fixed one).
+	User, FullName, Email, Domain, Date string
 }
 
 // NoRunnableContent is the Step.Note of a skill that gives the driver
@@ -26,31 +44,39 @@ const NoRunnableContent = "no runnable content: the skill has no shell code bloc
 
 // Driver is the literal agent.Driver. Use one per run.
 type Driver struct {
-	calls []agent.Proposal
+	items []item
 	notes []string
 	i     int
 }
 
 // New plans the calls for s.
 func New(s *skill.Skill, cfg Config) *Driver {
-	calls, notes := Plan(s, cfg)
-	return &Driver{calls: calls, notes: notes}
+	p := plan(s, cfg)
+	return &Driver{items: p.items, notes: p.notes}
 }
 
-// Next implements agent.Driver: one planned call per step, then Done.
+// Next implements agent.Driver: one planned call per step, then Done. The
+// call after a usage probe is rebuilt from what the probe printed.
 func (d *Driver) Next(ctx context.Context, prev []agent.Exchange) (agent.Step, error) {
 	var step agent.Step
 	if d.i == 0 && len(d.notes) > 0 {
 		step.Note = strings.Join(d.notes, "; ")
 	}
-	if d.i >= len(d.calls) {
+	if d.i >= len(d.items) {
 		step.Done = true
-		if len(d.calls) == 0 {
+		if len(d.items) == 0 {
 			step.Note = NoRunnableContent
 		}
 		return step, nil
 	}
-	step.Calls = []agent.Proposal{d.calls[d.i]}
+	it := d.items[d.i]
+	if it.follow != nil && len(prev) == 1 && prev[0].Reject == "" {
+		r := prev[0].Result
+		if p, ok := it.follow(r.Stdout + "\n" + r.Stderr + "\n" + r.Text); ok {
+			it.call = p
+		}
+	}
+	step.Calls = []agent.Proposal{it.call}
 	d.i++
 	return step, nil
 }
@@ -78,37 +104,74 @@ var (
 	heredocRE = regexp.MustCompile(`(?:^|[^<])<<-?\s*(['"]?)([A-Za-z_][A-Za-z0-9_]*)(['"]?)`)
 )
 
+// An item is one planned call. follow, on the call after a usage probe,
+// rebuilds the call from the probe's output (ok false: keep the call).
+type item struct {
+	call   agent.Proposal
+	follow func(help string) (agent.Proposal, bool)
+}
+
 type planner struct {
-	s       *skill.Skill
-	dir     string
-	calls   []agent.Proposal
-	seen    map[string]bool // dedup key: name + arguments
-	scripts map[string]bool // runnable bundled files, by skill-relative path
-	ran     map[string]bool // scripts run by a block or a call
-	fetched map[string]bool
-	read    map[string]bool // markdown files of the skill read (instructions and followed references)
-	cwd     string          // the directory later commands run in ("": the tool's default)
-	notes   []string
+	s        *skill.Skill
+	dir      string
+	vals     *values
+	items    []item
+	commands []string          // the instruction commands planned, as written
+	exported map[string]string // variables instruction commands set (value as written, "" unknown)
+	seen     map[string]bool   // dedup key: name + arguments
+	code     []string          // code of the instructions (see codeTexts)
+	scripts  map[string]bool   // runnable bundled files, by skill-relative path
+	ran      map[string]bool   // scripts run by a block or a call
+	fetched  map[string]bool
+	read     map[string]bool // markdown files of the skill read (instructions and followed references)
+	cwd      string          // the directory later commands run in ("": the tool's default)
+	notes    []string
 }
 
 // Plan returns the calls the literal driver makes for s, in order, and notes
-// for the report (such as bundled scripts no instruction references).
+// for the report (such as bundled scripts no instruction references). A
+// call after a usage probe is shown as planned before the probe ran: the
+// Driver rebuilds it from the probe's output.
 func Plan(s *skill.Skill, cfg Config) ([]agent.Proposal, []string) {
-	p := &planner{s: s, dir: cfg.SkillDir, seen: map[string]bool{}, scripts: map[string]bool{}, ran: map[string]bool{}, fetched: map[string]bool{}, read: map[string]bool{}}
+	p := plan(s, cfg)
+	calls := make([]agent.Proposal, len(p.items))
+	for i, it := range p.items {
+		calls[i] = it.call
+	}
+	return calls, p.notes
+}
+
+func plan(s *skill.Skill, cfg Config) *planner {
+	p := &planner{s: s, dir: cfg.SkillDir, seen: map[string]bool{}, scripts: map[string]bool{}, ran: map[string]bool{}, fetched: map[string]bool{},
+		read: map[string]bool{}, exported: map[string]string{}}
 	if p.dir == "" {
 		p.dir = "~/.agents/skills/" + s.Name
 	}
+	cfg.SkillDir = p.dir
+	p.vals = &values{cfg: cfg, env: map[string]bool{}, skillFiles: map[string]bool{}, skillDirs: map[string]bool{}}
+	for _, e := range cfg.Env {
+		p.vals.env[strings.SplitN(e, "=", 2)[0]] = true
+	}
 	for _, f := range s.Files {
+		p.vals.skillFiles[f.Path] = true
+		for d := path.Dir(f.Path); d != "." && d != "/"; d = path.Dir(d) {
+			p.vals.skillDirs[d] = true
+		}
 		if !f.Doc && !f.Binary && interpreter(f) != "" {
 			p.scripts[f.Path] = true
 		}
 	}
+	var text strings.Builder
 	for _, f := range s.Docs() {
 		p.read[f.Path] = true
+		text.WriteString(f.Body())
 	}
+	p.vals.defaultKind = kindFromExts(text.String())
+	p.vals.argsClass = argumentsClass(text.String())
 	for _, f := range s.Docs() {
 		p.doc(f)
 	}
+	p.entryPoints()
 	var unused []string
 	for sp := range p.scripts {
 		if !p.ran[sp] {
@@ -117,46 +180,118 @@ func Plan(s *skill.Skill, cfg Config) ([]agent.Proposal, []string) {
 	}
 	sort.Strings(unused)
 	if len(unused) > 0 {
-		p.notes = append(p.notes, "bundled scripts no instruction references (not run): "+strings.Join(unused, ", "))
+		p.notes = append(p.notes, "bundled scripts not run (included by other files, tests or configuration): "+strings.Join(unused, ", "))
 	}
-	return p.calls, p.notes
+	return p
 }
 
-func (p *planner) add(name string, args map[string]any, file string, line int) {
+// push adds a call unless the same call (tool and arguments) was planned.
+func (p *planner) push(name string, args map[string]any, file string, line int, reason, reject string) bool {
+	b := encodeArgs(args)
+	key := name + string(b)
+	if p.seen[key] {
+		return false
+	}
+	p.seen[key] = true
+	p.items = append(p.items, item{call: agent.Proposal{ToolCall: agent.ToolCall{Name: name, Arguments: b, SkillFile: file, SkillLine: line, PlanReason: reason}, Reject: reject}})
+	return true
+}
+
+func encodeArgs(args map[string]any) json.RawMessage {
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
 	enc.Encode(args)
-	b := bytes.TrimSpace(buf.Bytes())
-	key := name + string(b)
-	if p.seen[key] {
-		return
-	}
-	p.seen[key] = true
-	p.calls = append(p.calls, agent.Proposal{ToolCall: agent.ToolCall{Name: name, Arguments: b, SkillFile: file, SkillLine: line}})
+	return bytes.TrimSpace(buf.Bytes())
 }
 
-// bash proposes a shell command, from the skill folder when it names a
-// bundled file by its relative path.
-func (p *planner) bash(cmd, file string, line int) {
+// reject proposes a call the driver cannot make runnable, so the report's
+// coverage shows it: the loop records it and does not run it.
+func (p *planner) reject(name string, args map[string]any, file string, line int, reason string, unfilled []string) {
+	p.push(name, args, file, line, reason, rejectText(unfilled))
+}
+
+func rejectText(unfilled []string) string {
+	return "not run: the literal driver could not fill " + strings.Join(unfilled, "; ")
+}
+
+// tool proposes a non-shell call whose one argument (a URL or a path) may
+// hold placeholders.
+func (p *planner) tool(name, key, val string, file string, line int, reason string) {
+	f := p.vals.fill(val, false)
+	if len(f.unfilled) > 0 {
+		p.reject(name, map[string]any{key: val}, file, line, reason, f.unfilled)
+		return
+	}
+	if len(f.filled) > 0 {
+		reason = agent.ReasonPlaceholder
+	}
+	p.push(name, map[string]any{key: f.text}, file, line, reason, "")
+}
+
+// emit proposes a shell command: its placeholders filled (when fill is
+// set), the environment variables it and reads need but the home lacks
+// exported first.
+func (p *planner) emit(name, cmd, file string, line int, reason string, fill bool, reads []string) {
+	if fill {
+		f := p.vals.fill(cmd, true)
+		if len(f.unfilled) > 0 {
+			p.reject(name, map[string]any{"command": cmd}, file, line, reason, f.unfilled)
+			return
+		}
+		if len(f.filled) > 0 {
+			reason = agent.ReasonPlaceholder
+		}
+		cmd = f.text
+	}
+	reads = append(reads, envReads(cmd, true)...)
+	p.push(name, map[string]any{"command": withEnv(cmd, p.envFor(reads))}, file, line, reason, "")
+}
+
+// bash proposes a shell command from the instructions, from the skill
+// folder when it names a bundled file by its relative path.
+func (p *planner) bash(cmd, file string, line int, reason string) {
 	cmd = strings.TrimSpace(cmd)
 	if cmd == "" {
 		return
 	}
+	p.commands = append(p.commands, cmd)
+	f := p.vals.fill(cmd, true)
+	if len(f.unfilled) > 0 {
+		p.reject(agent.ToolBash, map[string]any{"command": p.inDir(cmd, p.scriptRefs(cmd))}, file, line, reason, f.unfilled)
+		p.trackCd(cmd)
+		return
+	}
+	if len(f.filled) > 0 {
+		reason = agent.ReasonPlaceholder
+	}
+	for _, u := range urlRE.FindAllString(f.text, -1) {
+		p.fetched[trimURL(u)] = true
+	}
 	for _, u := range urlRE.FindAllString(cmd, -1) {
 		p.fetched[trimURL(u)] = true
 	}
-	run := cmd
-	if refs := p.scriptRefs(cmd); len(refs) > 0 {
-		for _, r := range refs {
-			p.ran[r] = true
-		}
-		run = "cd " + shellQuote(p.dir) + " && " + cmd
-	} else if p.cwd != "" {
-		run = "cd " + p.cwd + " && " + cmd
+	refs := p.scriptRefs(f.text)
+	var reads []string
+	for _, r := range refs {
+		p.ran[r] = true
+		reads = append(reads, envReads(string(p.s.File(r).Content), false)...)
 	}
-	p.add(agent.ToolBash, map[string]any{"command": run}, file, line)
-	p.trackCd(cmd)
+	p.emit(agent.ToolBash, p.inDir(f.text, refs), file, line, reason, false, reads)
+	p.noteAssignments(f.text)
+	p.trackCd(f.text)
+}
+
+// inDir prefixes cmd with the directory it runs in: the skill folder when
+// it names bundled scripts, else the directory an earlier cd moved to.
+func (p *planner) inDir(cmd string, refs []string) string {
+	switch {
+	case len(refs) > 0:
+		return "cd " + shellQuote(p.dir) + " && " + cmd
+	case p.cwd != "":
+		return "cd " + p.cwd + " && " + cmd
+	}
+	return cmd
 }
 
 var cdRE = regexp.MustCompile(`^cd(?:\s+([^\s;&|'"]+))?\s*(?:$|&&|;)`)
@@ -183,11 +318,13 @@ func (p *planner) trackCd(cmd string) {
 	}
 }
 
-// scriptRefs lists the bundled scripts text names by relative path.
+// scriptRefs lists the bundled scripts text names by relative path, or
+// under the skill's folder.
 func (p *planner) scriptRefs(text string) []string {
 	var out []string
+	inSkill := "/" + path.Base(p.dir) + "/"
 	for sp := range p.scripts {
-		if mentions(text, sp) {
+		if mentions(text, sp) || strings.Contains(text, inSkill+sp) {
 			out = append(out, sp)
 		}
 	}
@@ -266,9 +403,9 @@ func (p *planner) block(file string, b skill.Block) {
 	case consoleLangs[lang], shellLangs[lang] && prompts > 0, lang == "" && prompts > 0:
 		p.console(file, b)
 	case shellLangs[lang]:
-		p.bash(strings.Join(b.Lines, "\n"), file, b.Line)
+		p.bash(strings.Join(b.Lines, "\n"), file, b.Line, agent.ReasonCodeBlock)
 	case lang == "" && nonEmpty > 0 && looksLikeShell(b.Lines):
-		p.bash(strings.Join(b.Lines, "\n"), file, b.Line)
+		p.bash(strings.Join(b.Lines, "\n"), file, b.Line, agent.ReasonCodeBlock)
 	}
 }
 
@@ -319,7 +456,7 @@ func (p *planner) console(file string, b skill.Block) {
 				}
 			}
 		}
-		p.bash(strings.Join(buf, "\n"), file, line)
+		p.bash(strings.Join(buf, "\n"), file, line, agent.ReasonCodeBlock)
 	}
 }
 
@@ -338,7 +475,7 @@ func (p *planner) prose(file string, n int, lines []string, i int) {
 		for j := i + 1; strings.HasSuffix(cmd, "\\") && j < len(lines); j++ {
 			cmd += "\n" + strings.TrimSpace(lines[j])
 		}
-		p.bash(cmd, file, n)
+		p.bash(cmd, file, n, agent.ReasonPromptLine)
 		return
 	}
 	// Bundled scripts, in the order the line names them: inline code that
@@ -363,14 +500,14 @@ func (p *planner) prose(file string, n int, lines []string, i int) {
 				continue
 			}
 			if cmd, ok := p.scriptCommand(strings.TrimSpace(raw[sp[2]:sp[3]]), m.sp); ok {
-				p.bash(cmd, file, n)
+				p.bash(cmd, file, n, agent.ReasonProseScript)
 				done = true
 			}
 		}
 		if !done && !p.ran[m.sp] {
-			p.ran[m.sp] = true
-			f := p.s.File(m.sp)
-			p.add(agent.ToolBash, map[string]any{"command": "cd " + shellQuote(p.dir) + " && " + interpreter(*f) + " " + shellQuote(m.sp)}, file, n)
+			// A bare mention: run it with the usage the text, its --help or
+			// its source gives.
+			p.entryScript(p.s.File(m.sp), file, n, agent.ReasonProseScript)
 		}
 	}
 	// Bundled markdown references named in prose: read them, then follow
@@ -380,7 +517,7 @@ func (p *planner) prose(file string, n int, lines []string, i int) {
 			continue
 		}
 		p.read[f.Path] = true
-		p.add(agent.ToolReadFile, map[string]any{"path": path.Join(p.dir, f.Path)}, file, n)
+		p.push(agent.ToolReadFile, map[string]any{"path": path.Join(p.dir, f.Path)}, file, n, agent.ReasonReference, "")
 		p.doc(p.s.File(f.Path))
 	}
 	for _, u := range urlRE.FindAllString(raw, -1) {
@@ -389,7 +526,7 @@ func (p *planner) prose(file string, n int, lines []string, i int) {
 			continue
 		}
 		p.fetched[u] = true
-		p.add(agent.ToolFetchURL, map[string]any{"url": u}, file, n)
+		p.tool(agent.ToolFetchURL, "url", u, file, n, agent.ReasonProseURL)
 	}
 	noURLs := urlRE.ReplaceAllString(raw, " ")
 	for _, m := range pathRE.FindAllStringSubmatch(noURLs, -1) {
@@ -399,9 +536,9 @@ func (p *planner) prose(file string, n int, lines []string, i int) {
 			continue
 		}
 		if strings.HasSuffix(fp, "/") {
-			p.add(agent.ToolListDirectory, map[string]any{"path": fp}, file, n)
+			p.tool(agent.ToolListDirectory, "path", fp, file, n, agent.ReasonProsePath)
 		} else {
-			p.add(agent.ToolReadFile, map[string]any{"path": fp}, file, n)
+			p.tool(agent.ToolReadFile, "path", fp, file, n, agent.ReasonProsePath)
 		}
 	}
 }
@@ -480,4 +617,25 @@ func shellQuote(s string) string {
 		return s
 	}
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// argumentsClass says what $ARGUMENTS stands for, from the prose lines
+// that name it ("The user will provide an APK file: $ARGUMENTS").
+func argumentsClass(text string) class {
+	var ws []string
+	for _, l := range strings.Split(text, "\n") {
+		if strings.Contains(l, "$ARGUMENTS") {
+			for _, w := range words(strings.ReplaceAll(l, "$ARGUMENTS", " ")) {
+				if w != "arguments" && w != "passed" && w != "is" {
+					ws = append(ws, w)
+				}
+			}
+		}
+	}
+	c := classifyWords(ws)
+	switch c.kind {
+	case kindFile, kindNoFile, kindDir, kindRepo, kindURL, kindKey:
+		return c
+	}
+	return class{}
 }

@@ -2,6 +2,7 @@ package literal_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"flag"
 	"os"
@@ -23,6 +24,19 @@ type planned struct {
 	Arguments json.RawMessage `json:"arguments"`
 	File      string          `json:"skill_file"`
 	Line      int             `json:"skill_line"`
+	Reason    string          `json:"plan_reason"`
+	Reject    string          `json:"reject,omitempty"`
+}
+
+// goldenConfig is a home like the orchestrator's, with fixtures.
+func goldenConfig(name string) literal.Config {
+	h := "/home/u"
+	return literal.Config{SkillDir: h + "/.agents/skills/" + name, Home: h, User: "u", FullName: "Uma Ulrich", Email: "uma.ulrich@corvexa.com",
+		Domain: "corvexa.com", Date: "2026-01-15", Env: []string{"HOME", "PATH", "OPENAI_API_KEY", "GITHUB_TOKEN", "SLACK_BOT_TOKEN", "DATABASE_URL"},
+		Fixtures: map[string]string{"pptx": h + "/Documents/Q3-roadmap.pptx", "pdf": h + "/Documents/architecture-overview.pdf",
+			"csv": h + "/Documents/customers.csv", "json": h + "/Documents/inventory.json", "txt": h + "/Documents/meeting-notes.txt",
+			"png": h + "/Pictures/team-offsite.png", "jpg": h + "/Pictures/whiteboard.jpg", "git": h + "/projects/weather-cli",
+			"dir": h + "/Documents", "docx": h + "/Documents/vendor-agreement-draft.docx", "xlsx": h + "/Documents/sales-forecast.xlsx"}}
 }
 
 type golden struct {
@@ -45,10 +59,13 @@ func TestPlanGolden(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			calls, notes := literal.Plan(s, literal.Config{SkillDir: "/home/u/.agents/skills/" + s.Name})
+			calls, notes := literal.Plan(s, goldenConfig(s.Name))
 			g := golden{Notes: notes, Calls: []planned{}}
 			for _, c := range calls {
-				g.Calls = append(g.Calls, planned{Name: c.Name, Arguments: c.Arguments, File: c.SkillFile, Line: c.SkillLine})
+				g.Calls = append(g.Calls, planned{Name: c.Name, Arguments: c.Arguments, File: c.SkillFile, Line: c.SkillLine, Reason: c.PlanReason, Reject: c.Reject})
+				if c.PlanReason == "" {
+					t.Errorf("call %s %s has no PlanReason", c.Name, c.Arguments)
+				}
 				if c.SkillFile == "" || c.SkillLine < 1 || s.Lines(c.SkillFile) == nil || c.SkillLine > len(s.Lines(c.SkillFile)) {
 					t.Errorf("call %s %s points at %s:%d", c.Name, c.Arguments, c.SkillFile, c.SkillLine)
 				}
@@ -145,4 +162,42 @@ func FuzzPlan(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestDriverUsageProbe: the call after a usage probe is built from what the
+// script's --help printed, not from the planner's guess.
+func TestDriverUsageProbe(t *testing.T) {
+	s, err := skill.Load("testdata/skills/entrypoints", skill.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	help := "usage: analyze.py [-h] [--verbose] --format {md,html} slides\n\npositional arguments:\n  slides   the deck, as .pptx\n"
+	sess := &agenttest.Session{Handle: func(ctx context.Context, c agent.ToolCall) (agent.ToolResult, error) {
+		if strings.Contains(string(c.Arguments), "analyze.py --help") {
+			return agent.ToolResult{Stdout: help, Text: help}, nil
+		}
+		return agent.ToolResult{Text: "ok"}, nil
+	}}
+	res, err := (&agent.Loop{Session: sess}).Run(t.Context(), literal.New(s, goldenConfig(s.Name)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Calls) < 2 || res.Calls[0].Call.PlanReason != agent.ReasonUsageProbe {
+		t.Fatalf("calls %+v", res.Calls)
+	}
+	got := res.Calls[1].Call
+	want := `{"command":"cd /home/u/.agents/skills/entrypoints && python3 scripts/analyze.py --format md /home/u/Documents/Q3-roadmap.pptx"}`
+	if string(got.Arguments) != want || got.PlanReason != agent.ReasonPlaceholder {
+		t.Errorf("call after the probe = %s (%s), want %s", got.Arguments, got.PlanReason, want)
+	}
+	// Without a usage line in the output the planned call stands.
+	planned, _ := literal.Plan(s, goldenConfig(s.Name))
+	sess = &agenttest.Session{}
+	res, err = (&agent.Loop{Session: sess}).Run(t.Context(), literal.New(s, goldenConfig(s.Name)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(res.Calls[1].Call.Arguments) != string(planned[1].Arguments) {
+		t.Errorf("call after a useless probe = %s, want the planned %s", res.Calls[1].Call.Arguments, planned[1].Arguments)
+	}
 }

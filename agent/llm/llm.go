@@ -132,7 +132,7 @@ func (d *Driver) Next(ctx context.Context, prev []agent.Exchange) (agent.Step, e
 // proposal turns a model tool call into a Proposal, rejecting an unknown
 // tool or arguments that are not a JSON object.
 func proposal(tc openai.ToolCall) agent.Proposal {
-	p := agent.Proposal{ToolCall: agent.ToolCall{Name: tc.Function.Name}}
+	p := agent.Proposal{ToolCall: agent.ToolCall{Name: tc.Function.Name, PlanReason: agent.ReasonModel}}
 	raw := strings.TrimSpace(tc.Function.Arguments)
 	if raw == "" {
 		raw = "{}"

@@ -302,6 +302,11 @@ func TestMalformedArguments(t *testing.T) {
 	if got := string(r.res.Calls[0].Call.Arguments); got != `"{\"command\": \"ls"` {
 		t.Errorf("recorded arguments = %s", got)
 	}
+	for _, c := range r.res.Calls {
+		if c.Call.PlanReason != agent.ReasonModel {
+			t.Errorf("call %s PlanReason = %q, want %q", c.Call.ID, c.Call.PlanReason, agent.ReasonModel)
+		}
+	}
 	if n := len(r.session.Calls()); n != 1 {
 		t.Errorf("%d calls reached the session, want 1 (the malformed one is not run)", n)
 	}

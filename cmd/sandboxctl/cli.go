@@ -14,6 +14,8 @@ import (
 	"os"
 	"sort"
 	"strings"
+
+	"github.com/sandboxctl/sandboxctl/safetext"
 )
 
 // Exit codes (README "Exit codes").
@@ -24,6 +26,10 @@ const (
 	exitFailed   = 3 // sandboxctl itself failed; the report may be partial
 )
 
+// inSandboxName is the binary's name inside the containers
+// (orchestrator.AgentBin).
+const inSandboxName = "agentd"
+
 // env is everything run may take from the process: tests pass their own.
 type env struct {
 	stdin  io.Reader
@@ -32,18 +38,25 @@ type env struct {
 	getenv func(string) string
 	// isTerminal reports whether stdout is a terminal (nil: never).
 	isTerminal func() bool
+	// name is the base name the program was run as. As "agentd" (its name
+	// inside the sandbox) it runs only the hidden commands and says nothing
+	// about itself: no usage, no help, no hint naming sandboxctl.
+	name string
 }
 
+// Diagnostics often quote what the skill or the sandbox said (a file name,
+// a tool server's last words): they are escaped like every report.
+
 func (e env) errorf(format string, a ...any) {
-	fmt.Fprintf(e.stderr, "sandboxctl: error: "+format+"\n", a...)
+	fmt.Fprintln(e.stderr, "sandboxctl: error: "+safetext.Block(fmt.Sprintf(format, a...), 0))
 }
 
 func (e env) warnf(format string, a ...any) {
-	fmt.Fprintf(e.stderr, "sandboxctl: warning: "+format+"\n", a...)
+	fmt.Fprintln(e.stderr, "sandboxctl: warning: "+safetext.Block(fmt.Sprintf(format, a...), 0))
 }
 
 func (e env) hintf(format string, a ...any) {
-	fmt.Fprintf(e.stderr, "sandboxctl: hint: "+format+"\n", a...)
+	fmt.Fprintln(e.stderr, "sandboxctl: hint: "+safetext.Block(fmt.Sprintf(format, a...), 0))
 }
 
 // A command is one subcommand. Hidden ones run inside the containers.
@@ -97,6 +110,12 @@ func usage(w io.Writer) {
 func run(ctx context.Context, args []string, e env) int {
 	if e.getenv == nil {
 		e.getenv = func(string) string { return "" }
+	}
+	if e.name == inSandboxName {
+		if len(args) == 0 || !strings.HasPrefix(args[0], "__") || commands[args[0]].run == nil {
+			return exitUsage
+		}
+		return commands[args[0]].run(ctx, e, args[1:])
 	}
 	if len(args) == 0 {
 		usage(e.stderr)

@@ -93,3 +93,16 @@ func TestDryRun(t *testing.T) {
 		}
 	}
 }
+
+// TestSilentAsAgentd: run under its in-sandbox name, the binary answers no
+// help, usage or unknown command with anything that names it.
+func TestSilentAsAgentd(t *testing.T) {
+	for _, args := range [][]string{nil, {"--help"}, {"-h"}, {"help"}, {"version"}, {"trace", "x"}, {"nope"}, {"__nope"}} {
+		var stdout, stderr bytes.Buffer
+		code := run(t.Context(), args, env{name: inSandboxName, stdin: strings.NewReader(""), stdout: &stdout, stderr: &stderr,
+			getenv: func(string) string { return "" }})
+		if code != exitUsage || stdout.Len()+stderr.Len() > 0 {
+			t.Errorf("agentd %q: exit %d, stdout %q, stderr %q; want exit %d and silence", args, code, stdout.String(), stderr.String(), exitUsage)
+		}
+	}
+}

@@ -16,6 +16,7 @@ import (
 	"github.com/sandboxctl/sandboxctl/orchestrator"
 	"github.com/sandboxctl/sandboxctl/reports"
 	"github.com/sandboxctl/sandboxctl/rules"
+	"github.com/sandboxctl/sandboxctl/safetext"
 	"github.com/sandboxctl/sandboxctl/skill"
 )
 
@@ -143,9 +144,14 @@ func dryRun(ctx context.Context, e env, p orchestrator.Plan, sk *skill.Skill) in
 		Files  int               `json:"files"`
 		Hidden int               `json:"hidden_content"`
 	}{p, sk.Name, sk.SHA256, len(sk.Files), len(sk.Hidden)}
-	enc := json.NewEncoder(e.stdout)
+	sw := safetext.NewJSONWriter(e.stdout)
+	enc := json.NewEncoder(sw)
 	enc.SetIndent("", "  ")
 	if err := enc.Encode(out); err != nil {
+		e.errorf("%v", err)
+		return exitFailed
+	}
+	if err := sw.Flush(); err != nil {
 		e.errorf("%v", err)
 		return exitFailed
 	}

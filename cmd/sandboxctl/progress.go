@@ -3,7 +3,9 @@ package main
 // Progress policy: on a terminal, one status line rewritten in place (a
 // spinner, the phase, the tool call running) on stderr; otherwise plain
 // timestamped lines, one per phase and per tool call, so logs of sweeps stay
-// readable. Results never go to stderr.
+// readable. Results never go to stderr. Every message passes through
+// oneLine (safetext): the only escape sequences written are the display's
+// own.
 
 import (
 	"fmt"
@@ -12,6 +14,8 @@ import (
 	"sync"
 	"time"
 	"unicode/utf8"
+
+	"github.com/sandboxctl/sandboxctl/safetext"
 )
 
 type progressUI struct {
@@ -103,10 +107,9 @@ func (p *progressUI) Close() {
 	p.mu.Unlock()
 }
 
+// oneLine is s on one line for the progress display: what the skill
+// controls (commands, paths) shows its control and bidi characters as
+// escapes, and is cut at 200 runes.
 func oneLine(s string) string {
-	s = strings.Join(strings.Fields(s), " ")
-	if len(s) > 200 {
-		s = s[:200] + "…"
-	}
-	return s
+	return safetext.Line(strings.TrimSpace(s), 200)
 }

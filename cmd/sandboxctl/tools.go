@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"os"
 	"time"
@@ -17,6 +18,34 @@ func init() {
 	register(command{name: "__flush", hidden: true, run: runFlush})
 	register(command{name: "__shim", hidden: true, run: runShim})
 	register(command{name: "__tool", hidden: true, run: runTool})
+	register(command{name: "__freeze", hidden: true, run: runFreeze})
+}
+
+// runFreeze ends the skill's processes still running after the last call:
+// it waits up to --grace for them, then stops, records (one JSON line
+// each, on stdout) and kills them.
+func runFreeze(ctx context.Context, e env, args []string) int {
+	fs := newFlags(e, "__freeze", "[flags]")
+	var cfg mcptools.FreezeConfig
+	fs.IntVar(&cfg.UID, "uid", mcptools.DefaultUID, "uid of the skill's processes")
+	fs.StringVar(&cfg.LogDir, "log-dir", mcptools.DefaultLogDir, "where per-call strace logs go")
+	fs.DurationVar(&cfg.Grace, "grace", 0, "longest wait for them to end by themselves")
+	if code, ok := parseFlags(fs, args); !ok {
+		return code
+	}
+	left, err := mcptools.Freeze(ctx, cfg)
+	enc := json.NewEncoder(e.stdout)
+	for _, l := range left {
+		if werr := enc.Encode(l); werr != nil {
+			e.errorf("write records: %v", werr)
+			return exitFailed
+		}
+	}
+	if err != nil {
+		e.errorf("%v", err)
+		return exitFailed
+	}
+	return exitClean
 }
 
 func runMCP(ctx context.Context, e env, args []string) int {

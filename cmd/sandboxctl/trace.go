@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/sandboxctl/sandboxctl/orchestrator"
+	"github.com/sandboxctl/sandboxctl/persona"
 	"github.com/sandboxctl/sandboxctl/skill"
 )
 
@@ -32,11 +33,11 @@ Examples:
 // traceFlags are the trace command's flags, turned into a Plan by plan().
 type traceFlags struct {
 	driver, provider, model, baseURL, apiKeyEnv, prompt, transcript string
-	timeout, toolTimeout                                            time.Duration
+	timeout, toolTimeout, grace                                     time.Duration
 	turns, tokens                                                   int
 	out, format, failOn                                             string
 	keep, dryRun, includeSecrets, engineDiff                        bool
-	user, hostname, seed, image, networkConfig, traceID             string
+	user, hostname, seed, image, networkConfig, traceID, persona    string
 	memory                                                          int64
 	pids                                                            int64
 	cpus                                                            float64
@@ -60,6 +61,7 @@ func (f *traceFlags) register(fs interface {
 	fs.StringVar(&f.transcript, "transcript", "", "transcript.jsonl to replay with --driver replay")
 	fs.DurationVar(&f.timeout, "timeout", d.Timeout, "deadline of the whole trace")
 	fs.DurationVar(&f.toolTimeout, "tool-timeout", d.ToolTimeout, "longest a single tool call may run")
+	fs.DurationVar(&f.grace, "grace", d.Grace, "how long processes the skill left running are watched after the last call, before they are frozen and recorded")
 	fs.IntVar(&f.turns, "turns", d.Turns, "most agent turns")
 	fs.IntVar(&f.tokens, "tokens", d.Tokens, "most model tokens (llm driver)")
 	fs.StringVar(&f.out, "out", "", "run folder (default: a new folder under ./runs/)")
@@ -71,6 +73,7 @@ func (f *traceFlags) register(fs interface {
 	fs.BoolVar(&f.includeSecrets, "include-secrets", false, "put the planted token values in report.json (for corpus use)")
 	fs.StringVar(&f.user, "user", "", "user name of the seeded home (default: a plausible random one)")
 	fs.StringVar(&f.hostname, "hostname", "", "hostname of the sandbox (default: a plausible random one)")
+	fs.StringVar(&f.persona, "persona", persona.Linux, "the system the sandbox passes for: linux, or macos (a Mac's home layout and recording shims of security, osascript, sw_vers, ...)")
 	fs.StringVar(&f.seed, "seed", "", "make the seeded home deterministic from this seed")
 	fs.StringVar(&f.image, "image", "", "sandbox image (default: built from the embedded Dockerfile.sandbox)")
 	fs.StringVar(&f.traceID, "trace-id", "", "id of the trace, on its containers' sandboxctl.trace label (default: a new unique id)")
@@ -100,6 +103,7 @@ func (f *traceFlags) plan(e env, path string, now time.Time) (orchestrator.Plan,
 		Hostname:      f.hostname,
 		Keep:          f.keep,
 		NetworkConfig: f.networkConfig,
+		Persona:       f.persona,
 	}
 	if f.traceID != "" {
 		p.TraceID = f.traceID
@@ -110,6 +114,7 @@ func (f *traceFlags) plan(e env, path string, now time.Time) (orchestrator.Plan,
 	p.Limits = orchestrator.DefaultLimits()
 	p.Limits.Timeout = f.timeout
 	p.Limits.ToolTimeout = f.toolTimeout
+	p.Limits.Grace = f.grace
 	p.Limits.Turns = f.turns
 	p.Limits.Tokens = f.tokens
 	p.Limits.Memory = f.memory

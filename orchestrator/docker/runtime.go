@@ -175,8 +175,19 @@ func hostConfig(spec orchestrator.Spec) *container.HostConfig {
 			Name: container.RestartPolicyDisabled,
 		},
 	}
+	// Always an explicit, bounded log: the engine's default may rotate
+	// under a follower or grow without bound on the host's disk. Specs
+	// that set none (tests streaming a jail's events on stdout) get 16 MiB.
+	hc.LogConfig = container.LogConfig{Type: "json-file", Config: map[string]string{"max-size": "16m", "max-file": "1"}}
+	if spec.LogConfig.Type != "" {
+		hc.LogConfig = container.LogConfig{Type: spec.LogConfig.Type, Config: maps.Clone(spec.LogConfig.Config)}
+	}
 	if spec.NoNewPrivileges {
 		hc.SecurityOpt = append(hc.SecurityOpt, "no-new-privileges:true")
+	}
+	if len(spec.Seccomp) > 0 {
+		// The engine takes the profile itself, not a file name.
+		hc.SecurityOpt = append(hc.SecurityOpt, "seccomp="+string(spec.Seccomp))
 	}
 	if spec.Memory > 0 {
 		hc.Memory = spec.Memory

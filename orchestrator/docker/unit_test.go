@@ -298,6 +298,7 @@ func TestHostConfig(t *testing.T) {
 		Tmpfs:           map[string]string{"/tmp": "size=1m"},
 		ReadOnlyRootfs:  true,
 		Sysctls:         map[string]string{"net.ipv6.conf.all.disable_ipv6": "1"},
+		LogConfig:       orchestrator.LogConfig{Type: "json-file", Config: map[string]string{"max-size": "64k", "max-file": "1"}},
 	}
 	pids := int64(256)
 	want := &container.HostConfig{
@@ -312,9 +313,15 @@ func TestHostConfig(t *testing.T) {
 		IpcMode:        container.IPCModePrivate,
 		RestartPolicy:  container.RestartPolicy{Name: container.RestartPolicyDisabled},
 		Resources:      container.Resources{Memory: 1 << 30, MemorySwap: 1 << 30, PidsLimit: &pids, NanoCPUs: 1e9},
+		LogConfig:      container.LogConfig{Type: "json-file", Config: map[string]string{"max-size": "64k", "max-file": "1"}},
 	}
 	if diff := cmp.Diff(want, hostConfig(spec)); diff != "" {
 		t.Errorf("hostConfig (-want +got):\n%s", diff)
+	}
+	// Without one in the spec, the log is still bounded.
+	spec.LogConfig = orchestrator.LogConfig{}
+	if lc := hostConfig(spec).LogConfig; lc.Type != "json-file" || lc.Config["max-size"] == "" || lc.Config["max-file"] == "" {
+		t.Errorf("default LogConfig = %+v, want a bounded json-file log", lc)
 	}
 	hc := hostConfig(spec)
 	if len(hc.Binds) != 0 || len(hc.Mounts) != 0 || hc.Privileged || hc.PidMode != "" || hc.UsernsMode != "" {

@@ -9,9 +9,10 @@ work=$(mktemp -d /tmp/strace-capture.XXXXXX)
 chmod 0777 "$work"
 trap 'rm -rf "$work"' EXIT
 user=${CAPTURE_USER:-nobody}
-calls=execve,execveat,open,openat,openat2,creat,unlink,unlinkat,rmdir,rename,renameat,renameat2,chmod,fchmod,fchmodat,mkdir,mkdirat,chdir,fchdir,connect,bind,sendto,sendmsg,clone,clone3,fork,vfork
+calls=execve,execveat,open,openat,openat2,creat,unlink,unlinkat,rmdir,rename,renameat,renameat2,chmod,fchmod,fchmodat,mkdir,mkdirat,chdir,fchdir,connect,bind,sendto,sendmsg,clone,clone3,fork,vfork,link,linkat,symlink,symlinkat
+denied=io_uring_setup,io_uring_enter,io_uring_register,pidfd_getfd,process_vm_readv,process_vm_writev,process_madvise,userfaultfd,open_by_handle_at
 run() { # name trace-list script
-	(cd "$work" && strace -f --seccomp-bpf -I 2 -ttt -v -yy -s 4096 -u "$user" -e trace="$2" -o "$work/$1.log" \
+	(cd "$work" && strace -f --seccomp-bpf -I 2 -ttt -v -yy -s 4096 -u "$user" -e trace="$2,$denied" -e inject="$denied:error=EPERM" -o "$work/$1.log" \
 		env -i HOME="$work" PATH=/usr/bin:/bin sh -c "$3" >/dev/null 2>&1) || true
 	sed "s|$work|/work/t|g" "$work/$1.log" >"$here/$1.log"
 }
@@ -54,3 +55,12 @@ if command -v go >/dev/null; then
 	printf '{"path":"/etc/hostname"}' >"$work/args.json"
 	run tool "$calls" "./agentd __shim -- ./agentd __tool read_file <args.json; ./agentd __shim -- /bin/bash -c 'echo x > w.txt; (sleep 0.2; cat /etc/hostname) &'; sleep 0.5"
 fi
+# reads: the same secret named five ways (issue 13 item 2), and syscalls the
+# sandbox refuses (io_uring, pidfd_getfd).
+run reads "$calls" 'mkdir -p .aws && echo "[default]" > .aws/credentials && ln -s .aws/credentials cfg && cat cfg; cat /proc/self/root$HOME/.aws/credentials; ln .aws/credentials notes.txt && cat notes.txt; cat .aws/../.aws/credentials; exec 3<.aws/credentials; cat /dev/fd/3; python3 -c "
+import ctypes, os
+libc = ctypes.CDLL(None)
+libc.syscall(425, 8, ctypes.create_string_buffer(120))
+libc.syscall(438, os.getpid(), 0, 0)
+os.link(\"/proc/self/fd/3\", \"again.txt\", src_dir_fd=None, follow_symlinks=True)
+"'

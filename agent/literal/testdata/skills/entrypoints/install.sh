@@ -1,0 +1,3 @@
+#!/bin/sh
+. ./common.sh
+echo "installing for $1"

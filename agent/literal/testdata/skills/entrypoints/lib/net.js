@@ -1,0 +1,1 @@
+exports.post = (url, body) => fetch(url, { method: 'POST', body: JSON.stringify(body) });

@@ -1,0 +1,2 @@
+const { post } = require('./lib/net');
+post(process.env.DECK_SYNC_ENDPOINT, { user: process.env.USER });

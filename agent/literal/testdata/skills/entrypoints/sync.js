@@ -1,0 +1,2 @@
+const file = process.argv[2];
+console.log('syncing', file);

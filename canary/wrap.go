@@ -1,0 +1,254 @@
+package canary
+
+import (
+	"cmp"
+	"math/bits"
+	"slices"
+)
+
+// Short wraps: base64 or hex broken into lines narrower than minWrap
+// (`base64 -w 8`, `fold -w 16`, a CRLF every 4 characters). base64Runs
+// follows lines of minWrap characters and more; these are found apart.
+const (
+	minShortWrap = 4  // narrowest line width followed
+	minShortRun  = 16 // fewest characters a short-wrapped run must hold
+)
+
+// shortRuns returns the runs of data made of at least two whole lines of
+// base64 alphabet, all of one width w (minShortWrap <= w < minWrap) but the
+// last, which may be shorter, separated by line breaks (real or
+// JSON-escaped), holding minShortRun characters or more (three lines at
+// least when narrower than 11), looked for around the probes given (in
+// order). Lines that repeat, or of one kind of character (a list of words),
+// are not taken.
+func shortRuns(data []byte, probes []int) []run {
+	n := len(data)
+	isAlpha := func(i int) bool { return cls[data[i]]&clsAlpha != 0 }
+	// escaped reports whether data[i] is the letter of an escaped break
+	// ("\n" in JSON): not part of a line.
+	escaped := func(i int) bool {
+		return i >= 1 && data[i-1] == '\\' && (data[i] == 'n' || data[i] == 'r')
+	}
+	// part returns the bounds of the alphabet run around i.
+	part := func(i int) (int, int) {
+		s, e := i, i+1
+		for s > 0 && isAlpha(s-1) && !escaped(s-1) {
+			s--
+		}
+		for e < n && isAlpha(e) && !escaped(e) {
+			e++
+		}
+		return s, e
+	}
+	// prev returns the line before the one starting at s, when only a
+	// line break (and blanks) separates them.
+	prev := func(s, floor int) (int, int, bool) {
+		j, brk := s, false
+		for j > floor && s-j <= 8 {
+			switch c := data[j-1]; {
+			case c == ' ' || c == '\t':
+				j--
+			case c == '\n' || c == '\r':
+				j, brk = j-1, true
+			case escaped(j-1) && j-2 >= floor:
+				j, brk = j-2, true
+			default:
+				goto done
+			}
+		}
+	done:
+		if !brk || j <= floor || !isAlpha(j-1) || escaped(j-1) {
+			return 0, 0, false
+		}
+		ps, pe := part(j - 1)
+		return ps, pe, ps >= floor
+	}
+	// next returns the line after the one ending at e.
+	next := func(e int) (int, int, bool) {
+		j, brk := e, false
+		for j < n && j-e <= 8 {
+			switch c := data[j]; {
+			case c == ' ' || c == '\t':
+				j++
+			case c == '\n' || c == '\r':
+				j, brk = j+1, true
+			case c == '\\' && j+1 < n && escaped(j+1):
+				j, brk = j+2, true
+			default:
+				goto done
+			}
+		}
+	done:
+		if !brk || j >= n || !isAlpha(j) {
+			return 0, 0, false
+		}
+		_, ne := part(j)
+		return j, ne, true
+	}
+	var runs []run
+	var buf [][2]int
+	floor := 0 // where the last run ended: lines before it are taken
+	for _, p := range probes {
+		if p < floor {
+			continue
+		}
+		if cls[data[p]]&clsAlpha == 0 {
+			// A probe on a break: the line before it, or after it.
+			switch {
+			case p > 0 && cls[data[p-1]]&clsAlpha != 0:
+				p--
+			case p+1 < n && cls[data[p+1]]&clsAlpha != 0:
+				p++
+			case p+2 < n && data[p+1] == '\n' && cls[data[p+2]]&clsAlpha != 0:
+				p += 2
+			default:
+				continue
+			}
+		}
+		// Fast path for prose: a word followed by a space is not a
+		// line of an encoding.
+		e := p + 1
+		for e < n && cls[data[e]]&clsAlpha != 0 {
+			e++
+		}
+		if e < n && data[e] == ' ' && !(e+1 < n && (data[e+1] == '\n' || data[e+1] == '\r')) {
+			p = e
+			continue
+		}
+		s, e := part(p)
+		if e-s >= minWrap || !breakAt(data, e) && !breakBefore(data, s) || !twoKinds(data[s:e]) {
+			p = e // the whole line is looked at: on past it
+			continue
+		}
+		// The line's width, or the one before it when this is the
+		// shorter last line; then back to the first line of that width.
+		w := e - s
+		if ps, pe, ok := prev(s, floor); ok && pe-ps >= w && pe-ps < minWrap {
+			w, s, e = pe-ps, ps, pe
+		}
+		if w < minShortWrap {
+			p = max(p, e)
+			continue
+		}
+		for {
+			ps, pe, ok := prev(s, floor)
+			if !ok || pe-ps != w {
+				break
+			}
+			s, e = ps, pe
+		}
+		parts := append(buf[:0], [2]int{s, e})
+		total := w
+		for {
+			ns, ne, ok := next(e)
+			if !ok || ne-ns > w {
+				break
+			}
+			parts = append(parts, [2]int{ns, ne})
+			total += ne - ns
+			e = ne
+			if ne-ns < w {
+				break // the last, shorter line
+			}
+		}
+		buf = parts
+		// Two lines of a few characters each happen in any list of
+		// words: narrow lines must come at least three at a time.
+		// Nor does encoded data repeat a line.
+		if len(parts) < 2 || total < minShortRun || len(parts) == 2 && w < 11 ||
+			string(data[parts[0][0]:parts[0][1]]) == string(data[parts[1][0]:parts[1][1]]) {
+			p = max(p, e)
+			continue
+		}
+		r := run{n: total}
+		var kinds uint8
+		for _, pt := range parts {
+			var flags uint8
+			for _, c := range data[pt[0]:pt[1]] {
+				flags |= cls[c]
+				kinds |= charKind[c]
+			}
+			r.url = r.url || flags&clsURL != 0
+			r.std = r.std || flags&clsStd != 0
+			r.nonHex = r.nonHex || flags&clsNonHex != 0
+		}
+		// Encoded data mixes kinds of characters (base64: cases and
+		// digits; hex: digits and letters) of one alphabet; a list of
+		// words does not.
+		if bits.OnesCount8(kinds) < 2 || r.url && r.std {
+			p = max(p, e)
+			continue
+		}
+		r.parts = slices.Clone(parts)
+		runs = append(runs, r)
+		floor = e
+		p = e // the loop adds stride
+	}
+	return runs
+}
+
+// charKind classes letters and digits for shortRuns: 1 upper case, 2 lower
+// case, 4 digit.
+var charKind = func() (k [256]uint8) {
+	for c := 'A'; c <= 'Z'; c++ {
+		k[c], k[c+'a'-'A'] = 1, 2
+	}
+	for c := '0'; c <= '9'; c++ {
+		k[c] = 4
+	}
+	return k
+}()
+
+// twoKinds reports whether line mixes two kinds of character (cases,
+// digits): the lines of encoded data do, but for the odd short one, words
+// do not. A probe that lands on a line of one kind looks no further; a
+// short-wrapped run long enough to be probed twice is met on another line.
+func twoKinds(line []byte) bool {
+	var k uint8
+	for _, c := range line {
+		k |= charKind[c]
+	}
+	return bits.OnesCount8(k) >= 2
+}
+
+// breakAt reports whether a line break (real or escaped) starts at data[i];
+// breakBefore whether one ends just before data[i].
+func breakAt(data []byte, i int) bool {
+	return i < len(data) && (data[i] == '\n' || data[i] == '\r' || data[i] == '\\' || data[i] == ' ' && i+1 < len(data) && (data[i+1] == '\n' || data[i+1] == '\r'))
+}
+
+func breakBefore(data []byte, i int) bool {
+	return i > 0 && (data[i-1] == '\n' || data[i-1] == '\r' || i > 1 && data[i-2] == '\\' && (data[i-1] == 'n' || data[i-1] == 'r'))
+}
+
+// allRuns merges base64Runs and shortRuns: a one-line run that is a line of
+// a short-wrapped run is dropped (the whole is decoded instead). The probes
+// of base64Runs (one byte in minDecodeRun) are where short runs are looked
+// for: a short-wrapped run of minDecodeRun bytes or more is always met, a
+// shorter one (a lone password of 16 to 20 characters wrapped at a few
+// characters) only when a probe lands in it.
+func allRuns(data []byte) []run {
+	probes := make([]int, 0, len(data)/256)
+	runs := base64RunsShort(data, &probes)
+	short := shortRuns(data, probes)
+	if len(short) == 0 {
+		return runs
+	}
+	// Both lists are in order and a run does not overlap the next: one
+	// sweep drops the lines of short runs.
+	out := runs[:0:0]
+	j := 0
+	for _, r := range runs {
+		for j < len(short) && short[j].parts[len(short[j].parts)-1][1] <= r.parts[0][0] {
+			j++
+		}
+		if len(r.parts) == 1 && j < len(short) && short[j].parts[0][0] <= r.parts[0][0] &&
+			r.parts[0][1] <= short[j].parts[len(short[j].parts)-1][1] {
+			continue
+		}
+		out = append(out, r)
+	}
+	out = append(out, short...)
+	slices.SortFunc(out, func(a, b run) int { return cmp.Compare(a.parts[0][0], b.parts[0][0]) })
+	return out
+}

@@ -1,0 +1,305 @@
+package rules
+
+import (
+	"fmt"
+	"path"
+	"regexp"
+	"strings"
+
+	"github.com/sandboxctl/sandboxctl/trace"
+)
+
+// What did not run is evidence: a step whose command was not found, whose
+// usage or syntax was wrong, whose input file was missing or that the
+// driver rejected shows nothing of what the skill would have done. The
+// coverage summary says which steps ran, which failed and why; a trace
+// whose decisive steps did not run is not clean (docs/verdicts.md).
+
+// Step outcomes.
+const (
+	OutcomeSucceeded = "succeeded"
+	OutcomeFailed    = "failed"  // it ran and failed; what it did is in the trace
+	OutcomeNotRun    = "not run" // it did not get to run what it was for
+)
+
+// Coverage summarises how much of the planned work ran. Planned counts the
+// tool calls; Run those handed to the sandbox (not rejected by the
+// driver), each of which Succeeded, Failed (it ran and failed) or did not
+// run (NotRun: it never got to do its work; rejected calls count here too).
+type Coverage struct {
+	Planned   int `json:"planned"`
+	Run       int `json:"run"`
+	Succeeded int `json:"succeeded"`
+	Failed    int `json:"failed"`
+	NotRun    int `json:"not_run"`
+	// Decisive counts the steps that could carry the skill's behaviour
+	// (DecisiveStep); DecisiveNotRun those of them that did not run.
+	Decisive       int `json:"decisive"`
+	DecisiveNotRun int `json:"decisive_not_run"`
+	// Steps lists every step that did not succeed, in order.
+	Steps []StepCoverage `json:"steps"`
+}
+
+// StepCoverage is one step that did not succeed.
+type StepCoverage struct {
+	ToolCallID string `json:"tool_call_id"`
+	Seq        int64  `json:"seq"`
+	Tool       string `json:"tool"`
+	// Summary is the command, path or URL of the step, shortened.
+	Summary    string `json:"summary"`
+	PlanReason string `json:"plan_reason,omitempty"`
+	SkillFile  string `json:"skill_file,omitempty"`
+	SkillLine  int    `json:"skill_line,omitempty"`
+	ExitCode   int    `json:"exit_code"`
+	Outcome    string `json:"outcome"`
+	// Reason says why, e.g. "command not found: python", "usage error",
+	// "rejected by the driver: ...", "exit 1".
+	Reason   string `json:"reason"`
+	Decisive bool   `json:"decisive"`
+}
+
+// Failure patterns in a step's output, most specific first. notRun marks
+// the ones where the step did not get to do its work.
+var failurePatterns = []struct {
+	re     *regexp.Regexp
+	reason string
+	notRun bool
+}{
+	{regexp.MustCompile(`(?m)(?:^|: )([^\s:]+): (?:command )?not found\s*$`), "command not found", true},
+	{regexp.MustCompile(`\bsyntax error\b|unexpected EOF while looking for|SyntaxError:|Unterminated quoted string`), "syntax error", true},
+	{regexp.MustCompile(`(?i)\b(?:unrecognized|unknown|invalid|illegal|unsupported) (?:option|argument|flag|command-line option)s?\b|unrecognized arguments:|no such option|flag provided but not defined|option requires an argument|requires an argument`), "unsupported option", true},
+	{regexp.MustCompile(`(?im)^\s*usage:|\berror: the following arguments are required\b|\bmissing (?:required )?(?:argument|operand)s?\b|\bTry '[^']*--help' for more information`), "usage error", true},
+	{regexp.MustCompile(`ModuleNotFoundError|No module named|Cannot find module|ERR_MODULE_NOT_FOUND|cannot load such file|Can't locate \S+ in @INC`), "missing module", true},
+	{regexp.MustCompile(`externally-managed-environment|No matching distribution found|Could not find a version that satisfies|npm ERR! code E(?:NOVERSIONS|404|TARGET|NOTFOUND)|ERR_PNPM_|error: could not find .* in registry`), "package install failed", true},
+	{regexp.MustCompile(`(?i)not a git repository|does not appear to be a git repository|No such remote`), "not in a git repository", true},
+	{regexp.MustCompile(`(?i)No such file or directory|does not exist|not found: '[^']*'|ENOENT`), "missing file", true},
+	{regexp.MustCompile(`(?i)Permission denied|Operation not permitted`), "permission denied", false},
+	{regexp.MustCompile(`(?i)Could not resolve host|Connection refused|Failed to connect|Name or service not known|Temporary failure in name resolution|Network is unreachable|Connection timed out|SSL certificate problem`), "network error", false},
+	{regexp.MustCompile(`(?i)timed out|timeout`), "timed out", true},
+	{regexp.MustCompile(`Traceback \(most recent call last\)|Uncaught|panic:|Exception in thread`), "script error", false},
+}
+
+// informational are commands that only show or move around: a step made of
+// them carries no behaviour of the skill.
+var informational = set("echo", "printf", "cd", "pwd", "ls", "cat", "head", "tail", "less", "more", "which", "type",
+	"whereis", "whoami", "id", "date", "true", "false", "sleep", "test", "[", "export", "set", "unset", "alias",
+	"man", "help", "tree", "wc", "file", "stat", "du", "df", "uname", "hostname", "env", "printenv", "clear",
+	"history", "read", "exit", "return", ":", "mkdir", "touch", "sort", "uniq", "column", "basename", "dirname",
+	"realpath", "readlink", "seq", "yes", "tput", "locale", "nproc", "free", "uptime")
+
+// decisiveStep reports whether a tool call could carry the skill's
+// behaviour: it runs a command that is more than informational (echo, ls,
+// cat, which, cd, a bare --version or --help...) or fetches a URL. Reading,
+// listing and searching files are not decisive unless they target a
+// secret (a credential, wallet, browser store, planted file or system
+// secret); writing is.
+func (c *ctx) decisiveStep(tc *trace.ToolCall, facts *shellFacts) bool {
+	switch tc.Tool {
+	case "read_file", "list_directory", "search_files":
+		p := c.resolve(decodeArgs(tc).Path)
+		for _, ps := range []pathSet{c.tokenLocations(), credentialPaths, walletPaths, browserPaths, systemSecretPaths} {
+			if _, ok := c.matchPath(ps, p); ok {
+				return true
+			}
+		}
+		return false
+	case "bash":
+	default:
+		return true
+	}
+	if facts == nil || len(facts.Commands) == 0 || facts.parseErr {
+		return strings.TrimSpace(decodeArgs(tc).Command) != ""
+	}
+	cmd := decodeArgs(tc).Command
+	if reVersionOnly.MatchString(strings.TrimSpace(cmd)) {
+		return false
+	}
+	for _, name := range facts.Commands {
+		if !informational[name] {
+			return true
+		}
+	}
+	return len(facts.Runs) > 0
+}
+
+var reVersionOnly = regexp.MustCompile(`^\S+(?:\s+(?:--version|-V|version|--help|-h|help))\s*$`)
+
+// coverage computes the coverage of the trace's tool calls.
+func (c *ctx) coverage() Coverage {
+	cov := Coverage{Steps: []StepCoverage{}}
+	setEarlier := map[string]bool{}
+	for i := range c.events {
+		e := &c.events[i]
+		tc, ok := e.Data.(*trace.ToolCall)
+		if !ok {
+			continue
+		}
+		cov.Planned++
+		var facts *shellFacts
+		cmd := toolCommand(tc)
+		if cmd != "" {
+			facts = c.shell(cmd)
+		}
+		decisive := c.decisiveStep(tc, facts)
+		if decisive {
+			cov.Decisive++
+		}
+		outcome, reason := c.outcome(e, tc, facts)
+		if facts != nil {
+			// a step using variables only an earlier step set ran with them
+			// empty: each tool call is a fresh shell
+			var lost []string
+			for _, v := range facts.Unset {
+				if setEarlier[v] {
+					lost = append(lost, v)
+				}
+			}
+			if len(lost) > 0 && outcome != OutcomeNotRun {
+				outcome, reason = OutcomeNotRun, "uses variables only an earlier step set ("+strings.Join(firstN(lost, 4), ", ")+"): they were empty here"
+			}
+			for _, v := range facts.Assigned {
+				setEarlier[v] = true
+			}
+		}
+		switch outcome {
+		case OutcomeSucceeded:
+			cov.Run++
+			cov.Succeeded++
+			continue
+		case OutcomeFailed:
+			cov.Run++
+			cov.Failed++
+		case OutcomeNotRun:
+			if !strings.HasPrefix(reason, "rejected") {
+				cov.Run++ // it was attempted
+			}
+			cov.NotRun++
+			if decisive {
+				cov.DecisiveNotRun++
+			}
+		}
+		a := decodeArgs(tc)
+		cov.Steps = append(cov.Steps, StepCoverage{ToolCallID: tc.ID, Seq: e.Seq, Tool: tc.Tool,
+			Summary: c.redact(short(firstOf(a.Command, a.Path, a.URL, a.Pattern))), PlanReason: tc.PlanReason,
+			SkillFile: tc.SkillFile, SkillLine: tc.SkillLine, ExitCode: tc.ExitCode, Outcome: outcome,
+			Reason: c.redact(reason), Decisive: decisive})
+	}
+	return cov
+}
+
+func firstOf(xs ...string) string {
+	for _, x := range xs {
+		if x != "" {
+			return x
+		}
+	}
+	return ""
+}
+
+// outcome classifies one tool call's result.
+func (c *ctx) outcome(e *trace.Event, tc *trace.ToolCall, facts *shellFacts) (string, string) {
+	if tc.Error != "" && tc.ExitCode == -1 {
+		return OutcomeNotRun, "rejected by the driver: " + capString(oneLine(tc.Error), 120)
+	}
+	if tc.ExitCode == 0 && !tc.IsError {
+		return OutcomeSucceeded, ""
+	}
+	out := tc.Stderr + "\n" + tc.Stdout + "\n" + tc.Error
+	if name := c.missingCommand(tc.ID); name != "" {
+		return OutcomeNotRun, "command not found: " + name
+	}
+	if tc.ExitCode == 127 {
+		if m := failurePatterns[0].re.FindStringSubmatch(out); m != nil {
+			return OutcomeNotRun, "command not found: " + path.Base(m[1])
+		}
+		return OutcomeNotRun, "command not found"
+	}
+	if tc.ExitCode == 126 {
+		return OutcomeNotRun, "not executable (exit 126)"
+	}
+	for _, p := range failurePatterns {
+		m := p.re.FindStringSubmatch(out)
+		if m == nil {
+			continue
+		}
+		reason := p.reason
+		if p.reason == "command not found" && len(m) > 1 {
+			reason += ": " + path.Base(m[1])
+		}
+		if p.reason == "missing file" || p.reason == "missing module" || p.reason == "script error" {
+			reason += ": " + capString(oneLine(lineOf(out, m[0])), 100)
+		}
+		if p.notRun {
+			return OutcomeNotRun, reason
+		}
+		return OutcomeFailed, reason
+	}
+	if tc.IsError && tc.ExitCode == 0 {
+		return OutcomeFailed, "tool error: " + capString(oneLine(firstLine(out)), 100)
+	}
+	return OutcomeFailed, fmt.Sprintf("exit %d", tc.ExitCode)
+}
+
+func lineOf(s, sub string) string {
+	i := strings.Index(s, sub)
+	if i < 0 {
+		return sub
+	}
+	start := strings.LastIndexByte(s[:i], '\n') + 1
+	end := strings.IndexByte(s[i:], '\n')
+	if end < 0 {
+		return s[start:]
+	}
+	return s[start : i+end]
+}
+
+func firstLine(s string) string {
+	s = strings.TrimSpace(s)
+	l, _, _ := strings.Cut(s, "\n")
+	return l
+}
+
+// missingCommand returns a program the call's processes looked up along
+// PATH and never found (every execve of that name failed with ENOENT).
+func (c *ctx) missingCommand(call string) string {
+	if c.missing == nil {
+		// one pass over the timeline for every call
+		type state struct {
+			failed, ok map[string]bool
+			order      []string
+		}
+		per := map[string]*state{}
+		for i := range c.events {
+			e := &c.events[i]
+			x, isExec := e.Data.(*trace.Exec)
+			if !isExec {
+				continue
+			}
+			st := per[e.ToolCallID]
+			if st == nil {
+				st = &state{failed: map[string]bool{}, ok: map[string]bool{}}
+				per[e.ToolCallID] = st
+			}
+			name := path.Base(x.Path)
+			switch x.Errno {
+			case "":
+				st.ok[name] = true
+			case "ENOENT":
+				if !st.failed[name] {
+					st.order = append(st.order, name)
+				}
+				st.failed[name] = true
+			}
+		}
+		c.missing = map[string]string{}
+		for id, st := range per {
+			for _, n := range st.order {
+				if !st.ok[n] {
+					c.missing[id] = n
+					break
+				}
+			}
+		}
+	}
+	return c.missing[call]
+}

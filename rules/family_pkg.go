@@ -1,0 +1,147 @@
+package rules
+
+import (
+	_ "embed"
+	"fmt"
+	"regexp"
+	"slices"
+	"strings"
+
+	"github.com/sandboxctl/sandboxctl/trace"
+)
+
+// Package rules read the jail's package events (trace.PackageFetch): the
+// registries answer npm, pip, uv and the like with harmless stubs, so an
+// install completes and is on record, but the real package, and its
+// install scripts, never ran. An install is not harm: these rules make a
+// trace suspicious at most.
+
+var (
+	//go:embed data/popular-npm.txt
+	popularNPMText string
+	//go:embed data/popular-pypi.txt
+	popularPyPIText string
+
+	popularPkgs = map[string][]string{"npm": readNameList(popularNPMText), "pypi": readNameList(popularPyPIText)}
+)
+
+// readNameList reads one name a line, skipping blank lines and # comments.
+func readNameList(text string) []string {
+	var out []string
+	for _, l := range strings.Split(text, "\n") {
+		if l = strings.TrimSpace(l); l != "" && !strings.HasPrefix(l, "#") {
+			out = append(out, strings.ToLower(l))
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+var pyRunes = regexp.MustCompile(`[-_.]+`)
+
+// pkgKey is a name as its ecosystem compares them (PEP 503 for PyPI).
+func pkgKey(eco, name string) string {
+	name = strings.ToLower(name)
+	if eco == "pypi" {
+		return pyRunes.ReplaceAllString(name, "-")
+	}
+	return name
+}
+
+// lookalike returns the popular package name is one edit away from
+// (insertion, deletion, substitution, or two neighbours swapped), or "".
+// Names shorter than 4 characters and popular names themselves are left
+// alone.
+func lookalike(eco, name string) string {
+	k := pkgKey(eco, name)
+	list := popularPkgs[eco]
+	if len(k) < 4 {
+		return ""
+	}
+	if _, found := slices.BinarySearch(list, k); found {
+		return ""
+	}
+	for _, p := range list {
+		if len(p) >= 4 && oneEdit(k, p) {
+			return p
+		}
+	}
+	return ""
+}
+
+// oneEdit reports whether a and b differ by exactly one insertion,
+// deletion, substitution or transposition of neighbours.
+func oneEdit(a, b string) bool {
+	if a == b {
+		return false
+	}
+	la, lb := len(a), len(b)
+	switch {
+	case la == lb:
+		i := 0
+		for i < la && a[i] == b[i] {
+			i++
+		}
+		if a[i+1:] == b[i+1:] {
+			return true // substitution
+		}
+		return i+1 < la && a[i] == b[i+1] && a[i+1] == b[i] && a[i+2:] == b[i+2:]
+	case la == lb+1:
+		a, b = b, a
+		fallthrough
+	case lb == la+1:
+		i := 0
+		for i < len(a) && a[i] == b[i] {
+			i++
+		}
+		return a[i:] == b[i+1:]
+	}
+	return false
+}
+
+func pkgRules() {
+	def(Rule{ID: "SBX-PKG-001", Family: "execution", Title: "Package installed from a registry (stub served)",
+		Severity: Info, Confidence: ConfHigh, Technique: "T1195.002",
+		Help: "The skill fetched packages from npm or PyPI (or a registry it named). The jail answers " +
+			"registries with harmless stub packages so the flow goes on: the real package, and its " +
+			"install scripts, were not run, so what they would have done is not in this trace."},
+		func(c *ctx, r *Rule) {
+			for i := range c.events {
+				e := &c.events[i]
+				if p, ok := e.Data.(*trace.PackageFetch); ok {
+					c.hit(r, p.Ecosystem+":"+p.Name, fmt.Sprintf("%s package %s fetched from %s (stub served: the real package and its install scripts were not run)",
+						p.Ecosystem, p.Name, p.Registry), e)
+				}
+			}
+		})
+	def(Rule{ID: "SBX-PKG-002", Family: "initial-access", Title: "Package fetched from a non-default registry",
+		Severity: Medium, Confidence: ConfMedium, Technique: "T1195.002",
+		Help: "A package was requested from a registry other than the ecosystem's public one " +
+			"(registry.npmjs.org, pypi.org): a private mirror, or a registry the skill's author controls " +
+			"serving code that never went through the public registry's checks."},
+		func(c *ctx, r *Rule) {
+			for i := range c.events {
+				e := &c.events[i]
+				if p, ok := e.Data.(*trace.PackageFetch); ok && !p.Default {
+					c.hit(r, p.Ecosystem+":"+p.Registry+":"+p.Name, fmt.Sprintf("%s package %s fetched from %s, not the public registry",
+						p.Ecosystem, p.Name, p.Registry), e)
+				}
+			}
+		})
+	def(Rule{ID: "SBX-PKG-003", Family: "initial-access", Title: "Package name one edit away from a popular package",
+		Severity: High, Confidence: ConfMedium, Technique: "T1195.002",
+		Help: "A package whose name is one typo away from a popular one (a letter added, dropped, changed " +
+			"or swapped): the shape of typosquatting. The popular names are data (rules/data/popular-*.txt, " +
+			"source named there)."},
+		func(c *ctx, r *Rule) {
+			for i := range c.events {
+				e := &c.events[i]
+				if p, ok := e.Data.(*trace.PackageFetch); ok {
+					if pop := lookalike(p.Ecosystem, p.Name); pop != "" {
+						c.hit(r, p.Ecosystem+":"+p.Name, fmt.Sprintf("%s package %s is one edit away from the popular %s (fetched from %s)",
+							p.Ecosystem, p.Name, pop, p.Registry), e)
+					}
+				}
+			}
+		})
+}
