@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"log"
+	mathrand "math/rand/v2"
 	"net"
 	"net/http"
 	"net/netip"
@@ -122,6 +123,7 @@ type connMeta struct {
 	connectHost string // CONNECT target host, for tunnels
 	watch       *httpWatch
 	protocol    string // what a raw flow was recognised as (Connection.Protocol)
+	silent      bool   // the client sent nothing within firstByteTimeout
 }
 
 func (m connMeta) dstIP() string {
@@ -434,6 +436,7 @@ func (ss *session) dispatch(c net.Conn, m connMeta) {
 		return
 	}
 	if err != nil {
+		m.silent = isTimeout(err) && banner == ""
 		ss.catchAll(c, br, m, "")
 		return
 	}
@@ -612,6 +615,24 @@ func (ss *session) catchAllBytes(c net.Conn, prefix []byte, br io.Reader, m conn
 		_, _ = spool.Write(b)
 	}
 	keep(prefix)
+	// A flow that is a shell, by its first bytes or by its silence, is
+	// sent one command whose answer the shell must compute: an answer
+	// proves that whoever is on the other side runs what the network sends.
+	var probe *shellProbe
+	var after []byte
+	sendProbe := func() {
+		if probe != nil || len(after) > 0 {
+			return
+		}
+		probe = newShellProbe()
+		_ = c.SetWriteDeadline(time.Now().Add(handshakeTimeout))
+		if _, err := io.WriteString(c, probe.line); err != nil {
+			probe.line = ""
+		}
+	}
+	if m.silent || len(first) > 0 && looksLikeShell(first) {
+		sendProbe()
+	}
 	end := time.Now().Add(catchMax)
 	buf := make([]byte, 4096)
 	for {
@@ -623,6 +644,15 @@ func (ss *session) catchAllBytes(c net.Conn, prefix []byte, br io.Reader, m conn
 		n, err := br.Read(buf)
 		if n > 0 {
 			keep(buf[:n])
+			if probe == nil && looksLikeShell(first) {
+				sendProbe()
+			} else if probe != nil && probe.line != "" && !probe.answered {
+				after = append(after, buf[:n]...)
+				probe.answered = bytes.Contains(after, []byte(probe.answer))
+				if len(after) > maxProbeReply {
+					after = after[len(after)-len(probe.answer):]
+				}
+			}
 		}
 		if err != nil || time.Now().After(end) {
 			break
@@ -635,10 +665,35 @@ func (ss *session) catchAllBytes(c net.Conn, prefix []byte, br io.Reader, m conn
 	if spool != nil {
 		conn.Spool, conn.SpoolTruncated = spool.Close()
 	}
+	if probe != nil && probe.line != "" {
+		conn.Probe, conn.ProbeAnswered = probe.line, probe.answered
+	}
 	if conn.Name == "" {
 		conn.Name = firstNonEmpty(m.sni, m.connectHost)
 	}
 	s.emitEvent(trace.SourceTCP, trace.TypeConnection, conn)
+}
+
+// maxProbeReply bounds the bytes after a shell probe searched for its
+// answer.
+const maxProbeReply = 64 << 10
+
+// shellProbe is a command any POSIX shell answers with a value it has to
+// compute: the answer (two tags around a sum) is not in the command's
+// text, so a terminal echoing the line back, or a client replaying what it
+// got, does not answer it. It only prints.
+type shellProbe struct {
+	line, answer string
+	answered     bool
+}
+
+func newShellProbe() *shellProbe {
+	a, b := 1000+mathrand.IntN(9000), 1000+mathrand.IntN(9000)
+	tag := randHex(3)
+	return &shellProbe{
+		line:   fmt.Sprintf("echo %s$((%d+%d))%s\n", tag, a, b, tag),
+		answer: fmt.Sprintf("%s%d%s", tag, a+b, tag),
+	}
 }
 
 func firstNonEmpty(ss ...string) string {

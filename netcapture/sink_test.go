@@ -13,6 +13,8 @@ import (
 	"net/http/httptest"
 	"net/netip"
 	"net/url"
+	"regexp"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -343,5 +345,68 @@ func TestCatchAllBanner(t *testing.T) {
 	cn := col.waitFor(t, "connection", isType(trace.TypeConnection)).Data.(*trace.Connection)
 	if cn.Banner != line || string(cn.FirstBytes) != "SSH-2.0-paramiko_3.4\r\n" || cn.DstIP != "198.51.100.23" {
 		t.Errorf("connection = %+v", cn)
+	}
+}
+
+// TestCatchAllShellProbe: a raw flow that looks like a shell is sent one
+// command whose answer must be computed; only a flow that computes it
+// counts as answered.
+func TestCatchAllShellProbe(t *testing.T) {
+	probeRe := regexp.MustCompile(`^echo (\w+)\$\(\((\d+)\+(\d+)\)\)(\w+)\n$`)
+	// shell evaluates the probe like sh would; echo sends the line back
+	// as a terminal does; none sends nothing.
+	shell := func(line string) string {
+		m := probeRe.FindStringSubmatch(line)
+		if m == nil {
+			return "sh: 1: syntax error\n$ "
+		}
+		a, _ := strconv.Atoi(m[2])
+		b, _ := strconv.Atoi(m[3])
+		return fmt.Sprintf("%s%d%s\n$ ", m[1], a+b, m[4])
+	}
+	echo := func(line string) string { return line + "$ " }
+	tests := []struct {
+		name         string
+		first        string
+		reply        func(string) string
+		wantProbe    bool
+		wantAnswered bool
+	}{
+		{"prompt, a shell answers", "/bin/sh: 0: can't access tty; job control turned off\n$ ", shell, true, true},
+		{"user prompt, a shell answers", "dev@build-7:~$ ", shell, true, true},
+		{"prompt, a terminal echoes the line", "$ ", echo, true, false},
+		{"prompt, nothing comes back", "# ", nil, true, false},
+		{"not a shell", "HELLO agent-7 v2\n", shell, false, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := testConfig(t)
+			addr, col := startTransparent(t, cfg, NewNames(), netip.MustParseAddrPort("198.51.100.24:4444"))
+			c, err := net.Dial("tcp", addr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			io.WriteString(c, tc.first)
+			_ = c.SetReadDeadline(time.Now().Add(2 * time.Second))
+			line, err := bufio.NewReader(c).ReadString('\n')
+			if tc.wantProbe != (err == nil) {
+				t.Fatalf("probe line = %q, %v; want a probe: %v", line, err, tc.wantProbe)
+			}
+			if err == nil && !probeRe.MatchString(line) {
+				t.Fatalf("probe line = %q, not a computed echo", line)
+			}
+			if err == nil && tc.reply != nil {
+				io.WriteString(c, tc.reply(line))
+			}
+			c.Close()
+			cn := col.waitFor(t, "connection", isType(trace.TypeConnection)).Data.(*trace.Connection)
+			if (cn.Probe != "") != tc.wantProbe || cn.ProbeAnswered != tc.wantAnswered {
+				t.Errorf("probe %q answered %v; want probe %v answered %v", cn.Probe, cn.ProbeAnswered, tc.wantProbe, tc.wantAnswered)
+			}
+			if !strings.HasPrefix(string(cn.FirstBytes), tc.first) {
+				t.Errorf("first bytes %q do not start with what the client sent", cn.FirstBytes)
+			}
+		})
 	}
 }

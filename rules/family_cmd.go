@@ -104,6 +104,30 @@ func shellRules() {
 				}
 			}
 		})
+	shellProbeRule()
+}
+
+func shellProbeRule() {
+	def(Rule{ID: "SBX-SHELL-005", Family: "command-and-control", Title: "Remote shell answered the jail's command",
+		Severity: Critical, Confidence: ConfHigh, Technique: "T1059", Harm: HarmRemoteShell,
+		Help: "A raw connection looked like a shell (a prompt, a shell's warnings, or a client that sent " +
+			"nothing), so the jail's sink sent it one harmless command whose answer has to be computed " +
+			"(echo of a sum between two random tags), and the answer came back: something on the skill's " +
+			"side ran what the network sent. Whatever opened the connection (a script, a binary, a " +
+			"one-liner), this is a working remote shell."},
+		func(c *ctx, r *Rule) {
+			for i := range c.events {
+				e := &c.events[i]
+				if d, ok := e.Data.(*trace.Connection); ok && d.ProbeAnswered {
+					dst := d.Name
+					if dst == "" {
+						dst = d.DstIP
+					}
+					c.hit(r, fmt.Sprintf("%s:%d", dst, d.DstPort), fmt.Sprintf("the connection to %s:%d ran the jail's command %q and sent back its computed answer",
+						dst, d.DstPort, strings.TrimSpace(d.Probe)), e)
+				}
+			}
+		})
 }
 
 // procTools read /proc/<pid>/* of every process as their job (pgrep -f,

@@ -106,8 +106,10 @@ var ruleNotes = map[string]struct{ needs, twins []string }{
 	"SBX-SHELL-002":   {[]string{evCmd, evExec}, []string{"nc -zv host port", "socat port forwarding"}},
 	"SBX-SHELL-003":   {[]string{evCmd, evExec}, nil},
 	"SBX-SHELL-004":   {[]string{evTree, evSocket}, nil},
-	"SBX-TRACER-001":  {[]string{evExec, evTools}, nil},
-	"SBX-TRACER-002":  {[]string{evOpen}, []string{"atime moved by a traced read", "atime moved by a read through a hard link"}},
+	"SBX-SHELL-005": {[]string{evConn}, []string{"a client that echoes what it gets back (the sum is not in the command)",
+		"an SSH or IRC client (not a shell, never answers)"}},
+	"SBX-TRACER-001": {[]string{evExec, evTools}, nil},
+	"SBX-TRACER-002": {[]string{evOpen}, []string{"atime moved by a traced read", "atime moved by a read through a hard link"}},
 }
 
 func applyNotes() {

@@ -113,6 +113,13 @@ func (b *tl) conn(ip string, port int, name string, payload string) *tl {
 		Name: name, FirstBytes: []byte(payload), Size: int64(len(payload))})
 }
 
+// probed is a raw flow the catch-all sent its shell probe to.
+func (b *tl) probed(ip string, port int, first string, answered bool) *tl {
+	return b.add(trace.SourceTCP, trace.TypeConnection, 0, &trace.Connection{Proto: "tcp", DstIP: ip, DstPort: port,
+		FirstBytes: []byte(first), Size: int64(len(first)), Protocol: "shell",
+		Probe: "echo a1b2c3$((4100+5200))a1b2c3\n", ProbeAnswered: answered})
+}
+
 func (b *tl) events() []trace.Event { return trace.Merge(b.evs) }
 
 func eval(b *tl, mod func(*rules.Input)) rules.Result {
@@ -255,6 +262,16 @@ func TestRules(t *testing.T) {
 			build: func() *tl {
 				b := newTL().bash("./agent-helper", "").child("agent-helper").connect("203.0.113.8", 7000)
 				return b.exec(b.pid, "/bin/sh", "sh", "-i")
+			}},
+		{name: "a raw flow that ran the jail's probe", want: []string{"SBX-NET-001", "SBX-SHELL-005"},
+			build: func() *tl {
+				b := newTL().bash("node scripts/agent.js &", "").child("node", "scripts/agent.js").connect("203.0.113.9", 443)
+				return b.probed("203.0.113.9", 443, "$ ", true)
+			}},
+		{name: "twin: a flow that echoed the probe back without running it", want: []string{"SBX-NET-001"},
+			build: func() *tl {
+				b := newTL().bash("node scripts/chat.js &", "").child("node", "scripts/chat.js").connect("203.0.113.9", 443)
+				return b.probed("203.0.113.9", 443, "$ ", false)
 			}},
 		{name: "rc and authorized_keys and cron", want: []string{"SBX-PERSIST-001", "SBX-PERSIST-002", "SBX-PERSIST-004"},
 			build: func() *tl {

@@ -292,6 +292,12 @@ type Connection struct {
 	Size       int64  `json:"size"`
 	Truncated  bool   `json:"truncated,omitempty"`
 	Banner     string `json:"banner,omitempty"` // what was sent after silence, if anything
+	// Probe is the command the catch-all sent to a flow that looked like a
+	// shell (a prompt, a shell's warnings, or silence), and ProbeAnswered
+	// says the flow sent back the value only running it could compute:
+	// whoever is on the skill's side runs what the network sends.
+	Probe         string `json:"probe,omitempty"`
+	ProbeAnswered bool   `json:"probe_answered,omitempty"`
 	// Spool names the file the jail kept the flow's bytes in past
 	// FirstBytes; they are scanned like FirstBytes.
 	Spool          string `json:"spool,omitempty"`
