@@ -537,7 +537,8 @@ func (p *planner) npmMain(f *skill.File, pj pkgJSON, cd, file string, line int, 
 		}
 		seen[m] = true
 		g := p.s.File(path.Join(dir, m))
-		if g == nil || slices.ContainsFunc(ran, func(cmd string) bool { return mentions(cmd, m) }) {
+		if g == nil || p.ran[g.Path] || slices.ContainsFunc(ran, func(cmd string) bool { return mentions(cmd, m) }) {
+			// missing, run by the skill's own commands, or by a lifecycle script
 			continue
 		}
 		p.ran[g.Path] = true

@@ -283,11 +283,11 @@ func textUsage(code []string, base string) (string, bool) {
 	best := ""
 	for _, c := range code {
 		for _, l := range strings.Split(c, "\n") {
-			m := re.FindStringSubmatch(l)
+			m := re.FindStringSubmatchIndex(l)
 			if m == nil {
 				continue
 			}
-			args := strings.TrimSpace(m[1])
+			args := strings.TrimSpace(argsTail(l[m[2]:]))
 			if strings.HasPrefix(args, "--help") || strings.HasPrefix(args, "-h") && len(args) == 2 {
 				continue
 			}
@@ -297,6 +297,42 @@ func textUsage(code []string, base string) (string, bool) {
 		}
 	}
 	return best, best != ""
+}
+
+// argsTail returns the arguments at the start of s up to the end of the
+// simple command: a |, ;, &, #, backquote or ) outside quotes and $(...)
+// groups, so `f $(ls ~/p | head -1)/x` keeps its command substitution.
+func argsTail(s string) string {
+	depth := 0
+	var quote byte
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case quote != 0:
+			if c == quote {
+				quote = 0
+			} else if c == '\\' && quote == '"' {
+				i++
+			}
+		case c == '\\':
+			i++
+		case c == '\'' || c == '"':
+			quote = c
+		case c == '$' && i+1 < len(s) && s[i+1] == '(':
+			depth++
+			i++
+		case c == '(' && depth > 0:
+			depth++
+		case c == ')' && depth > 0:
+			depth--
+		case depth == 0 && strings.IndexByte("|;&#)\x60", c) >= 0:
+			return s[:i]
+		}
+	}
+	if depth > 0 || quote != 0 {
+		return "" // cut off mid-group: not a usage to copy
+	}
+	return s
 }
 
 // render writes args as a command-line tail, each value chosen from its
