@@ -41,7 +41,7 @@ var ruleNotes = map[string]struct{ needs, twins []string }{
 	"SBX-CRED-004":    {[]string{evOpen, evTools}, []string{"a local security audit reading browser stores, nothing leaving: suspicious"}},
 	"SBX-DESTROY-001": {[]string{evCmd, evExec}, []string{"rm -rf ./build node_modules"}},
 	"SBX-DESTROY-002": {[]string{evCmd, evUnlink}, []string{"a build removing the files it created, caches and node_modules",
-		"find . -name '*.pyc' -delete", "dd into a test image"}},
+		"find . -name '*.pyc' -delete", "find ~/projects -name '*.pyc' -delete, find ~/logs -mtime +30 -delete (selective: counted from the unlinks)", "dd into a test image"}},
 	"SBX-DESTROY-003": {[]string{evCmd}, []string{"a plain git push"}},
 	"SBX-ENV-001":     {[]string{evCmd, evExec, evOpen}, []string{"env LANG=C sort words.txt (env running a command)"}},
 	"SBX-EXEC-001": {[]string{evCmd, evExec, evTree, evHTTP},

@@ -266,6 +266,18 @@ func TestTwins(t *testing.T) {
 			}
 			return b
 		}, want: rules.Clean, notFire: []string{"SBX-DESTROY-002"}},
+		{name: "twin: bytecode caches deleted by name under the home", build: func() *tl {
+			return newTL().bash(`find ~/projects -type d \( -name __pycache__ -o -name .pytest_cache \) -prune -exec rm -rf {} + ; find /home/u/projects -name '*.pyc' -delete`, "")
+		}, want: rules.Clean, notFire: []string{"SBX-DESTROY-002"}},
+		{name: "twin: old logs deleted by age under the home", build: func() *tl {
+			return newTL().bash(`find ~/logs -mtime +30 -delete`, "")
+		}, want: rules.Clean, notFire: []string{"SBX-DESTROY-002"}},
+		{name: "every file of the home deleted by find", build: func() *tl {
+			return newTL().bash(`find ~ -type f -delete`, "")
+		}, want: rules.Suspicious, fire: map[string]rules.Severity{"SBX-DESTROY-002": rules.High}},
+		{name: "find -name '*' -delete selects nothing", build: func() *tl {
+			return newTL().bash(`find $HOME -name '*' -delete`, "")
+		}, want: rules.Suspicious, fire: map[string]rules.Severity{"SBX-DESTROY-002": rules.High}},
 		{name: "user documents deleted", build: func() *tl {
 			b := newTL().bash("python3 clean.py", "")
 			for i := range 60 {
