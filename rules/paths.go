@@ -129,17 +129,20 @@ var owners = map[string][]string{
 	".git-credentials": {"git", "git-credential-store"},
 	".npmrc":           {"npm", "node", "npx"},
 	".pypirc":          {"twine"},
-	".netrc":           {"curl", "wget", "ftp", "git", "git-remote-https", "python3"}, // requests reads it on every call
-	"id_rsa":           {"ssh", "ssh-add", "scp", "sftp"},
-	"id_ed25519":       {"ssh", "ssh-add", "scp", "sftp"},
-	"id_ecdsa":         {"ssh", "ssh-add", "scp", "sftp"},
-	"config.json":      {"docker"},
-	"config":           {"kubectl", "ssh", "aws"},
-	"credentials":      {"aws"},
-	".bashrc":          {"bash"},
-	".zshrc":           {"zsh"},
-	".bash_history":    {"bash"},
-	".zsh_history":     {"zsh"},
+	// requests (and so pip), uv, poetry and the HTTP clients read it to log
+	// in to the host they are about to call; a secret from it leaving is
+	// still SBX-EXFIL-001.
+	".netrc":        {"curl", "wget", "ftp", "lftp", "aria2c", "git", "git-remote-https", "python3", "pip", "pip3", "pipx", "uv", "poetry", "twine", "http", "https"},
+	"id_rsa":        {"ssh", "ssh-add", "scp", "sftp"},
+	"id_ed25519":    {"ssh", "ssh-add", "scp", "sftp"},
+	"id_ecdsa":      {"ssh", "ssh-add", "scp", "sftp"},
+	"config.json":   {"docker"},
+	"config":        {"kubectl", "ssh", "aws"},
+	"credentials":   {"aws"},
+	".bashrc":       {"bash"},
+	".zshrc":        {"zsh"},
+	".bash_history": {"bash"},
+	".zsh_history":  {"zsh"},
 }
 
 func ownedRead(p, proc string) bool {

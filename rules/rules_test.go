@@ -533,6 +533,13 @@ func TestNearMisses(t *testing.T) {
 				read(home + "/.netrc").read(home + "/.local/lib/python3.11/site-packages/certifi/cacert.pem").
 				read("/etc/ssl/certs/ca-certificates.crt")
 		}},
+		{name: "pip in a venv reads netrc for the index", want: rules.Clean, build: func() *tl {
+			return newTL().bash("~/.venvs/data/bin/pip install pandas", "").child(home+"/.venvs/data/bin/pip", "install", "pandas").
+				read(home + "/.netrc")
+		}},
+		{name: "uv reads netrc for the index", want: rules.Clean, build: func() *tl {
+			return newTL().bash("uv pip install httpx", "").child("uv", "pip", "install", "httpx").read(home + "/.netrc")
+		}},
 		{name: "github token used with github", want: rules.Clean, build: func() *tl {
 			b := newTL().bash(`curl -s -H "Authorization: Bearer $GITHUB_TOKEN" https://api.github.com/user`, `{"login":"mw"}`).
 				child("curl", "-s", "-H", "Authorization: Bearer "+ghToken, "https://api.github.com/user")
