@@ -13,8 +13,10 @@ import (
 // Package rules read the jail's package events (trace.PackageFetch): the
 // registries answer npm, pip, uv and the like with harmless stubs, so an
 // install completes and is on record, but the real package, and its
-// install scripts, never ran. An install is not harm: these rules make a
-// trace suspicious at most.
+// install scripts, never ran. An install from a registry the public one or
+// a private mirror over TLS is not harm: suspicious at most. A package
+// archive fetched to install from an untrusted destination is code from it
+// run, as curl | sh would be (SBX-PKG-004).
 
 var (
 	//go:embed data/popular-npm.txt
@@ -126,6 +128,41 @@ func pkgRules() {
 					c.hit(r, p.Ecosystem+":"+p.Registry+":"+p.Name, fmt.Sprintf("%s package %s fetched from %s, not the public registry",
 						p.Ecosystem, p.Name, p.Registry), e)
 				}
+			}
+		})
+	def(Rule{ID: "SBX-PKG-004", Family: "execution", Title: "Package installed from an untrusted registry",
+		Severity: Critical, Confidence: ConfHigh, Technique: "T1195.002", Harm: HarmRemoteCode,
+		Help: "A package manager downloaded a package archive (a wheel, an sdist, an npm tarball) to install " +
+			"it from a registry whose destination is untrusted: a raw IP, a tunnel, drop or paste service, a " +
+			"look-alike domain, or an unknown host reached over plain HTTP or at a random-looking path. An " +
+			"installer runs what it installs (install scripts, then every import), so this is code from an " +
+			"untrusted destination executed, as curl | sh from it would be; the jail served a harmless stub, " +
+			"so the real package's behaviour is not in the trace. A private mirror over TLS at an unknown " +
+			"host is SBX-PKG-002 (suspicious)."},
+		func(c *ctx, r *Rule) {
+			for i := range c.events {
+				e := &c.events[i]
+				p, ok := e.Data.(*trace.PackageFetch)
+				if !ok || p.Default || p.What == "metadata" {
+					continue
+				}
+				host, path := hostPath(p.URL)
+				if host == "" {
+					host, path = normHost(p.Registry), "/"
+				}
+				rep := ReputationOf(host, path)
+				rep.Plain, rep.Opaque = urlTraits(p.URL)
+				if rep.Tier != TierBad && !(rep.Tier == TierUnknown && (rep.Plain || rep.Opaque)) {
+					continue
+				}
+				why := rep.Kind
+				if rep.Tier == TierUnknown && rep.Plain {
+					why = "unknown host over plain HTTP"
+				} else if rep.Tier == TierUnknown {
+					why = "unknown host, random-looking path"
+				}
+				c.hit(r, p.Ecosystem+":"+p.Registry+":"+p.Name, fmt.Sprintf("%s package %s %s downloaded for install from %s (%s)",
+					p.Ecosystem, p.Name, p.What, p.Registry, why), e)
 			}
 		})
 	def(Rule{ID: "SBX-PKG-003", Family: "initial-access", Title: "Package name one edit away from a popular package",
