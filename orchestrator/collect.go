@@ -45,6 +45,9 @@ func (r *Runner) collect(ctx context.Context, st *run) error {
 	if st.resources != nil {
 		res = st.resources.stop(ctx, st.sandbox)
 	}
+	if st.procs != nil {
+		st.events = append(st.events, st.procs.stop()...)
+	}
 	r.endSkill(ctx, st, st.grace)
 	if st.resources != nil {
 		res.MemoryLimit, res.PIDsLimit = st.plan.Limits.Memory, st.plan.Limits.PIDs
@@ -80,12 +83,14 @@ func (r *Runner) collect(ctx context.Context, st *run) error {
 
 	if st.sandbox != nil {
 		t0 := time.Now()
-		sys, err := r.syscalls(ctx, st)
-		r.log().Debug("collect: syscall logs", "took", time.Since(t0))
-		if err != nil {
-			errs = append(errs, fmt.Errorf("syscall logs: %w", err))
+		if !st.plan.Unwatched {
+			sys, err := r.syscalls(ctx, st)
+			r.log().Debug("collect: syscall logs", "took", time.Since(t0))
+			if err != nil {
+				errs = append(errs, fmt.Errorf("syscall logs: %w", err))
+			}
+			st.events = append(st.events, sys...)
 		}
-		st.events = append(st.events, sys...)
 
 		// Before anything reads the home as root (the changed files are
 		// copied out next): the planted files' state says whether they were
@@ -400,6 +405,9 @@ func (r *Runner) cleanup(ctx context.Context, st *run) ([]string, error) {
 	}
 	if st.jailEv != nil {
 		st.jailEv.stop()
+	}
+	if st.procs != nil {
+		st.procs.stop() // ended by collect already, unless the pass failed before it
 	}
 	return nil, errors.Join(errs...)
 }

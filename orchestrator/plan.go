@@ -41,7 +41,22 @@ type Plan struct {
 	// Persona is the system the sandbox passes for: "" or persona.Linux
 	// (the image as built), persona.MacOS (a Mac's home and tools).
 	Persona string `json:"persona,omitempty"`
+	// Stealth says when the trace runs a second, unwatched pass without
+	// the syscall tracer (docs/sandbox.md, "Stealth pass"): StealthAuto
+	// ("") when the watched pass saw the skill read sandbox tells,
+	// StealthAlways, or StealthOff.
+	Stealth string `json:"stealth,omitempty"`
+	// Unwatched runs this plan's tools without the syscall tracer, with
+	// process sampling instead: set by Run for the unwatched pass.
+	Unwatched bool `json:"unwatched,omitempty"`
 }
+
+// Stealth modes.
+const (
+	StealthAuto   = ""       // a second pass when tells were read
+	StealthAlways = "always" // a second pass in every case (--stealth)
+	StealthOff    = "off"    // one pass only
+)
 
 // Driver says who decides the tool calls.
 type Driver struct {
@@ -136,6 +151,11 @@ func (p Plan) Validate() error {
 		return errors.New("evidence budgets cannot be negative")
 	case p.Limits.EventBytes > 0 && p.Limits.EventBytes < 1<<20 || p.Limits.TimelineBytes > 0 && p.Limits.TimelineBytes < 1<<20:
 		return errors.New("event and timeline budgets below 1 MiB would drop ordinary evidence")
+	}
+	switch p.Stealth {
+	case StealthAuto, StealthAlways, StealthOff:
+	default:
+		return fmt.Errorf("unknown stealth mode %q (want auto, always or off)", p.Stealth)
 	}
 	if err := persona.Check(p.Persona); err != nil {
 		return err

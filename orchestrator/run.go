@@ -39,7 +39,8 @@ var ErrJailNotReady = errors.New("network jail not ready")
 // Progress is one step of a trace, for the CLI's progress display.
 type Progress struct {
 	// Phase is one of "load", "image", "jail", "sandbox", "agent",
-	// "collect", "report", "cleanup".
+	// "collect", "report", "cleanup", "stealth" (the unwatched pass
+	// starts).
 	Phase   string
 	Message string
 	// Call is set for a tool call as it starts (Result nil) and ends.
@@ -133,19 +134,20 @@ type run struct {
 	planted   []trace.Event // identities of the planted files, as unpacked
 	deadline  bool          // the trace's deadline ended the agent loop
 	exhausted bool          // the skill used up the sandbox's pids or memory
+	procs     *procSampler  // process sampling, in an unwatched pass
 }
 
-// Run runs one trace: load, plan, image, jail, seeded home, sandbox, driver
-// loop, events, rules, report, cleanup. It writes the run folder to dir
-// (unless dir is ""). The error is non-nil when sandboxctl could not observe
-// (the skill could not be loaded, the engine failed, ...): the report is then
-// partial, with status error or cancelled, and is still returned when the
-// skill was loaded. Findings are never errors.
-func (r *Runner) Run(ctx context.Context, p Plan, dir string) (out Outcome, err error) {
-	if err := p.Validate(); err != nil {
-		return out, fmt.Errorf("plan: %w", err)
-	}
-	st := &run{plan: p, dir: dir, started: r.now(), calls: newCallLog()}
+// runPass runs one pass of a trace: load, plan, image, jail, seeded home,
+// sandbox, driver loop, events, rules, report, cleanup. It writes the run
+// folder to dir (unless dir is ""). It returns the pass's state for Run.
+func (r *Runner) runPass(ctx context.Context, p Plan, dir string) (out Outcome, st *run, err error) {
+	st = &run{plan: p, dir: dir, started: r.now(), calls: newCallLog()}
+	out, err = r.pass(ctx, st)
+	return out, st, err
+}
+
+func (r *Runner) pass(ctx context.Context, st *run) (out Outcome, err error) {
+	p, dir := st.plan, st.dir
 
 	r.phase("load", "%s", p.SkillPath)
 	st.skill, err = skill.Load(p.SkillPath, skill.Options{})
@@ -276,6 +278,9 @@ func (r *Runner) execute(ctx context.Context, st *run) error {
 		return fmt.Errorf("start sandbox: %w", causeOf(tctx, err))
 	}
 	st.resources = startSampler(tctx, st.sandbox, time.Second)
+	if p.Unwatched {
+		st.procs = startProcSampler(tctx, st.sandbox, r.now)
+	}
 
 	r.phase("agent", "%s driver", p.Driver.Kind)
 	loopErr := r.drive(tctx, st)
@@ -508,10 +513,7 @@ func (r *Runner) drive(ctx context.Context, st *run) error {
 	defer stopServer()
 	go func() {
 		_, err := st.sandbox.Exec(sctx, ExecSpec{
-			Argv: []string{AgentBin, "__mcp",
-				"--user", st.home.User, "--uid", strconv.Itoa(UserUID), "--gid", strconv.Itoa(UserGID),
-				"--home", st.home.HomeDir, "--max-output", strconv.FormatInt(p.Limits.OutputBytes, 10),
-				"--timeout", p.Limits.ToolTimeout.String(), "--log-dir", CallLogDir},
+			Argv:   mcpArgv(p, st.home),
 			User:   "0:0",
 			Env:    st.home.Env,
 			Dir:    st.home.HomeDir,
@@ -569,6 +571,19 @@ func (r *Runner) drive(ctx context.Context, st *run) error {
 		return fmt.Errorf("agent loop: %w", err)
 	}
 	return nil
+}
+
+// mcpArgv is the tool server's command line; an unwatched pass runs the
+// tools without the syscall tracer.
+func mcpArgv(p Plan, home *canaryfs.Home) []string {
+	argv := []string{AgentBin, "__mcp",
+		"--user", home.User, "--uid", strconv.Itoa(UserUID), "--gid", strconv.Itoa(UserGID),
+		"--home", home.HomeDir, "--max-output", strconv.FormatInt(p.Limits.OutputBytes, 10),
+		"--timeout", p.Limits.ToolTimeout.String(), "--log-dir", CallLogDir}
+	if p.Unwatched {
+		argv = append(argv, "--no-strace")
+	}
+	return argv
 }
 
 func (r *Runner) driver(st *run) (agent.Driver, error) {

@@ -70,6 +70,9 @@ type htmlFinding struct {
 	LocAnch  string
 	Help     string
 	CallAnch string
+	// Elsewhere: its evidence numbers are another pass's timeline (the
+	// unwatched pass's report), not this page's.
+	Elsewhere bool
 }
 
 type htmlCall struct {
@@ -155,6 +158,11 @@ func WriteHTML(w io.Writer, r *Report) error {
 					lineRefs[k] = append(lineRefs[k], hf.Anchor)
 				}
 			}
+		}
+		hf.Elsewhere = f.Pass == rules.PassUnwatched
+		if hf.Elsewhere {
+			v.Findings = append(v.Findings, hf)
+			continue
 		}
 		if f.ToolCallID != "" {
 			hf.CallAnch = "call-" + f.ToolCallID

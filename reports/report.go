@@ -51,6 +51,11 @@ type Report struct {
 	Findings      []rules.Finding `json:"findings"`
 	Summary       Summary         `json:"summary"`
 	Analysis      Analysis        `json:"analysis"`
+	// Passes describes the two passes of a trace run again without the
+	// tracer (watched, then unwatched); nil for a single pass. Events,
+	// network and canaries above are the watched pass's; the unwatched
+	// pass's own report is in the run folder's Pass.Dir.
+	Passes []Pass `json:"passes,omitempty"`
 
 	// secrets holds what reprocessing needs but reports must not show: the
 	// canary set with values and the second-stage marker token. WriteRunDir
@@ -380,8 +385,16 @@ func Build(m Meta, res rules.Result, opt Options) *Report {
 			r.Canaries.Hits = append(r.Canaries.Hits, h)
 		}
 	}
-	s := Summary{TotalToolCalls: len(r.ToolCalls), FindingCount: len(r.Findings), SeverityMax: "none",
-		BySeverity: map[string]int{}, EventCount: len(r.Events), LeakedTokens: len(leaked), Exercised: res.Exercised}
+	r.Summary = Summary{TotalToolCalls: len(r.ToolCalls), EventCount: len(r.Events), LeakedTokens: len(leaked), Exercised: res.Exercised}
+	r.summarize()
+	return r
+}
+
+// summarize fills the summary's figures that come from the findings and
+// the verdict.
+func (r *Report) summarize() {
+	s := r.Summary
+	s.FindingCount, s.SeverityMax, s.BySeverity = len(r.Findings), "none", map[string]int{}
 	for _, sev := range rules.Severities {
 		s.BySeverity[string(sev)] = 0
 	}
@@ -393,7 +406,6 @@ func Build(m Meta, res rules.Result, opt Options) *Report {
 	}
 	s.Clean = r.Verdict == rules.Clean
 	r.Summary = s
-	return r
 }
 
 func rulesNetworkChannel(ch string) bool {

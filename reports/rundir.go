@@ -208,7 +208,7 @@ func Reprocess(dir string, opt ReprocessOptions) (*Report, error) {
 	if opt.Canaries != nil {
 		m.Canaries = opt.Canaries
 	}
-	return Build(m, rules.Evaluate(m.Input(events)), opt.Options), nil
+	return reprocessPasses(dir, Build(m, rules.Evaluate(m.Input(events)), opt.Options), r, opt)
 }
 
 // Meta recovers the meta data a report was built from (the canary set and

@@ -163,6 +163,16 @@ func WriteText(w io.Writer, r *Report, opt TextOptions) error {
 		t.para("Error     ", "          ", r.Error)
 	}
 	writeReasonsText(t, r)
+	for _, p := range r.Passes {
+		s := fmt.Sprintf("%s pass, tracer %s: %s, %d finding(s), status %s", p.Name, p.Tracer, p.Verdict, p.FindingCount, p.Status)
+		if p.Reason != "" {
+			s += "; run because " + p.Reason
+		}
+		if p.Dir != "" {
+			s += "; report in " + p.Dir + "/"
+		}
+		t.para("Pass      ", "          ", s)
+	}
 
 	t.line("")
 	t.painted(ansiBold, "Findings")
@@ -171,7 +181,11 @@ func WriteText(w io.Writer, r *Report, opt TextOptions) error {
 	}
 	for _, f := range r.Findings {
 		tag := fmt.Sprintf("[%s]", strings.ToUpper(string(f.Severity)))
-		head := safetext.Line(tag+" "+f.RuleID+" "+f.Title, t.width)
+		title := f.Title
+		if f.Pass != "" {
+			title += " (" + f.Pass + " pass)"
+		}
+		head := safetext.Line(tag+" "+f.RuleID+" "+title, t.width)
 		t.w.WriteString(t.paint(severityColor(f.Severity), tag) + strings.TrimPrefix(head, tag) + "\n")
 		t.para("  ", "  ", f.Message)
 		var where []string

@@ -76,6 +76,7 @@ func init() {
 	agentRules()
 	resourceRules()
 	tracerRules()
+	evadeRules()
 	exfilRules() // builds on credential and environment findings
 	pkgRules()
 	// The ids must be unique.

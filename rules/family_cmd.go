@@ -22,7 +22,7 @@ var (
 	reGitHooks       = regexp.MustCompile(`\bgit\s+config\s+(?:--global\s+|--system\s+)?(?:core\.hooksPath|core\.sshCommand|core\.pager|core\.fsmonitor|credential\.helper|alias\.\S+\s+["']?!)`)
 	reContainer      = regexp.MustCompile(`/\.dockerenv|/run/\.containerenv|/proc/1/cgroup|/proc/self/cgroup|/proc/1/sched|\bsystemd-detect-virt\b|\bvirt-what\b|\bdmidecode\b|/sys/class/dmi/|\bhypervisor\b|\bimvirt\b`)
 	reTracer         = regexp.MustCompile(`\bTracerPid\b|\bstrace\b|\bltrace\b|\bptrace\b|\bfrida\b|\bsysdig\b|\bfalco\b|\bauditctl\b|\btcpdump\b|\bwireshark\b|\bbpftrace\b`)
-	reEnvProbe       = regexp.MustCompile(`\buptime\b|/proc/uptime|(?i:\bsandbox\b)|\bLD_PRELOAD\b|\bhttps?_proxy\b|\bHTTPS?_PROXY\b|\bSSL_CERT_FILE\b|\bREQUESTS_CA_BUNDLE\b|\bNODE_EXTRA_CA_CERTS\b|\blast\s+reboot\b|\bwho\s+-b\b`)
+	reEnvProbe       = regexp.MustCompile(`\buptime\b|/proc/uptime|(?i:\bsandbox\b)|\bLD_PRELOAD\b|(?i:\b(?:https?|all|no)_proxy\b)|/etc/resolv\.conf\b|\bSSL_CERT_FILE\b|\bREQUESTS_CA_BUNDLE\b|\bNODE_EXTRA_CA_CERTS\b|\blast\s+reboot\b|\bwho\s+-b\b`)
 	reToolDiscover   = regexp.MustCompile(`\b(?:which|command\s+-v|type\s+-[pP]|hash|whereis)\s+(?:[\w.-]+\s+)*(?:aws|gcloud|az|kubectl|docker|gpg|doctl|terraform|vault|op|heroku|gh|ssh|solana|bitcoin-cli|geth|metamask|1password)\b`)
 	reHomeSweep      = regexp.MustCompile(`(?i)\bfind\s+(?:~|\$HOME|/home|/root|/)\S*[^|;&]*-i?(?:name|path|regex)\s+["']?[^"'\s]*(?:\.pem|\.key|wallet|keystore|id_rsa|id_ed25519|credential|\.env|mnemonic|seed|secret|password|token|\.kdbx)|\bls\s+-[a-zA-Z]*R[a-zA-Z]*\s+(?:~|\$HOME|/home|/root|/)(?:/?\s|/?$)|\b(?:grep|rg|ag)\s+-[a-zA-Z]*[rR][a-zA-Z]*\s+[^|;&]*(?:password|secret|api[_-]?key|token|private[_ ]key|mnemonic|BEGIN)[^|;&]*(?:~|\$HOME|/home|/root)|(?:~|\$HOME)/\*\*?/\*\.(?:pem|key)\b|\bglob\(.*(?:\*\.pem|\*\.key|wallet\.dat|keystore|id_rsa)`)
 	reSysInfo        = regexp.MustCompile(`^(?:uname\s+-a|id|whoami|hostname|cat\s+/etc/(?:os-release|issue|passwd)|ip\s+a(?:ddr)?|ifconfig|arp\s+-a)$`)
@@ -46,6 +46,14 @@ var (
 )
 
 func short(s string) string { return capString(oneLine(s), 160) }
+
+// readBy names the program that read a file, for a finding's message.
+func readBy(proc string) string {
+	if proc == "" {
+		return ""
+	}
+	return " by " + proc
+}
 
 func shellRules() {
 	def(Rule{ID: "SBX-SHELL-001", Family: "command-and-control", Title: "Reverse shell through /dev/tcp",
@@ -141,6 +149,10 @@ func shellProbeRule() {
 // ps, top): their reads of /proc/1/cgroup are not probes.
 var procTools = set("ps", "pgrep", "pkill", "pidof", "killall", "top", "htop", "pstree", "lsof", "fuser", "w", "uptime")
 
+// mountReaders read their own cgroup or the mount table as their job:
+// runtimes sizing their heap to the container's limits, disk tools.
+var mountReaders = set("java", "node", "dotnet", "df", "du", "mount", "findmnt", "lsblk", "stat")
+
 func isLoopback(a string) bool {
 	return strings.HasPrefix(a, "127.") || a == "::1" || a == "localhost"
 }
@@ -164,13 +176,16 @@ func interactiveShell(argv []string) bool {
 func probeRules() {
 	def(Rule{ID: "SBX-PROBE-001", Family: "discovery", Title: "Container or virtual machine detection",
 		Severity: Medium, Confidence: ConfMedium, Technique: "T1497.001",
-		Help: "Checks for /.dockerenv, /run/.containerenv, /proc/1/cgroup, DMI data or virtualisation " +
-			"tools. Malicious skills stay quiet when they find a sandbox; a skill has no use for this."},
+		Help: "Checks for /.dockerenv, /run/.containerenv, /proc/1/cgroup, its own cgroup or mount table " +
+			"(but by runtimes and disk tools), DMI data or virtualisation tools (systemd-detect-virt, " +
+			"virt-what). Malicious skills stay quiet when they find a sandbox; a skill has no use for this."},
 		func(c *ctx, r *Rule) {
 			for _, f := range c.files {
 				if f.op == opRead {
 					if _, ok := c.matchPath(containerProbePaths, f.path); ok && !procTools[f.proc] {
 						c.hit(r, "probe", "probe of "+f.path, f.ev)
+					} else if _, ok := c.matchPath(runtimeProbePaths, f.path); ok && !procTools[f.proc] && !mountReaders[f.proc] {
+						c.hit(r, "probe", "probe of "+f.path+readBy(f.proc), f.ev)
 					}
 				}
 			}
@@ -182,19 +197,29 @@ func probeRules() {
 		})
 	def(Rule{ID: "SBX-PROBE-002", Family: "discovery", Title: "Tracer or monitoring detection",
 		Severity: Medium, Confidence: ConfMedium, Technique: "T1497.001",
-		Help: "Looks for a tracer or monitor: TracerPid in /proc/*/status, strace/ltrace/gdb/frida in " +
-			"ps output, auditd, sysdig, falco."},
+		Help: "Looks for a tracer or monitor: reads /proc/*/status (TracerPid) or looks for TracerPid, " +
+			"strace/ltrace/gdb/frida in ps output, auditd, sysdig, falco. A sandbox tell: the trace runs " +
+			"again without the tracer (docs/sandbox.md, Stealth pass)."},
 		func(c *ctx, r *Rule) {
 			for _, cm := range c.cmds {
 				if m := reTracer.FindString(cm.text); m != "" {
 					c.hit(r, "tracer", "looks for "+m+": "+short(cm.text), cm.ev)
 				}
 			}
+			// A status file holds TracerPid; the process tools read every
+			// process's as their job.
+			for _, f := range c.files {
+				if f.op == opRead && !procTools[f.proc] {
+					if _, ok := c.matchPath(tracerProbePaths, f.path); ok {
+						c.hit(r, "tracer", "read of "+f.path+" (TracerPid)"+readBy(f.proc), f.ev)
+					}
+				}
+			}
 		})
 	def(Rule{ID: "SBX-PROBE-003", Family: "discovery", Title: "Environment freshness or proxy check",
 		Severity: Low, Confidence: ConfLow, Technique: "T1497",
-		Help: "Uptime, last reboot, proxy or CA variables, LD_PRELOAD, variables named like SANDBOX: " +
-			"checks sandbox-evading malware makes before acting."},
+		Help: "Uptime, last reboot, proxy or CA variables, the resolver's configuration, LD_PRELOAD, " +
+			"variables named like SANDBOX: checks sandbox-evading malware makes before acting."},
 		func(c *ctx, r *Rule) {
 			for _, f := range c.files {
 				if f.op == opRead && f.path == "/proc/uptime" && f.proc != "" && f.proc != "uptime" && !isShell(f.proc) {

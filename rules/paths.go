@@ -119,7 +119,15 @@ var (
 
 	privEscPaths        = pathSet{"/etc/sudoers", "/etc/sudoers.d/**", "/etc/passwd", "/etc/shadow", "/etc/group", "/etc/ld.so.preload"}
 	containerProbePaths = pathSet{"/.dockerenv", "/run/.containerenv", "/proc/1/cgroup", "/proc/1/sched",
-		"/proc/1/mountinfo", "/sys/class/dmi/id/**", "/proc/scsi/scsi"}
+		"/proc/1/mountinfo", "/sys/class/dmi/id/**", "/proc/scsi/scsi", "/run/systemd/container",
+		"/sys/hypervisor/**", "/proc/xen", "/proc/vz"}
+	// runtimeProbePaths are container tells that language runtimes read on
+	// their own to size their heap (the JVM, Node, .NET read their cgroup
+	// and mount table): a probe only when another program reads them.
+	runtimeProbePaths = pathSet{"/proc/*/cgroup", "/proc/*/mountinfo", "/proc/*/mounts", "/proc/mounts"}
+	// tracerProbePaths hold TracerPid: the one line that shows a ptrace
+	// tracer.
+	tracerProbePaths = pathSet{"/proc/*/status", "/proc/*/task/*/status"}
 )
 
 // owners maps files that a tool reads on every start to the programs that

@@ -124,6 +124,11 @@ func TestReadOutOfSight(t *testing.T) {
 			b := newTL().bash("cat .n", "").child("cat", ".n").open(home+"/.n", "")
 			return b.inode(trace.InodePlanted, t0.Add(-time.Hour)).inode(trace.InodeEnd, t0.Add(time.Minute), home+"/.n")
 		}},
+		{name: "unwatched pass: no syscall traced at all", build: func() *tl {
+			b := newTL().tool("bash", map[string]any{"command": "aws s3 ls"}, "")
+			b.add(trace.SourceSample, trace.TypeExec, 120, &trace.Exec{Path: "/usr/local/bin/aws", Argv: []string{"aws", "s3", "ls"}})
+			return plantedReadOutOfSight(b)
+		}},
 		{name: "atime unchanged", build: func() *tl {
 			return newTL().bash("ls", "").inode(trace.InodePlanted, t0.Add(-time.Hour)).inode(trace.InodeEnd, t0.Add(-time.Hour))
 		}},

@@ -294,6 +294,15 @@ func TestRules(t *testing.T) {
 				return newTL().bash("test -f /.dockerenv || grep TracerPid /proc/self/status; uptime", "").
 					read("/.dockerenv").read("/proc/1/cgroup")
 			}},
+		{name: "tells read by a script", want: []string{"SBX-PROBE-001", "SBX-PROBE-002"},
+			build: func() *tl {
+				return newTL().bash("python3 check.py", "").child("python3", "check.py").
+					read("/proc/412/status").read("/proc/412/mountinfo").read("/sys/class/dmi/id/product_name")
+			}},
+		{name: "resolver and proxy checks", want: []string{"SBX-PROBE-003"},
+			build: func() *tl {
+				return newTL().bash("grep -c nameserver /etc/resolv.conf; test -n \"$ALL_PROXY\" && exit 0", "1\n")
+			}},
 		{name: "recon", want: []string{"SBX-RECON-001", "SBX-RECON-002", "SBX-RECON-003"},
 			build: func() *tl {
 				return newTL().bash("which aws gcloud kubectl; find ~ -name '*.pem' -o -name 'wallet.dat'", "").
@@ -409,7 +418,9 @@ func TestRules(t *testing.T) {
 			}},
 	}
 	tests = append(tests, macCases()...)
-	covered := map[string]bool{}
+	// Decided across two passes by ComparePasses, never on one timeline:
+	// TestComparePasses covers them.
+	covered := map[string]bool{"SBX-EVADE-001": true, "SBX-EVADE-002": true}
 	for _, tt := range tests {
 		for _, id := range tt.want {
 			covered[id] = true
@@ -505,6 +516,12 @@ func TestNearMisses(t *testing.T) {
 			b.add(trace.SourceDNS, trace.TypeDNSQuery, 0, &trace.DNSQuery{Transport: "udp", Name: "api.weather.com.", QType: "A",
 				Rcode: "NOERROR", Answers: []string{"A 104.18.22.7"}})
 			return b.connect("104.18.22.7", 443).http("GET", "https://api.weather.com/v3/forecast", "")
+		}},
+		{name: "process and disk tools, runtimes sizing their heap", want: rules.Clean, build: func() *tl {
+			return newTL().bash("ps aux; df -h; node server.js", "").
+				child("ps", "aux").read("/proc/42/status").read("/proc/1/cgroup").
+				child("df", "-h").read("/proc/55/mountinfo").
+				child("node", "server.js").read("/proc/60/cgroup").read("/proc/60/mountinfo")
 		}},
 		{name: "git reads its own config", want: rules.Clean, build: func() *tl {
 			return newTL().bash("git status", "").child("git", "status").read(home + "/.gitconfig").read(home + "/proj/.git/config")

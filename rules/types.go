@@ -103,7 +103,9 @@ type Rule struct {
 	Help      string `json:"help"`
 	// Harm is the harm the rule's findings prove at most: a finding may
 	// drop it (a vendor's installer ran), never add another. Empty for
-	// rules about access, probes and reconnaissance.
+	// rules about access, probes and reconnaissance. The one exception is
+	// SBX-EVADE-001, decided across two passes (ComparePasses): its
+	// findings carry the harm class of what the unwatched pass showed.
 	Harm Harm `json:"harm,omitempty"`
 	// After lists the rules whose findings this one reads: they run
 	// first.
@@ -141,6 +143,10 @@ type Finding struct {
 	Message   string     `json:"message"`
 	// More counts evidence events left out of Evidence (capped).
 	More int `json:"more_evidence,omitempty"`
+	// Pass names the pass of a two-pass trace the finding comes from
+	// (PassWatched, PassUnwatched), whose timeline its evidence numbers
+	// refer to; "" in a single-pass trace.
+	Pass string `json:"pass,omitempty"`
 }
 
 // Input is everything Evaluate looks at. Only Events is required.

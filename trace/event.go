@@ -22,11 +22,12 @@ const (
 	SourceFSDiff   Source = "fsdiff"   // the container's file-system diff, host side
 	SourceCanary   Source = "canary"   // a planted token seen somewhere
 	SourceResource Source = "resource" // resource figures of the sandbox
+	SourceSample   Source = "sample"   // the sandbox's processes, listed periodically (the unwatched pass)
 )
 
 // Sources lists every Source, in the order reports present them.
 var Sources = []Source{SourceTool, SourceSyscall, SourceDNS, SourceHTTP, SourceTCP,
-	SourceUDP, SourceTLS, SourceFSDiff, SourceCanary, SourceResource}
+	SourceUDP, SourceTLS, SourceFSDiff, SourceCanary, SourceResource, SourceSample}
 
 // Type names what happened. Each Type has exactly one payload type (see
 // NewData), so an event read back from JSON gets its typed Data again.

@@ -92,6 +92,7 @@ func (f *evalFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&t.image, "image", "", "sandbox image (default: built from the embedded Dockerfile.sandbox)")
 	fs.StringVar(&t.networkConfig, "network-config", "", "JSON file of DNS answers, NXDOMAIN names and HTTP responses for the jail")
 	fs.BoolVar(&t.engineDiff, "engine-diff", false, "also read the engine's host-side file diff (slow on fuse-overlayfs)")
+	t.registerStealth(fs)
 	fs.Int64Var(&t.memory, "memory", d.Memory, "memory limit of each sandbox, bytes")
 	fs.Int64Var(&t.pids, "pids", d.PIDs, "process limit of each sandbox")
 	fs.Float64Var(&t.cpus, "cpus", float64(d.NanoCPUs)/1e9, "CPU limit of each sandbox")

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"os"
 	"time"
 
@@ -19,6 +20,33 @@ func init() {
 	register(command{name: "__shim", hidden: true, run: runShim})
 	register(command{name: "__tool", hidden: true, run: runTool})
 	register(command{name: "__freeze", hidden: true, run: runFreeze})
+	register(command{name: "__ps", hidden: true, run: runPS})
+}
+
+// runPS lists the skill's processes (one JSON line each, on stdout) until
+// its stdin closes: the unwatched pass's process sampling.
+func runPS(ctx context.Context, e env, args []string) int {
+	fs := newFlags(e, "__ps", "[flags]")
+	var cfg mcptools.SampleConfig
+	fs.IntVar(&cfg.UID, "uid", mcptools.DefaultUID, "uid of the skill's processes")
+	fs.DurationVar(&cfg.Every, "every", 100*time.Millisecond, "how often to list them")
+	if code, ok := parseFlags(fs, args); !ok {
+		return code
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		// Ends at EOF on stdin (the orchestrator closes it), or when the
+		// process exits.
+		_, _ = io.Copy(io.Discard, e.stdin)
+		cancel()
+	}()
+	enc := json.NewEncoder(e.stdout)
+	if err := mcptools.Sample(ctx, cfg, func(s mcptools.Sampled) error { return enc.Encode(s) }); err != nil {
+		e.errorf("list processes: %v", err)
+		return exitFailed
+	}
+	return exitClean
 }
 
 // runFreeze ends the skill's processes still running after the last call:

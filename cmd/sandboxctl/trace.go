@@ -28,6 +28,7 @@ agent in a throwaway sandbox and writes a report.
 Examples:
   sandboxctl trace examples/skills/hello-world
   sandboxctl trace --format json --out /tmp/run1 ./my-skill/
+  sandboxctl trace --stealth ./my-skill/     # also run it unwatched, and compare
   OPENAI_API_KEY=... sandboxctl trace --driver llm --model gpt-4o-mini ./SKILL.md`
 
 // traceFlags are the trace command's flags, turned into a Plan by plan().
@@ -36,7 +37,7 @@ type traceFlags struct {
 	timeout, toolTimeout, grace                                     time.Duration
 	turns, tokens                                                   int
 	out, format, failOn                                             string
-	keep, dryRun, includeSecrets, engineDiff                        bool
+	keep, dryRun, includeSecrets, engineDiff, stealth, stealthAuto  bool
 	user, hostname, seed, image, networkConfig, traceID, persona    string
 	memory                                                          int64
 	pids                                                            int64
@@ -70,6 +71,7 @@ func (f *traceFlags) register(fs interface {
 	fs.BoolVar(&f.keep, "keep", false, "leave the containers for debugging and print how to enter them")
 	fs.BoolVar(&f.dryRun, "dry-run", false, "validate the skill, the plan and the provider settings, run nothing")
 	fs.BoolVar(&f.engineDiff, "engine-diff", false, "also read the engine's host-side file diff of the container (slow on fuse-overlayfs)")
+	f.registerStealth(fs)
 	fs.BoolVar(&f.includeSecrets, "include-secrets", false, "put the planted token values in report.json (for corpus use)")
 	fs.StringVar(&f.user, "user", "", "user name of the seeded home (default: a plausible random one)")
 	fs.StringVar(&f.hostname, "hostname", "", "hostname of the sandbox (default: a plausible random one)")
@@ -81,6 +83,25 @@ func (f *traceFlags) register(fs interface {
 	fs.Int64Var(&f.memory, "memory", d.Memory, "memory limit of the sandbox, bytes")
 	fs.Int64Var(&f.pids, "pids", d.PIDs, "process limit of the sandbox")
 	fs.Float64Var(&f.cpus, "cpus", float64(d.NanoCPUs)/1e9, "CPU limit of the sandbox")
+}
+
+// registerStealth adds the flags of the unwatched pass (trace and eval).
+func (f *traceFlags) registerStealth(fs interface {
+	BoolVar(*bool, string, bool, string)
+}) {
+	fs.BoolVar(&f.stealth, "stealth", false, "always run a second, unwatched pass without the syscall tracer, and compare the passes")
+	fs.BoolVar(&f.stealthAuto, "stealth-auto", true, "run the unwatched pass when the skill reads sandbox tells (TracerPid, /.dockerenv, cgroups, DMI, uptime, the resolver, proxy variables)")
+}
+
+// stealthMode is the plan's stealth mode from the flags.
+func (f *traceFlags) stealthMode() string {
+	switch {
+	case f.stealth:
+		return orchestrator.StealthAlways
+	case !f.stealthAuto:
+		return orchestrator.StealthOff
+	}
+	return orchestrator.StealthAuto
 }
 
 var skillNameRe = regexp.MustCompile(`[^a-z0-9]+`)
@@ -104,6 +125,7 @@ func (f *traceFlags) plan(e env, path string, now time.Time) (orchestrator.Plan,
 		Keep:          f.keep,
 		NetworkConfig: f.networkConfig,
 		Persona:       f.persona,
+		Stealth:       f.stealthMode(),
 	}
 	if f.traceID != "" {
 		p.TraceID = f.traceID

