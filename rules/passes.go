@@ -35,7 +35,16 @@ var tellRules = []string{"SBX-PROBE-001", "SBX-PROBE-002", "SBX-PROBE-003"}
 func Tells(fs []Finding) []string {
 	var out []string
 	for _, f := range fs {
-		if slices.Contains(tellRules, f.RuleID) && !slices.Contains(out, f.RuleID) {
+		if !slices.Contains(tellRules, f.RuleID) || slices.Contains(out, f.RuleID) {
+			continue
+		}
+		// The freshness and proxy checks are also words in commands
+		// ("sandbox", "uptime"): only a file actually opened (/proc/uptime,
+		// the resolver's configuration) is a tell worth a second pass.
+		if f.RuleID == "SBX-PROBE-003" && !slices.ContainsFunc(f.Evidence, func(e Evidence) bool { return e.Type == trace.TypeOpen }) {
+			continue
+		}
+		{
 			out = append(out, f.RuleID)
 		}
 	}

@@ -26,8 +26,12 @@ func TestTells(t *testing.T) {
 		want  []string
 	}{
 		{name: "tracer status read", build: watchedQuiet, want: []string{"SBX-PROBE-002"}},
-		{name: "container and uptime", want: []string{"SBX-PROBE-001", "SBX-PROBE-003"}, build: func() *tl {
-			return newTL().bash("test -f /.dockerenv; cat /proc/uptime", "")
+		{name: "container and uptime read", want: []string{"SBX-PROBE-001", "SBX-PROBE-003"}, build: func() *tl {
+			b := newTL().bash("test -f /.dockerenv; cat /proc/uptime", "")
+			return b.child("cat", "/proc/uptime").read("/proc/uptime")
+		}},
+		{name: "the word sandbox and an uptime command are no tells", build: func() *tl {
+			return newTL().bash("echo 'running in the project sandbox'; uptime", "")
 		}},
 		{name: "no tells", build: func() *tl { return newTL().bash("ls -la", "") }},
 	}
