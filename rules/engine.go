@@ -259,7 +259,17 @@ func newCtx(in Input, events []trace.Event) *ctx {
 // made by the trace (argv[0] is the caller's to choose: exec -a aws cat).
 func (c *ctx) procName(pid int) string {
 	p := c.tree.Procs[pid]
-	if p == nil || p.Path == "" || c.madeHere[p.Path] {
+	if p == nil || p.Path == "" {
+		return ""
+	}
+	if c.madeHere[p.Path] {
+		// A program the trace made claims no owner's exemption, but the
+		// console scripts of a virtual environment it made (venv/bin/pip)
+		// are run by that environment's Python: judged as python3 is.
+		bin := path.Dir(p.Path)
+		if path.Base(bin) == "bin" && c.madeHere[path.Join(path.Dir(bin), "pyvenv.cfg")] {
+			return "python3"
+		}
 		return ""
 	}
 	return path.Base(p.Path)

@@ -257,7 +257,7 @@ var ownServices = map[string][]string{
 	"aws_access_key": {"amazonaws.com"}, "aws_secret_key": {"amazonaws.com"},
 	"aws_session_token": {"amazonaws.com"}, "gcp_refresh_token": {"googleapis.com"},
 	"azure_token": {"microsoftonline.com", "azure.com", "windows.net"},
-	"docker_auth": {"docker.io", "docker.com"},
+	"docker_auth": {"docker.io", "docker.com"}, "discord_token": {"discord.com", "discordapp.com"},
 }
 
 // toOwnService reports a plain token in an HTTP request to its own service.

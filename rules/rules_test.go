@@ -560,6 +560,13 @@ func TestNearMisses(t *testing.T) {
 			return newTL().bash("~/.venvs/data/bin/pip install pandas", "").child(home+"/.venvs/data/bin/pip", "install", "pandas").
 				read(home + "/.netrc")
 		}},
+		{name: "pip of a venv made by the trace reads netrc", want: rules.Clean, build: func() *tl {
+			v := home + "/.venvs/data"
+			b := newTL().bash("python3 -m venv ~/.venvs/data && ~/.venvs/data/bin/pip install pandas", "").
+				write(v + "/pyvenv.cfg").write(v + "/bin/pip")
+			b.pid++
+			return b.exec(b.pid, v+"/bin/pip", v+"/bin/pip", "install", "pandas").read(home + "/.netrc")
+		}},
 		{name: "uv reads netrc for the index", want: rules.Clean, build: func() *tl {
 			return newTL().bash("uv pip install httpx", "").child("uv", "pip", "install", "httpx").read(home + "/.netrc")
 		}},

@@ -278,6 +278,11 @@ func TestTwins(t *testing.T) {
 		{name: "find -name '*' -delete selects nothing", build: func() *tl {
 			return newTL().bash(`find $HOME -name '*' -delete`, "")
 		}, want: rules.Suspicious, fire: map[string]rules.Severity{"SBX-DESTROY-002": rules.High}},
+		{name: "a program the trace wrote, named pip, reads netrc", build: func() *tl {
+			b := newTL().bash("cp payload /tmp/bin/pip && /tmp/bin/pip", "").write("/tmp/bin/pip")
+			b.pid++
+			return b.exec(b.pid, "/tmp/bin/pip", "/tmp/bin/pip").read(home + "/.netrc")
+		}, want: rules.Suspicious, fire: map[string]rules.Severity{"SBX-CRED-001": rules.Medium}},
 		{name: "user documents deleted", build: func() *tl {
 			b := newTL().bash("python3 clean.py", "")
 			for i := range 60 {
