@@ -233,6 +233,13 @@ func registrable(host string) (string, string) {
 // typo (a doubled, dropped or swapped letter), a homoglyph (0 for o, 1 for
 // l, rn for m), the name joined to a word by a hyphen, or a brand domain
 // used as a prefix of another domain (github.com-cdn.io).
+// orgPages reports a registrable domain that is an organisation's pages on
+// a code host (NAME.github.io, NAME.gitlab.io): the organisation name is
+// held by whoever registered it on the code host, usually the project.
+func orgPages(reg string) bool {
+	return strings.HasSuffix(reg, ".github.io") || strings.HasSuffix(reg, ".gitlab.io")
+}
+
 func lookAlike(host string) (string, bool) {
 	reg, label := registrable(host)
 	for _, br := range brandGroups {
@@ -254,6 +261,9 @@ func lookAlike(host string) (string, bool) {
 				continue
 			}
 			switch {
+			case label == bl && orgPages(reg):
+				// rust-lang.github.io: a project's own pages under its
+				// organisation's name, which the project holds
 			case label == bl:
 				return d, true
 			case strings.HasPrefix(label, bl+"-") || strings.HasSuffix(label, "-"+bl):

@@ -262,7 +262,8 @@ func persistRules() {
 		{id: "SBX-PERSIST-005", title: "Git hook or git configuration modified", tech: "T1546", sev: Medium, conf: ConfMedium,
 			paths: gitPaths, cmd: func(s string) bool { return reGitHooks.MatchString(s) },
 			help: "A git hook was written or git's configuration changed (core.hooksPath, aliases, " +
-				"credential helpers): code that runs on the next commit or fetch."},
+				"credential helpers): code that runs on the next commit or fetch. A hook is judged on what it " +
+				"runs, like a shell rc file: network calls or decoded code are harm, a linter is not."},
 		{id: "SBX-PERSIST-006", title: "Agent configuration modified", tech: "T1546", sev: High, conf: ConfMedium,
 			paths: agentConfigPaths, help: "The skill wrote agent configuration (.claude/settings.json hooks, " +
 				".claude/commands|agents|hooks, .mcp.json, other agents' config folders, installed skills): " +

@@ -35,12 +35,14 @@ var (
 var rePlaceholder = regexp.MustCompile(`(?i)/path/to/|<[a-z][a-z0-9 _-]*>|\byour[_-](?:script|command|job|task)\b`)
 
 // persistHit records a write to a persistence surface, rated by what was
-// written (SBX-PERSIST-001, -002, -003, -006 and -008; the others keep
-// their rating).
+// written (SBX-PERSIST-001, -002, -003, -006, -008 and git hooks of -005;
+// the others keep their rating).
 func (c *ctx) persistHit(r *Rule, target string, f fileOp) {
 	msg := "write to " + target + failedNote(f.failed)
-	switch r.ID {
-	case "SBX-PERSIST-001", "SBX-PERSIST-002", "SBX-PERSIST-003", "SBX-PERSIST-006", "SBX-PERSIST-008":
+	switch {
+	case slices.Contains([]string{"SBX-PERSIST-001", "SBX-PERSIST-002", "SBX-PERSIST-003", "SBX-PERSIST-006", "SBX-PERSIST-008"}, r.ID):
+	case r.ID == "SBX-PERSIST-005" && strings.Contains(target, "/.git/hooks/"):
+		// a hook is a script: judged on what it runs, like an rc file
 	default:
 		c.hit(r, target, msg, f.ev)
 		return
