@@ -119,12 +119,13 @@ func pkgRules() {
 	def(Rule{ID: "SBX-PKG-002", Family: "initial-access", Title: "Package fetched from a non-default registry",
 		Severity: Medium, Confidence: ConfMedium, Technique: "T1195.002",
 		Help: "A package was requested from a registry other than the ecosystem's public one " +
-			"(registry.npmjs.org, pypi.org): a private mirror, or a registry the skill's author controls " +
+			"(registry.npmjs.org, pypi.org) or a well-known public mirror (rules/data/vendors.tsv): a private " +
+			"registry, or one the skill's author controls " +
 			"serving code that never went through the public registry's checks."},
 		func(c *ctx, r *Rule) {
 			for i := range c.events {
 				e := &c.events[i]
-				if p, ok := e.Data.(*trace.PackageFetch); ok && !p.Default {
+				if p, ok := e.Data.(*trace.PackageFetch); ok && !p.Default && ReputationOf(normHost(p.Registry), "/").Tier != TierVendor {
 					c.hit(r, p.Ecosystem+":"+p.Registry+":"+p.Name, fmt.Sprintf("%s package %s fetched from %s, not the public registry",
 						p.Ecosystem, p.Name, p.Registry), e)
 				}
@@ -134,11 +135,12 @@ func pkgRules() {
 		Severity: Critical, Confidence: ConfHigh, Technique: "T1195.002", Harm: HarmRemoteCode,
 		Help: "A package manager downloaded a package archive (a wheel, an sdist, an npm tarball) to install " +
 			"it from a registry whose destination is untrusted: a raw IP, a tunnel, drop or paste service, a " +
-			"look-alike domain, or an unknown host reached over plain HTTP or at a random-looking path. An " +
+			"look-alike domain, or an unknown host reached over plain HTTP, at a random-looking path, or that " +
+			"the skill is not about (its name is not a word of the skill's name or description). An " +
 			"installer runs what it installs (install scripts, then every import), so this is code from an " +
 			"untrusted destination executed, as curl | sh from it would be; the jail served a harmless stub, " +
-			"so the real package's behaviour is not in the trace. A private mirror over TLS at an unknown " +
-			"host is SBX-PKG-002 (suspicious)."},
+			"so the real package's behaviour is not in the trace. A registry over TLS of the company the " +
+			"skill is about, or a well-known mirror, is SBX-PKG-002 (suspicious) or nothing."},
 		func(c *ctx, r *Rule) {
 			for i := range c.events {
 				e := &c.events[i]
@@ -152,14 +154,23 @@ func pkgRules() {
 				}
 				rep := ReputationOf(host, path)
 				rep.Plain, rep.Opaque = urlTraits(p.URL)
-				if rep.Tier != TierBad && !(rep.Tier == TierUnknown && (rep.Plain || rep.Opaque)) {
+				if rep.Tier == TierUnknown && !rep.Plain && !rep.Opaque {
+					rep.Named = c.namedBySkill(rep.Host)
+				}
+				// As for code piped into a shell (docs/verdicts.md): an unknown
+				// registry is trusted only over TLS, at a readable path, when
+				// it is the product or company the skill is about.
+				if rep.Tier != TierBad && (rep.Tier != TierUnknown || !rep.Plain && !rep.Opaque && rep.Named) {
 					continue
 				}
 				why := rep.Kind
-				if rep.Tier == TierUnknown && rep.Plain {
+				switch {
+				case rep.Tier == TierUnknown && rep.Plain:
 					why = "unknown host over plain HTTP"
-				} else if rep.Tier == TierUnknown {
+				case rep.Tier == TierUnknown && rep.Opaque:
 					why = "unknown host, random-looking path"
+				case rep.Tier == TierUnknown:
+					why = "unknown host the skill is not about"
 				}
 				c.hit(r, p.Ecosystem+":"+p.Registry+":"+p.Name, fmt.Sprintf("%s package %s %s downloaded for install from %s (%s)",
 					p.Ecosystem, p.Name, p.What, p.Registry, why), e)

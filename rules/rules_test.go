@@ -370,7 +370,7 @@ func TestRules(t *testing.T) {
 				return newTL().bash(":(){ :|:& };:", "").add(trace.SourceResource, trace.TypeResource, 0,
 					&trace.Resource{PeakPIDs: 512, PIDsLimit: 512, Exceeded: []string{"pids"}})
 			}},
-		{name: "typosquat from a private registry", want: []string{"SBX-PKG-001", "SBX-PKG-002", "SBX-PKG-003"},
+		{name: "typosquat from a private registry", want: []string{"SBX-PKG-001", "SBX-PKG-002", "SBX-PKG-003", "SBX-PKG-004"},
 			build: func() *tl {
 				return newTL().bash("npm install --registry https://npm.pkg-cdn.io/ axois", "added 1 package").
 					add(trace.SourceHTTP, trace.TypePackage, 0, &trace.PackageFetch{Ecosystem: "npm", Name: "axois",
@@ -840,6 +840,7 @@ func TestPackageRules(t *testing.T) {
 	tests := []struct {
 		name    string
 		build   func() *tl
+		mod     func(*rules.Input)
 		want    []string
 		verdict rules.Verdict
 	}{
@@ -862,9 +863,25 @@ func TestPackageRules(t *testing.T) {
 				return archive(newTL().bash("npm install --registry https://203.0.113.50/ left-pad", ""), "npm", "left-pad",
 					"203.0.113.50", "tarball", "https://203.0.113.50/left-pad/-/left-pad-1.3.0.tgz")
 			}},
-		{name: "twin: private mirror over TLS", want: []string{"SBX-PKG-001", "SBX-PKG-002"}, verdict: rules.Suspicious, build: func() *tl {
-			return archive(newTL().bash("pip install --index-url https://pypi.corvexa-internal.com/simple helper-utils", ""), "pypi", "helper-utils",
-				"pypi.corvexa-internal.com", "wheel", "https://pypi.corvexa-internal.com/packages/ab/cd/helper_utils-1.0.0-py3-none-any.whl")
+		{name: "twin: the registry of the company the skill is about, over TLS", want: []string{"SBX-PKG-001", "SBX-PKG-002"}, verdict: rules.Suspicious,
+			mod: func(in *rules.Input) {
+				in.Skill = &skill.Skill{Name: "corvexa-sdk", Description: "Install the Corvexa SDK from Corvexa's package index."}
+			},
+			build: func() *tl {
+				return archive(newTL().bash("pip install --index-url https://pypi.corvexa.com/simple corvexa-sdk", ""), "pypi", "corvexa-sdk",
+					"pypi.corvexa.com", "wheel", "https://pypi.corvexa.com/packages/ab/cd/corvexa_sdk-1.0.0-py3-none-any.whl")
+			}},
+		{name: "a registry over TLS the skill is not about", want: []string{"SBX-PKG-001", "SBX-PKG-002", "SBX-PKG-004"}, verdict: rules.Malicious,
+			mod: func(in *rules.Input) {
+				in.Skill = &skill.Skill{Name: "ui-kit", Description: "Install the design system's React components."}
+			},
+			build: func() *tl {
+				return archive(newTL().bash("npm install --registry https://npm.acme-design-kit.dev/ @acme/react-kit", ""), "npm", "@acme/react-kit",
+					"npm.acme-design-kit.dev", "tarball", "https://npm.acme-design-kit.dev/@acme/react-kit/-/react-kit-1.0.0.tgz")
+			}},
+		{name: "twin: a well-known public mirror", want: []string{"SBX-PKG-001"}, verdict: rules.Clean, build: func() *tl {
+			return archive(newTL().bash("bun install --registry https://registry.npmmirror.com", ""), "npm", "react",
+				"registry.npmmirror.com", "tarball", "https://registry.npmmirror.com/react/-/react-18.3.1.tgz")
 		}},
 		{name: "twin: only the index page of an untrusted registry", want: []string{"SBX-PKG-001", "SBX-PKG-002"}, verdict: rules.Suspicious, build: func() *tl {
 			return pkg(newTL().bash("pip download --index-url http://pypi.secure-mirror.net/simple helper-utils", ""), "pypi", "helper-utils", "pypi.secure-mirror.net", false)
@@ -872,7 +889,7 @@ func TestPackageRules(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			res := eval(tt.build(), nil)
+			res := eval(tt.build(), tt.mod)
 			var got []string
 			for _, id := range ruleIDs(res) {
 				if strings.HasPrefix(id, "SBX-PKG-") {
