@@ -286,7 +286,7 @@ func (p *planner) bash(cmd, file string, line int, reason string) {
 // it names bundled scripts, else the directory an earlier cd moved to.
 func (p *planner) inDir(cmd string, refs []string) string {
 	switch {
-	case len(refs) > 0:
+	case len(refs) > 0 || p.namesBundled(cmd):
 		return "cd " + shellQuote(p.dir) + " && " + cmd
 	case p.cwd != "":
 		return "cd " + p.cwd + " && " + cmd
@@ -330,6 +330,18 @@ func (p *planner) scriptRefs(text string) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// namesBundled reports whether text names a bundled file other than the
+// instructions by its path relative to the skill's folder (make -f
+// Makefile, --config config.yaml): such a command is written to run there.
+func (p *planner) namesBundled(text string) bool {
+	for _, f := range p.s.Files {
+		if !f.Doc && mentions(text, f.Path) {
+			return true
+		}
+	}
+	return false
 }
 
 // mentions reports whether text names rel as a path (not as part of a longer one).
