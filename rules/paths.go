@@ -140,17 +140,24 @@ var owners = map[string][]string{
 	// requests (and so pip), uv, poetry and the HTTP clients read it to log
 	// in to the host they are about to call; a secret from it leaving is
 	// still SBX-EXFIL-001.
-	".netrc":        {"curl", "wget", "ftp", "lftp", "aria2c", "git", "git-remote-https", "python3", "pip", "pip3", "pipx", "uv", "poetry", "twine", "http", "https"},
-	"id_rsa":        {"ssh", "ssh-add", "scp", "sftp"},
-	"id_ed25519":    {"ssh", "ssh-add", "scp", "sftp"},
-	"id_ecdsa":      {"ssh", "ssh-add", "scp", "sftp"},
-	"config.json":   {"docker"},
-	"config":        {"kubectl", "ssh", "aws"},
-	"credentials":   {"aws"},
-	".bashrc":       {"bash"},
-	".zshrc":        {"zsh"},
-	".bash_history": {"bash"},
-	".zsh_history":  {"zsh"},
+	".netrc":      {"curl", "wget", "ftp", "lftp", "aria2c", "git", "git-remote-https", "python3", "pip", "pip3", "pipx", "uv", "poetry", "twine", "http", "https"},
+	"id_rsa":      {"ssh", "ssh-add", "scp", "sftp"},
+	"id_ed25519":  {"ssh", "ssh-add", "scp", "sftp"},
+	"id_ecdsa":    {"ssh", "ssh-add", "scp", "sftp"},
+	"config.json": {"docker"},
+	"config":      {"kubectl", "ssh", "aws"},
+	"credentials": {"aws"},
+	// the hosted services' CLIs reading their own login
+	"hosts.yml":             {"gh", "hub", "glab"},
+	"credentials.tfrc.json": {"terraform", "tofu"},
+	"credentials.db":        {"gcloud", "bq", "gsutil"},
+	"access_tokens.db":      {"gcloud", "bq", "gsutil"},
+	"msal_token_cache.json": {"az"},
+	"azureProfile.json":     {"az"},
+	".bashrc":               {"bash"},
+	".zshrc":                {"zsh"},
+	".bash_history":         {"bash"},
+	".zsh_history":          {"zsh"},
 }
 
 func ownedRead(p, proc string) bool {

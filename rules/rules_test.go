@@ -567,6 +567,10 @@ func TestNearMisses(t *testing.T) {
 			b.pid++
 			return b.exec(b.pid, v+"/bin/pip", v+"/bin/pip", "install", "pandas").read(home + "/.netrc")
 		}},
+		{name: "gh reads its own login", want: rules.Clean, build: func() *tl {
+			return newTL().bash("gh api repos/o/r/contents/.github/workflows", "").child("gh", "api", "repos/o/r/contents/.github/workflows").
+				read(home + "/.config/gh/hosts.yml")
+		}},
 		{name: "uv reads netrc for the index", want: rules.Clean, build: func() *tl {
 			return newTL().bash("uv pip install httpx", "").child("uv", "pip", "install", "httpx").read(home + "/.netrc")
 		}},
