@@ -86,7 +86,7 @@ func TestLookAlike(t *testing.T) {
 		{"api.github.com", false}, {"user.github.io", false}, {"gitlab.com", false}, {"strike.me", false},
 		{"pythonanywhere.com", false}, {"openapi.com", false}, {"dockerhub.example.org", false},
 		{"s3.amazonaws.com", false}, {"googletagmanager.com", false}, {"example.com", false},
-		{"rust-lang.github.io", false}, {"rust-lnag.github.io", true}, {"rust-lang.netlify.app", true},
+		{"rust-lang.github.io", false}, {"github.blog", false}, {"github.co", true}, {"rust-lnag.github.io", true}, {"rust-lang.netlify.app", true},
 	} {
 		if _, got := lookAlike(tt.host); got != tt.want {
 			t.Errorf("lookAlike(%s) = %v, want %v", tt.host, got, tt.want)

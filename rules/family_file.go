@@ -299,6 +299,12 @@ func persistRules() {
 					if strings.HasPrefix(f.proc, "git") && s.id == "SBX-PERSIST-005" {
 						continue
 					}
+					// A repository cloned or initialised here comes with its
+					// configuration and sample hooks (git never runs a .sample);
+					// only a hook the skill then writes counts.
+					if s.id == "SBX-PERSIST-005" && (strings.HasSuffix(target, ".sample") || c.freshRepoConfig(target)) {
+						continue
+					}
 					if _, ok := c.matchPath(s.paths, target); ok {
 						if f.op == opMkdir && s.id != "SBX-PERSIST-003" {
 							continue
@@ -322,6 +328,27 @@ func persistRules() {
 				}
 			})
 	}
+}
+
+// freshRepoConfig reports a repository's .git/config when the repository
+// itself was made by the trace (its .git/HEAD written here): git clone and
+// git init write it, whoever runs them.
+func (c *ctx) freshRepoConfig(p string) bool {
+	dir, base := path.Split(p)
+	if base != "config" || !strings.HasSuffix(dir, "/.git/") {
+		return false
+	}
+	if c.madeHere[dir+"HEAD"] {
+		return true
+	}
+	// without the syscall timeline (the unwatched pass), the file diff
+	// says which files are new
+	for i := range c.events {
+		if d, ok := c.events[i].Data.(*trace.FSChange); ok && d.Kind == "added" && d.Path == dir+"HEAD" {
+			return true
+		}
+	}
+	return false
 }
 
 func selfRules() {

@@ -47,6 +47,10 @@ var (
 	sinkRange6 = &net.IPNet{IP: net.ParseIP("2001:2::"), Mask: net.CIDRMask(48, 128)}
 )
 
+// cgnat is the shared address space of carrier-grade NAT (RFC 6598),
+// private in practice.
+var cgnat = &net.IPNet{IP: net.IPv4(100, 64, 0, 0), Mask: net.CIDRMask(10, 32)}
+
 func rawIP(s string) bool {
 	ip := net.ParseIP(strings.Trim(s, "[]"))
 	return ip != nil && !ip.IsLoopback() && !ip.IsUnspecified() && !sinkRange.Contains(ip) && !sinkRange6.Contains(ip)
@@ -144,7 +148,9 @@ func netRules() {
 	def(Rule{ID: "SBX-NET-001", Family: "command-and-control", Title: "Connection to a raw IP address",
 		Severity: Medium, Confidence: ConfMedium, Technique: "T1071",
 		Help: "A connection to an IP address that no DNS lookup of the trace produced (the jail remembers " +
-			"every address its DNS gave, so anything else was typed in): droppers fetch from http://<ip>/<id>."},
+			"every address its DNS gave, so anything else was typed in): droppers fetch from http://<ip>/<id>. " +
+			"A private address (10/8, 172.16/12, 192.168/16, 100.64/10, fc00::/7) is a service on the user's " +
+			"network (a cluster's API server, a NAS): low."},
 		func(c *ctx, r *Rule) {
 			resolved := resolvedAddrs(c.events)
 			for _, d := range c.dests() {
@@ -158,13 +164,25 @@ func netRules() {
 				case d.host == "" && rawIP(d.ip) && !resolved[net.ParseIP(strings.Trim(d.ip, "[]")).String()]:
 					ip = d.ip
 				}
-				if ip != "" {
-					c.hit(r, ip, fmt.Sprintf("connection to raw IP %s", net.JoinHostPort(ip, strconv.Itoa(d.port))), d.ev)
+				if ip == "" {
+					continue
 				}
+				msg := fmt.Sprintf("connection to raw IP %s", net.JoinHostPort(ip, strconv.Itoa(d.port)))
+				if a := net.ParseIP(strings.Trim(ip, "[]")); a != nil && (a.IsPrivate() || cgnat.Contains(a)) {
+					// a cluster's API server, a NAS, a service on the user's
+					// network: what a kubeconfig or a LAN tool names
+					c.hitAs(r, ip, Low, ConfMedium, r.Harm, msg+" (a private address: a service on the user's network)", d.ev)
+					continue
+				}
+				c.hit(r, ip, msg, d.ev)
 			}
 			for _, cm := range c.cmds {
 				for _, u := range reURL.FindAllString(cm.text, -1) {
 					if pu, err := url.Parse(u); err == nil && rawIP(pu.Hostname()) {
+						if a := net.ParseIP(pu.Hostname()); a != nil && (a.IsPrivate() || cgnat.Contains(a)) {
+							c.hitAs(r, pu.Hostname(), Low, ConfMedium, r.Harm, "command names raw-IP URL "+u+" (a private address)", cm.ev)
+							continue
+						}
 						c.hit(r, pu.Hostname(), "command names raw-IP URL "+u, cm.ev)
 					}
 				}

@@ -73,7 +73,7 @@ var ruleNotes = map[string]struct{ needs, twins []string }{
 	"SBX-MAC-001":    {[]string{evExec, evCmd}, []string{"security find-generic-password looking up an item without -w/-g (no secret)"}},
 	"SBX-MAC-002":    {[]string{evExec, evCmd}, []string{"a notification or a yes/no dialog from osascript"}},
 	"SBX-MAC-003":    {[]string{evExec}, []string{"a macOS command missing on Linux is not a shim"}},
-	"SBX-NET-001":    {[]string{evHTTP, evConn, evSocket, evCmd}, []string{"connections to the addresses the jail's DNS answered"}},
+	"SBX-NET-001":    {[]string{evHTTP, evConn, evSocket, evCmd}, []string{"connections to the addresses the jail's DNS answered", "a kubeconfig's cluster at a private address (low)"}},
 	"SBX-NET-002":    {[]string{evHTTP, evConn, evSocket}, []string{"ports 53, 80, 443, 853, 8080, 8443"}},
 	"SBX-NET-003": {[]string{evDNS, evHTTP, evConn, evCmd},
 		[]string{"a Discord webhook notification (low)", "Discord and Telegram outside their webhook and bot APIs"}},
