@@ -392,6 +392,9 @@ func exfilRules() {
 					if host == "" {
 						host = d.ip
 					}
+					if d.host != "" && ReputationOf(d.host, "/").Tier == TierVendor {
+						continue // a package registry or vendor answering its own client (npm audit)
+					}
 					f := c.hit(r, "egress", fmt.Sprintf("%s (%s), then data sent to %s", first.Title, first.Message, host), src, d.ev)
 					if rawOrBad[d.ev.Seq] {
 						f.Confidence = ConfHigh
