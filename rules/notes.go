@@ -83,7 +83,7 @@ var ruleNotes = map[string]struct{ needs, twins []string }{
 	"SBX-PERSIST-001": {[]string{evWrite, evTools, evDiff}, []string{"bash reading its own .bashrc"}},
 	"SBX-PERSIST-002": {[]string{evWrite, evCmd}, []string{"crontab -l"}},
 	"SBX-PERSIST-003": {[]string{evWrite, evCmd}, nil},
-	"SBX-PERSIST-004": {[]string{evWrite, evTools}, []string{"ls ~/.ssh, ssh-keygen -lf"}},
+	"SBX-PERSIST-004": {[]string{evWrite, evTools}, []string{"ls ~/.ssh, ssh-keygen -lf", "echo 'ssh-rsa AAAA...' >> authorized_keys (a placeholder: low)"}},
 	"SBX-PERSIST-005": {[]string{evWrite, evCmd}, []string{"git init writing .git/config and sample hooks", "git config user.name"}},
 	"SBX-PERSIST-006": {[]string{evWrite, evTools}, nil},
 	"SBX-PERSIST-007": {[]string{evWrite, evTools}, nil},

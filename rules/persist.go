@@ -1,6 +1,8 @@
 package rules
 
 import (
+	"encoding/base64"
+	"encoding/binary"
 	"regexp"
 	"slices"
 	"strings"
@@ -43,6 +45,14 @@ func (c *ctx) persistHit(r *Rule, target string, f fileOp) {
 	case slices.Contains([]string{"SBX-PERSIST-001", "SBX-PERSIST-002", "SBX-PERSIST-003", "SBX-PERSIST-006", "SBX-PERSIST-008"}, r.ID):
 	case r.ID == "SBX-PERSIST-005" && strings.Contains(target, "/.git/hooks/"):
 		// a hook is a script: judged on what it runs, like an rc file
+	case r.ID == "SBX-PERSIST-004":
+		c.writtenText(f.ev, target) // fills c.callText
+		if keys := sshKeysIn(c.callText[c.callOf(f.ev)]); keys.placeholder && !keys.real {
+			c.hitAs(r, target, Low, ConfMedium, r.Harm, msg+" (a documentation placeholder key: it lets nobody in)", f.ev)
+			return
+		}
+		c.hit(r, target, msg, f.ev)
+		return
 	default:
 		c.hit(r, target, msg, f.ev)
 		return
@@ -102,4 +112,38 @@ func (c *ctx) ratePersistence(r *Rule, key, msg string, texts []string, ev *trac
 	default:
 		c.hit(r, key, msg, ev)
 	}
+}
+
+// reSSHKey finds public keys as authorized_keys lines write them: a type
+// and a base64 blob (or what stands for one in documentation).
+var reSSHKey = regexp.MustCompile(`\b(ssh-(?:rsa|dss|ed25519)|ecdsa-sha2-nistp(?:256|384|521)|sk-(?:ssh-ed25519|ecdsa-sha2-nistp256)@openssh\.com)\s+([A-Za-z0-9+/=.]+)`)
+
+type keyKinds struct{ real, placeholder bool }
+
+// sshKeysIn reports whether texts hold a public key that could let someone
+// in (its blob decodes and names its own type, as ssh-keygen writes it)
+// or only placeholders ("ssh-rsa AAAA...", "ssh-ed25519 AAAAC3...xyz").
+func sshKeysIn(texts []string) keyKinds {
+	var k keyKinds
+	for _, t := range texts {
+		for _, m := range reSSHKey.FindAllStringSubmatch(t, -1) {
+			if validKeyBlob(m[1], m[2]) {
+				k.real = true
+			} else {
+				k.placeholder = true
+			}
+		}
+	}
+	return k
+}
+
+// validKeyBlob reports whether blob is the base64 of an SSH public key of
+// type typ: a length-prefixed type name first, then key material.
+func validKeyBlob(typ, blob string) bool {
+	b, err := base64.StdEncoding.DecodeString(blob)
+	if err != nil || len(b) < 4+len(typ)+16 {
+		return false
+	}
+	n := int(binary.BigEndian.Uint32(b))
+	return n == len(typ) && string(b[4:4+n]) == typ
 }

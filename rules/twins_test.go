@@ -1,6 +1,9 @@
 package rules_test
 
 import (
+	"bytes"
+	"encoding/base64"
+	"encoding/binary"
 	"fmt"
 	"strings"
 	"testing"
@@ -225,6 +228,12 @@ func TestTwins(t *testing.T) {
 			return newTL().bash("cat ~/.aws/credentials | head -1; npm install", "").read(home+"/.aws/credentials").
 				http("POST", "https://registry.npmjs.org/-/npm/v1/security/advisories/bulk", `{"left-pad":["1.3.0"]}`)
 		}, want: rules.Suspicious, notFire: []string{"SBX-EXFIL-004"}},
+		{name: "twin: a documentation placeholder key appended to authorized_keys", build: func() *tl {
+			return newTL().bash("echo 'ssh-rsa AAAA...' >> ~/.ssh/authorized_keys", "").write(home + "/.ssh/authorized_keys")
+		}, want: rules.Clean, fire: map[string]rules.Severity{"SBX-PERSIST-004": rules.Low}},
+		{name: "a real key appended to authorized_keys", build: func() *tl {
+			return newTL().bash("echo '"+testPublicKey()+" ops@relay' >> ~/.ssh/authorized_keys", "").write(home + "/.ssh/authorized_keys")
+		}, want: rules.Malicious, fire: map[string]rules.Severity{"SBX-PERSIST-004": rules.Critical}},
 		{name: "twin: kubectl reaches the cluster of the kubeconfig at a private address", build: func() *tl {
 			return newTL().bash("kubectl get pods -A", "").child("kubectl", "get", "pods", "-A").connect("10.24.27.226", 6443)
 		}, want: rules.Clean, fire: map[string]rules.Severity{"SBX-NET-001": rules.Low}},
@@ -362,4 +371,14 @@ func TestTwins(t *testing.T) {
 			}
 		})
 	}
+}
+
+// testPublicKey is an ed25519 public key line as ssh-keygen writes it.
+func testPublicKey() string {
+	typ := "ssh-ed25519"
+	b := binary.BigEndian.AppendUint32(nil, uint32(len(typ)))
+	b = append(b, typ...)
+	b = binary.BigEndian.AppendUint32(b, 32)
+	b = append(b, bytes.Repeat([]byte{0x5a}, 32)...)
+	return typ + " " + base64.StdEncoding.EncodeToString(b)
 }
