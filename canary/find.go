@@ -237,7 +237,7 @@ func (f *finder) inflateAll(data []byte, outer Encoding, base, depth int) {
 	passwords := f.s.hasPasswords()
 	seek := func(k, from int) {
 		magics[k].at = len(data)
-		if k == kindSalted && !passwords {
+		if streamMagics[k].kind == kindSalted && !passwords {
 			return // no password to try
 		}
 		m := streamMagics[k]
@@ -277,27 +277,20 @@ func (f *finder) inflateAll(data []byte, outer Encoding, base, depth int) {
 		if outer != Plain {
 			at = base // i counts in decoded bytes, not in the caller's input
 		}
-		switch k {
+		switch kind := streamMagics[k].kind; kind {
 		case kindSalted:
 			f.streams--
 			f.decryptSalted(data[i:], outer, at, depth)
-			continue
-		case kindA85:
-			f.frame85(data, i, false, outer, base, depth)
-			continue
-		case kindZlib:
-			// btoa's frame starts with the same byte as zlib: one search.
-			if bytes.HasPrefix(data[i:], []byte(btoaBegin)) {
-				f.frame85(data, i, true, outer, base, depth)
+		case kindA85, kindBtoa:
+			f.frame85(data, i, kind == kindBtoa, outer, base, depth)
+		default:
+			r, enc := f.openStream(data[i:], kind)
+			if r == nil {
 				continue
 			}
+			f.streams--
+			f.inflate(r, enc, outer, at, depth)
 		}
-		r, enc := f.openStream(data[i:], k)
-		if r == nil {
-			continue
-		}
-		f.streams--
-		f.inflate(r, enc, outer, at, depth)
 	}
 }
 
@@ -321,7 +314,7 @@ func (f *finder) inflate(r io.Reader, enc, outer Encoding, at, depth int) {
 	f.find(out, enc.wrap(outer), at, depth+1)
 }
 
-// Stream kinds: indexes of streamMagics.
+// Stream kinds.
 const (
 	kindGzip = iota
 	kindZlib
@@ -330,29 +323,39 @@ const (
 	kindXz
 	kindZstd
 	kindSalted
-	kindA85 // Adobe's <~ ~> frame
+	kindA85  // Adobe's <~ ~> frame
+	kindBtoa // btoa's xbtoa Begin frame
 )
 
-// A magic is how a stream starts; find is the part of it looked for (its
-// rarest bytes in text), back how far into magic find starts.
+// A magic is how a stream of a kind starts; find is the part of it looked
+// for (its rarest bytes in text), back how far into magic find starts.
 type magic struct {
+	kind        int
 	magic, find []byte
 	back        int
 }
 
-func newMagic(m string, back int) magic {
-	return magic{magic: []byte(m), find: []byte(m[back:]), back: back}
+func newMagic(kind int, m string, back int) magic {
+	return magic{kind: kind, magic: []byte(m), find: []byte(m[back:]), back: back}
 }
 
+// streamMagics are the magics inflateAll looks for, one cursor each. A
+// zlib stream is looked for by its second byte, one of four: its first,
+// 'x', is common in text, and a search that stops at every one of them
+// costs more than the rest of the scan.
 var streamMagics = []magic{
-	kindGzip:   newMagic("\x1f\x8b\x08", 0),
-	kindZlib:   newMagic("\x78", 0),
-	kindZip:    newMagic("PK\x03\x04", 2),
-	kindBzip2:  newMagic("BZh", 0),
-	kindXz:     newMagic("\xfd7zXZ\x00", 0),
-	kindZstd:   newMagic("\x28\xb5\x2f\xfd", 1),
-	kindSalted: newMagic("Salted__", 0),
-	kindA85:    newMagic("<~", 1),
+	newMagic(kindGzip, "\x1f\x8b\x08", 0),
+	newMagic(kindZlib, "\x78\x01", 1),
+	newMagic(kindZlib, "\x78\x5e", 1),
+	newMagic(kindZlib, "\x78\x9c", 1),
+	newMagic(kindZlib, "\x78\xda", 1),
+	newMagic(kindZip, "PK\x03\x04", 2),
+	newMagic(kindBzip2, "BZh", 0),
+	newMagic(kindXz, "\xfd7zXZ\x00", 0),
+	newMagic(kindZstd, "\x28\xb5\x2f\xfd", 1),
+	newMagic(kindSalted, "Salted__", 0),
+	newMagic(kindA85, "<~", 1),
+	newMagic(kindBtoa, btoaBegin, 0),
 }
 
 // openStream returns a reader of what the stream of kind k at the start of
@@ -493,19 +496,35 @@ func innermost(e Encoding) Encoding {
 // hasTextRun reports whether data has a run of at least n printable ASCII
 // characters.
 func hasTextRun(data []byte, n int) bool {
-	run := 0
-	for _, c := range data {
-		if c >= 0x20 && c < 0x7f || c == '\n' || c == '\r' || c == '\t' {
-			run++
-			if run >= n {
-				return true
-			}
-		} else {
-			run = 0
+	// A run of n holds data[i] for some i in every n-th position: test
+	// those first, and look around the ones that are text.
+	for i := n - 1; i < len(data); i += n {
+		if !isText[data[i]] {
+			continue
+		}
+		s, e := i, i+1
+		for s > 0 && isText[data[s-1]] && i-s < n {
+			s--
+		}
+		for e < len(data) && isText[data[e]] && e-s < n {
+			e++
+		}
+		if e-s >= n {
+			return true
 		}
 	}
 	return false
 }
+
+// isText is the bytes of text for hasTextRun: printable ASCII and
+// line breaks and tabs.
+var isText = func() (t [256]bool) {
+	for c := 0x20; c < 0x7f; c++ {
+		t[c] = true
+	}
+	t['\n'], t['\r'], t['\t'] = true, true, true
+	return t
+}()
 
 // isTar reports whether b starts with a POSIX or GNU tar header.
 func isTar(b []byte) bool {
@@ -610,13 +629,6 @@ func base64RunsShort(data []byte, short *[]int) []run {
 		end := cur.parts[len(cur.parts)-1][1]
 		for _, pt := range cur.parts {
 			cur.n += pt[1] - pt[0]
-			var flags uint8
-			for _, c := range data[pt[0]:pt[1]] {
-				flags |= cls[c]
-			}
-			cur.url = cur.url || flags&clsURL != 0
-			cur.std = cur.std || flags&clsStd != 0
-			cur.nonHex = cur.nonHex || flags&clsNonHex != 0
 		}
 		buf = cur.parts[:0] // reuse the scratch array, grown or not
 		if short != nil && first >= minShortWrap && first < minWrap && (breakAt(data, e) || breakBefore(data, s)) &&
@@ -624,6 +636,14 @@ func base64RunsShort(data []byte, short *[]int) []run {
 			*short = append(*short, p)
 		}
 		if len(cur.parts) > 1 || cur.n >= minDecodeRun {
+			// Which alphabet: only for the runs kept (most words are not).
+			var flags uint8
+			for _, pt := range cur.parts {
+				for _, c := range data[pt[0]:pt[1]] {
+					flags |= cls[c]
+				}
+			}
+			cur.url, cur.std, cur.nonHex = flags&clsURL != 0, flags&clsStd != 0, flags&clsNonHex != 0
 			cur.parts = slices.Clone(cur.parts)
 			runs = append(runs, cur)
 		}
@@ -687,7 +707,7 @@ type decoding struct {
 // Anchors: how a gzip, zip, bzip2 or zlib stream starts in base64. A run
 // holding one past its start (a URL path, a "name:" prefix) is decoded
 // again from there, so a misaligned prefix does not hide the stream.
-var streamAnchors = [][]byte{[]byte("H4sI"), []byte("UEsDB"), []byte("QlpoO"),
+var streamAnchors = [...][]byte{[]byte("H4sI"), []byte("UEsDB"), []byte("QlpoO"),
 	[]byte("eJw"), []byte("eJx"), []byte("eJy"), []byte("eJz"), []byte("eNq"), []byte("eNr"), []byte("eNs"), []byte("eNt")}
 
 // decodings decodes the run as hex (when it is all hex digits, or "0x" and
@@ -704,8 +724,7 @@ func (r run) decodings(data []byte) []decoding {
 			out = append(out, decoding{d, enc, 2})
 		}
 	}
-	for _, a := range streamAnchors {
-		i := bytes.Index(j, a)
+	for _, i := range anchorsIn(j) {
 		if i <= 0 || i%4 == 0 && r.url != r.std {
 			continue // absent, or already decoded at this alignment
 		}
@@ -716,6 +735,52 @@ func (r run) decodings(data []byte) []decoding {
 	}
 	return out
 }
+
+// anchorsIn returns where each of streamAnchors first occurs in j, -1
+// where it does not: one search per first byte of an anchor (four), not
+// one per anchor.
+func anchorsIn(j []byte) [len(streamAnchors)]int {
+	var first [len(streamAnchors)]int
+	for k := range first {
+		first[k] = -1
+	}
+	for _, g := range anchorGroups {
+		left := len(g.anchors)
+		for i := 0; left > 0; i++ {
+			n := bytes.IndexByte(j[i:], g.c)
+			if n < 0 {
+				break
+			}
+			i += n
+			for _, k := range g.anchors {
+				if first[k] < 0 && bytes.HasPrefix(j[i:], streamAnchors[k]) {
+					first[k] = i
+					left--
+				}
+			}
+		}
+	}
+	return first
+}
+
+// An anchorGroup is the streamAnchors that start with byte c.
+type anchorGroup struct {
+	c       byte
+	anchors []int // indexes in streamAnchors
+}
+
+var anchorGroups = func() []anchorGroup {
+	var out []anchorGroup
+	for k, a := range streamAnchors {
+		g := slices.IndexFunc(out, func(g anchorGroup) bool { return g.c == a[0] })
+		if g < 0 {
+			g = len(out)
+			out = append(out, anchorGroup{c: a[0]})
+		}
+		out[g].anchors = append(out[g].anchors, k)
+	}
+	return out
+}()
 
 func isHexText(b []byte) bool {
 	for _, c := range b {
