@@ -73,14 +73,14 @@ func (f *finder) openXz(b []byte) (io.Reader, Encoding) {
 	if !f.claimDict(small) {
 		return nil, ""
 	}
-	out, err := readXz(body, small, limit)
+	out, err := readXz(body, small, limit, need)
 	if err != nil && dict > small && need > small && int64(len(out)) >= small/2 && f.claimDict(dict) {
-		out, _ = readXz(body, dict, limit)
+		out, _ = readXz(body, dict, limit, need)
 	}
 	if len(out) == 0 {
 		return nil, ""
 	}
-	return bytes.NewReader(out), Xz
+	return &decoded{out}, Xz
 }
 
 // xzSmallDict is the dictionary xz blocks are first decoded with.
@@ -120,14 +120,17 @@ func lzma2Size(body []byte, limit int) int64 {
 }
 
 // readXz decodes an LZMA2 block body with a dictionary of dict bytes, up to
-// limit bytes; what was decoded before an error is returned with it.
-func readXz(body []byte, dict int64, limit int) ([]byte, error) {
+// limit bytes (size, what the chunk headers say, is where the output
+// buffer starts); what was decoded before an error is returned with it.
+func readXz(body []byte, dict int64, limit int, size int64) ([]byte, error) {
 	r, err := lzma.Reader2Config{DictCap: max(int(dict), lzma.MinDictCap)}.NewReader2(bytes.NewReader(body))
 	if err != nil {
 		return nil, err
 	}
-	var out bytes.Buffer
-	_, err = io.Copy(&out, io.LimitReader(r, int64(limit)))
+	// bytes.Buffer reads into at least 512 free bytes: room for the last
+	// read, which finds the end.
+	out := bytes.NewBuffer(make([]byte, 0, min(size, int64(limit), xzSmallDict)+bytes.MinRead))
+	_, err = io.Copy(out, io.LimitReader(r, int64(limit)))
 	if err == nil && out.Len() < limit && !r.EOS() {
 		err = io.ErrUnexpectedEOF
 	}

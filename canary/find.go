@@ -46,7 +46,11 @@ type finder struct {
 	guesses int
 	// dicts is the dictionary memory xz and zstd streams may still claim.
 	dicts int
-	flate io.ReadCloser // reused raw-deflate reader
+	// Readers reused from one stream to the next (each holds a window
+	// that costs more to allocate and clear than most streams to read).
+	flate io.ReadCloser
+	zlib  io.ReadCloser
+	gzip  *gzip.Reader
 	keys  *keyCache
 }
 
@@ -297,8 +301,13 @@ func (f *finder) inflateAll(data []byte, outer Encoding, base, depth int) {
 // inflate reads what r decompresses to (within the caps) and searches it.
 func (f *finder) inflate(r io.Reader, enc, outer Encoding, at, depth int) {
 	limit := min(maxInflate, f.budget)
-	out, _ := io.ReadAll(io.LimitReader(r, int64(limit))) // a truncated stream still yields its prefix
-	if c, ok := r.(io.Closer); ok && r != f.flate {
+	var out []byte
+	if d, ok := r.(*decoded); ok {
+		out = d.b[:min(len(d.b), limit)]
+	} else {
+		out, _ = io.ReadAll(io.LimitReader(r, int64(limit))) // a truncated stream still yields its prefix
+	}
+	if c, ok := r.(io.Closer); ok && r != f.flate && r != f.zlib && r != io.Reader(f.gzip) {
 		c.Close()
 	}
 	if len(out) == 0 {
@@ -363,21 +372,28 @@ var streamMagics = []magic{
 func (f *finder) openStream(b []byte, k int) (io.Reader, Encoding) {
 	switch k {
 	case kindGzip:
-		zr, err := gzip.NewReader(bytes.NewReader(b))
-		if err != nil {
+		if f.gzip == nil {
+			f.gzip = new(gzip.Reader)
+		}
+		if err := f.gzip.Reset(bytes.NewReader(b)); err != nil {
 			return nil, ""
 		}
-		zr.Multistream(false)
-		return zr, Gzip
+		f.gzip.Multistream(false)
+		return f.gzip, Gzip
 	case kindZlib:
 		if len(b) < 2 || (uint16(b[0])<<8|uint16(b[1]))%31 != 0 || (b[1] != 0x01 && b[1] != 0x5e && b[1] != 0x9c && b[1] != 0xda) {
 			return nil, ""
 		}
-		zr, err := zlib.NewReader(bytes.NewReader(b))
-		if err != nil {
+		if f.zlib == nil {
+			zr, err := zlib.NewReader(bytes.NewReader(b))
+			if err != nil {
+				return nil, ""
+			}
+			f.zlib = zr
+		} else if err := f.zlib.(zlib.Resetter).Reset(bytes.NewReader(b), nil); err != nil {
 			return nil, ""
 		}
-		return zr, Zlib
+		return f.zlib, Zlib
 	case kindZip:
 		// A zip local file header; stored entries are plain text already.
 		if len(b) < 30 || binary.LittleEndian.Uint16(b[8:]) != 8 {
@@ -399,6 +415,19 @@ func (f *finder) openStream(b []byte, k int) (io.Reader, Encoding) {
 		return f.openZstd(b)
 	}
 	return nil, ""
+}
+
+// decoded is a stream read in full when it was opened (xz): inflate takes
+// its bytes as they are.
+type decoded struct{ b []byte }
+
+func (d *decoded) Read(p []byte) (int, error) {
+	if len(d.b) == 0 {
+		return 0, io.EOF
+	}
+	n := copy(p, d.b)
+	d.b = d.b[n:]
+	return n, nil
 }
 
 // rawFlate returns the finder's raw-deflate reader reset to b.
@@ -599,12 +628,21 @@ func base64RunsShort(data []byte, short *[]int) []run {
 		for s > 0 && isAlpha(s-1) {
 			s--
 		}
-		for e < n && isAlpha(e) {
-			e++
+		e = alphaEnd(data, e)
+		first := e - s
+		if first < minDecodeRun {
+			// A word (most probes): too short to be decoded or to be
+			// the first line of a wrapped run; perhaps a line of a
+			// short-wrapped one.
+			if short != nil && first >= minShortWrap && (breakAt(data, e) || breakBefore(data, s)) &&
+				twoKinds(data[s:e]) {
+				*short = append(*short, p)
+			}
+			p = e + stride
+			continue
 		}
 		buf = append(buf[:0], [2]int{s, e})
 		cur := run{parts: buf}
-		first := e - s
 		// Follow the lines of a wrapped run: each line before the next
 		// has the first line's length, and only a line break separates
 		// them; padding ends the run.
@@ -639,9 +677,7 @@ func base64RunsShort(data []byte, short *[]int) []run {
 			// Which alphabet: only for the runs kept (most words are not).
 			var flags uint8
 			for _, pt := range cur.parts {
-				for _, c := range data[pt[0]:pt[1]] {
-					flags |= cls[c]
-				}
+				flags |= clsOf(data[pt[0]:pt[1]])
 			}
 			cur.url, cur.std, cur.nonHex = flags&clsURL != 0, flags&clsStd != 0, flags&clsNonHex != 0
 			cur.parts = slices.Clone(cur.parts)
@@ -650,6 +686,33 @@ func base64RunsShort(data []byte, short *[]int) []run {
 		p = end + stride
 	}
 	return runs
+}
+
+// alphaEnd returns where the run of base64 alphabet at data[i:] ends:
+// eight bytes per step through the long lines of an encoding.
+func alphaEnd(data []byte, i int) int {
+	for ; i+8 <= len(data); i += 8 {
+		b := data[i : i+8 : i+8]
+		if cls[b[0]]&cls[b[1]]&cls[b[2]]&cls[b[3]]&cls[b[4]]&cls[b[5]]&cls[b[6]]&cls[b[7]]&clsAlpha == 0 {
+			break
+		}
+	}
+	for i < len(data) && cls[data[i]]&clsAlpha != 0 {
+		i++
+	}
+	return i
+}
+
+// clsOf is the union of the classes of b's characters.
+func clsOf(b []byte) uint8 {
+	var f uint8
+	for ; len(b) >= 8; b = b[8:] {
+		f |= cls[b[0]] | cls[b[1]] | cls[b[2]] | cls[b[3]] | cls[b[4]] | cls[b[5]] | cls[b[6]] | cls[b[7]]
+	}
+	for _, c := range b {
+		f |= cls[c]
+	}
+	return f
 }
 
 // onlyBreaks reports whether sep is a line break, possibly escaped, with
