@@ -741,7 +741,12 @@ func onlyBreaks(sep []byte) bool {
 	return brk
 }
 
+// join returns the run's text without its line breaks: the caller must
+// not write to it (a run of one part is data's own bytes).
 func (r run) join(data []byte) []byte {
+	if len(r.parts) == 1 {
+		return data[r.parts[0][0]:r.parts[0][1]:r.parts[0][1]]
+	}
 	out := make([]byte, 0, r.n)
 	for _, p := range r.parts {
 		out = append(out, data[p[0]:p[1]]...)
@@ -800,7 +805,7 @@ func (r run) decodings(data []byte) []decoding {
 }
 
 // anchorsIn returns where each of streamAnchors first occurs in j, -1
-// where it does not: one search per first byte of an anchor (four), not
+// where it does not: one search per prefix the anchors share (five), not
 // one per anchor.
 func anchorsIn(j []byte) [len(streamAnchors)]int {
 	var first [len(streamAnchors)]int
@@ -810,7 +815,7 @@ func anchorsIn(j []byte) [len(streamAnchors)]int {
 	for _, g := range anchorGroups {
 		left := len(g.anchors)
 		for i := 0; left > 0; i++ {
-			n := bytes.IndexByte(j[i:], g.c)
+			n := bytes.Index(j[i:], g.prefix)
 			if n < 0 {
 				break
 			}
@@ -826,19 +831,20 @@ func anchorsIn(j []byte) [len(streamAnchors)]int {
 	return first
 }
 
-// An anchorGroup is the streamAnchors that start with byte c.
+// An anchorGroup is the streamAnchors that start with prefix.
 type anchorGroup struct {
-	c       byte
+	prefix  []byte
 	anchors []int // indexes in streamAnchors
 }
 
+// anchorGroups groups streamAnchors by their first two bytes.
 var anchorGroups = func() []anchorGroup {
 	var out []anchorGroup
 	for k, a := range streamAnchors {
-		g := slices.IndexFunc(out, func(g anchorGroup) bool { return g.c == a[0] })
+		g := slices.IndexFunc(out, func(g anchorGroup) bool { return bytes.Equal(g.prefix, a[:2]) })
 		if g < 0 {
 			g = len(out)
-			out = append(out, anchorGroup{c: a[0]})
+			out = append(out, anchorGroup{prefix: a[:2]})
 		}
 		out[g].anchors = append(out[g].anchors, k)
 	}
