@@ -201,7 +201,7 @@ func (f *finder) scan(data []byte, hit func(tok int, enc Encoding, i int), mode 
 		if d == 0 {
 			continue
 		}
-		if h := hashDiff(d); diffFilter[h>>6]&(1<<(h&63)) == 0 {
+		if w, m := hashDiff(d); diffFilter[w]&m != m {
 			continue
 		}
 		for _, e := range s.byDiff[d] {
@@ -633,9 +633,10 @@ func base64RunsShort(data []byte, short *[]int) []run {
 		if first < minDecodeRun {
 			// A word (most probes): too short to be decoded or to be
 			// the first line of a wrapped run; perhaps a line of a
-			// short-wrapped one.
-			if short != nil && first >= minShortWrap && (breakAt(data, e) || breakBefore(data, s)) &&
-				twoKinds(data[s:e]) {
+			// short-wrapped one, unless a space follows it (prose;
+			// shortRuns would drop it).
+			if short != nil && first >= minShortWrap &&
+				(breakAt(data, e) || breakBefore(data, s) && (e == n || data[e] != ' ')) && twoKinds(data[s:e]) {
 				*short = append(*short, p)
 			}
 			p = e + stride
