@@ -235,20 +235,33 @@ func xorEqual(b, n []byte, key byte) bool {
 // zstd) and openssl's salted ciphertext by their magic in data and searches
 // what they decode to.
 func (f *finder) inflateAll(data []byte, outer Encoding, base, depth int) {
-	// One cursor per stream kind, each at its next candidate magic.
-	type cursor struct{ at int }
+	// One cursor per magic, each at its next candidate, or, when not
+	// exact, at the point its search resumes from. A search looks one
+	// block further only, and the cursor furthest behind is the one moved
+	// on: all search the same block of data in turn while it is in the
+	// cache, rather than each the whole of data.
+	type cursor struct {
+		at    int
+		exact bool
+	}
 	magics := make([]cursor, len(streamMagics))
 	passwords := f.s.hasPasswords()
 	seek := func(k, from int) {
-		magics[k].at = len(data)
+		magics[k] = cursor{len(data), true}
 		if streamMagics[k].kind == kindSalted && !passwords {
 			return // no password to try
 		}
 		m := streamMagics[k]
 		for from+m.back < len(data) {
 			// Look for the magic's rarest part, then check the rest.
-			j := bytes.Index(data[from+m.back:], m.find)
+			lo := from + m.back
+			hi := min(len(data), lo+seekBlock)
+			j := bytes.Index(data[lo:hi], m.find)
 			if j < 0 {
+				if hi < len(data) {
+					// find may straddle hi: resume just before it.
+					magics[k] = cursor{hi - len(m.find) + 1 - m.back, false}
+				}
 				return
 			}
 			at := from + j
@@ -268,6 +281,10 @@ func (f *finder) inflateAll(data []byte, outer Encoding, base, depth int) {
 			if magics[j].at < magics[k].at {
 				k = j
 			}
+		}
+		if !magics[k].exact {
+			seek(k, magics[k].at)
+			continue
 		}
 		i := magics[k].at
 		if i+4 > len(data) {
@@ -297,6 +314,9 @@ func (f *finder) inflateAll(data []byte, outer Encoding, base, depth int) {
 		}
 	}
 }
+
+// seekBlock is how far one search for a stream magic looks (within L1).
+const seekBlock = 16 << 10
 
 // inflate reads what r decompresses to (within the caps) and searches it.
 func (f *finder) inflate(r io.Reader, enc, outer Encoding, at, depth int) {

@@ -18,7 +18,9 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/klauspost/compress/zstd"
 	"github.com/sandboxctl/sandboxctl/canary"
+	"github.com/ulikunitz/xz"
 )
 
 var (
@@ -338,4 +340,69 @@ func TestFindAtEveryOffset(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestFindStreamAtBlockEdge checks that stream magics are found wherever
+// they sit relative to the blocks the magic search works through (16 KiB):
+// across a block's end and at either side of it.
+func TestFindStreamAtBlockEdge(t *testing.T) {
+	set := canary.NewSet(tokGH)
+	body := []byte("token=" + tokGH.Value + "\n")
+	var zl bytes.Buffer
+	zw := zlib.NewWriter(&zl)
+	zw.Write(body)
+	zw.Close()
+	var xzb bytes.Buffer
+	xw := must(xz.NewWriter(&xzb))
+	xw.Write(body)
+	xw.Close()
+	enc := must(zstd.NewWriter(nil))
+	zs := enc.EncodeAll(body, nil)
+	enc.Close()
+	streams := []struct {
+		name string
+		b    []byte
+		want canary.Encoding
+	}{
+		{"gzip", gz(t, body), canary.Gzip},
+		{"zlib", zl.Bytes(), canary.Zlib},
+		{"xz", xzb.Bytes(), canary.Xz},
+		{"zstd", zs, canary.Zstd},
+		{"ascii85", append([]byte("<~"), append(a85Of(body), "~>"...)...), canary.Ascii85},
+		{"btoa", append([]byte("xbtoa Begin\n"), append(a85Of(body), "\nxbtoa End"...)...), canary.Ascii85},
+	}
+	for _, st := range streams {
+		for _, edge := range []int{16 << 10, 32 << 10} {
+			for at := edge - 12; at <= edge+2; at++ {
+				data := append(bytes.Repeat([]byte("."), at), st.b...)
+				data = append(data, bytes.Repeat([]byte("."), 40<<10)...)
+				found := false
+				for _, h := range set.Find(data) {
+					found = found || h.Token.ID == tokGH.ID && h.Encoding == st.want
+				}
+				if !found {
+					t.Errorf("%s at %d: not found", st.name, at)
+				}
+			}
+		}
+	}
+}
+
+// a85Of is ascii85 without folding ('z') or wrapping.
+func a85Of(b []byte) []byte {
+	var out []byte
+	n := len(b)
+	for len(b)%4 != 0 {
+		b = append(b, 0)
+	}
+	for i := 0; i < len(b); i += 4 {
+		v := uint32(b[i])<<24 | uint32(b[i+1])<<16 | uint32(b[i+2])<<8 | uint32(b[i+3])
+		var g [5]byte
+		for j := 4; j >= 0; j-- {
+			g[j] = byte('!' + v%85)
+			v /= 85
+		}
+		out = append(out, g[:]...)
+	}
+	return out[:len(out)-(len(b)-n)]
 }
