@@ -52,6 +52,10 @@ type finder struct {
 	zlib  io.ReadCloser
 	gzip  *gzip.Reader
 	keys  *keyCache
+	// bufs are scratch buffers per depth for the regions decoded or
+	// inflated there: a region is searched (at the next depth) before
+	// the next is decoded.
+	bufs [maxDepth][]byte
 }
 
 // Find reports every token of the set present in data, once per token and
@@ -123,10 +127,11 @@ func (f *finder) find(data []byte, outer Encoding, base, depth int) {
 	}
 	f.scan(data, rec, scanAll)
 	runs := allRuns(data)
-	for _, r := range runs {
+	joined := make([][]byte, len(runs)) // each run's text, joined once
+	for k, r := range runs {
+		joined[k] = r.join(data)
 		if len(r.parts) > 1 {
-			joined := r.join(data)
-			f.scan(joined, func(tok int, enc Encoding, i int) {
+			f.scan(joined[k], func(tok int, enc Encoding, i int) {
 				off := base + r.orig(i)
 				if nested {
 					off = base
@@ -138,17 +143,18 @@ func (f *finder) find(data []byte, outer Encoding, base, depth int) {
 	if depth >= maxDepth {
 		return
 	}
-	for _, r := range runs {
+	for k, r := range runs {
 		if r.n < minDecodeRun || f.budget <= 0 {
 			continue
 		}
-		for _, d := range r.decodings(data) {
+		r.decodings(joined[k], f.scratch(depth), func(d decoding) bool {
 			if f.budget <= 0 {
-				break
+				return false
 			}
 			f.budget -= len(d.b)
 			f.find(d.b, d.enc.wrap(outer), base+r.orig(d.at), depth+1)
-		}
+			return true
+		})
 	}
 	f.blobs(data, outer, base, depth, textDecoded(outer))
 	f.inflateAll(data, outer, base, depth)
@@ -325,7 +331,12 @@ func (f *finder) inflate(r io.Reader, enc, outer Encoding, at, depth int) {
 	if d, ok := r.(*decoded); ok {
 		out = d.b[:min(len(d.b), limit)]
 	} else {
-		out, _ = io.ReadAll(io.LimitReader(r, int64(limit))) // a truncated stream still yields its prefix
+		// A truncated stream still yields its prefix.
+		buf := f.scratch(depth)
+		out = readAll((*buf)[:0], io.LimitReader(r, int64(limit)))
+		if cap(out) > cap(*buf) {
+			*buf = out[:0]
+		}
 	}
 	if c, ok := r.(io.Closer); ok && r != f.flate && r != f.zlib && r != io.Reader(f.gzip) {
 		c.Close()
@@ -341,6 +352,33 @@ func (f *finder) inflate(r io.Reader, enc, outer Encoding, at, depth int) {
 		enc = TarBz2
 	}
 	f.find(out, enc.wrap(outer), at, depth+1)
+}
+
+// scratch returns the scratch buffer of depth (a new one past the last
+// depth decoded from).
+func (f *finder) scratch(depth int) *[]byte {
+	if depth < len(f.bufs) {
+		return &f.bufs[depth]
+	}
+	return new([]byte)
+}
+
+// readAll is io.ReadAll appending to buf; it returns what was read before
+// an error.
+func readAll(buf []byte, r io.Reader) []byte {
+	if cap(buf) < 512 {
+		buf = make([]byte, 0, 512)
+	}
+	for {
+		n, err := r.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+n]
+		if err != nil {
+			return buf
+		}
+		if len(buf) == cap(buf) {
+			buf = append(buf, 0)[:len(buf)] // let append grow it
+		}
+	}
 }
 
 // Stream kinds.
@@ -799,30 +837,35 @@ type decoding struct {
 var streamAnchors = [...][]byte{[]byte("H4sI"), []byte("UEsDB"), []byte("QlpoO"),
 	[]byte("eJw"), []byte("eJx"), []byte("eJy"), []byte("eJz"), []byte("eNq"), []byte("eNr"), []byte("eNs"), []byte("eNt")}
 
-// decodings decodes the run as hex (when it is all hex digits, or "0x" and
-// hex digits) or base64 (the alphabet its characters say), and again from
-// any stream anchor inside it.
-func (r run) decodings(data []byte) []decoding {
-	j := r.join(data)
-	var out []decoding
-	if d, enc := decodeText(j, !r.nonHex && !r.url && !r.std, r.url, r.std); len(d) > 0 {
-		out = append(out, decoding{d, enc, 0})
+// decodings decodes the run, whose joined text is j, as hex (when it is
+// all hex digits, or "0x" and hex digits) or base64 (the alphabet its
+// characters say), and again from any stream anchor inside it, and calls
+// yield with each until it returns false. The decoded bytes are in *buf,
+// reused: they are valid until yield returns.
+func (r run) decodings(j []byte, buf *[]byte, yield func(decoding) bool) {
+	try := func(at int, isHex, url, std bool) bool {
+		d, enc := decodeText((*buf)[:0], j[at:], isHex, url, std)
+		if cap(d) > cap(*buf) {
+			*buf = d[:0]
+		}
+		return len(d) == 0 || yield(decoding{d, enc, at})
+	}
+	if !try(0, !r.nonHex && !r.url && !r.std, r.url, r.std) {
+		return
 	}
 	if len(j) > 2 && j[0] == '0' && j[1] == 'x' && isHexText(j[2:]) {
-		if d, enc := decodeText(j[2:], true, false, false); len(d) > 0 {
-			out = append(out, decoding{d, enc, 2})
+		if !try(2, true, false, false) {
+			return
 		}
 	}
 	for _, i := range anchorsIn(j) {
 		if i <= 0 || i%4 == 0 && r.url != r.std {
 			continue // absent, or already decoded at this alignment
 		}
-		url, std := bytes.ContainsAny(j[i:], "-_"), bytes.ContainsAny(j[i:], "+/")
-		if d, enc := decodeText(j[i:], false, url, std); len(d) > 0 {
-			out = append(out, decoding{d, enc, i})
+		if !try(i, false, bytes.ContainsAny(j[i:], "-_"), bytes.ContainsAny(j[i:], "+/")) {
+			return
 		}
 	}
-	return out
 }
 
 // anchorsIn returns where each of streamAnchors first occurs in j, -1
@@ -882,13 +925,14 @@ func isHexText(b []byte) bool {
 }
 
 // decodeText decodes j as hex or as base64 in the alphabet that url and std
-// (which characters it holds) select; nil when it does not decode.
-func decodeText(j []byte, isHex, url, std bool) ([]byte, Encoding) {
+// (which characters it holds) select, into dst's array when it is large
+// enough; nil when it does not decode.
+func decodeText(dst, j []byte, isHex, url, std bool) ([]byte, Encoding) {
 	if isHex {
 		if len(j)%2 == 1 {
 			j = j[:len(j)-1]
 		}
-		out := make([]byte, len(j)/2)
+		out := grow(dst, len(j)/2)
 		if _, err := hex.Decode(out, j); err != nil {
 			return nil, ""
 		}
@@ -904,10 +948,18 @@ func decodeText(j []byte, isHex, url, std bool) ([]byte, Encoding) {
 	if len(j)%4 == 1 {
 		j = j[:len(j)-1]
 	}
-	out := make([]byte, enc.DecodedLen(len(j)))
+	out := grow(dst, enc.DecodedLen(len(j)))
 	n, err := enc.Decode(out, j)
 	if err != nil && n == 0 {
 		return nil, ""
 	}
 	return out[:n], typ
+}
+
+// grow returns a slice of n bytes, dst's array when it holds them.
+func grow(dst []byte, n int) []byte {
+	if cap(dst) >= n {
+		return dst[:n]
+	}
+	return make([]byte, n)
 }
