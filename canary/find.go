@@ -173,31 +173,18 @@ const (
 // in order of offset.
 func (f *finder) scan(data []byte, hit func(tok int, enc Encoding, i int), mode scanMode) {
 	s := f.s
-	filter, diffFilter := s.filter, s.diffFilter
-	type match struct {
-		tok int
-		enc Encoding
-		at  int
-	}
+	stride, filter, diffFilter := s.stride, s.filter, s.diffFilter
+	xor := mode != scanJoined
 	var found []match
-	for i := 0; i+window <= len(data); i += s.stride {
+	// The loop does the probes only; the rare candidates are checked
+	// apart, so that the loop keeps its values in registers.
+	last := len(data) - window
+	for i := 0; i <= last; i += stride {
 		k := binary.LittleEndian.Uint64(data[i:])
 		if w, m := hashKey(k); filter[w]&m == m {
-			for _, e := range s.byKey[k] {
-				at := i - int(e.off)
-				if at < 0 {
-					continue
-				}
-				p := &s.pats[e.pat]
-				if mode == scanJoined && !p.joined || mode == scanBinary && !p.bin {
-					continue
-				}
-				if bytes.HasPrefix(data[at:], p.s) && p.edge.ok(data, at, at+len(p.s)) && p.b85.ok(data, at, at+len(p.s)) {
-					found = append(found, match{p.tok, p.enc, at})
-				}
-			}
+			found = s.keyHits(found, data, i, k, mode)
 		}
-		if mode == scanJoined || i+window >= len(data) {
+		if !xor || i == last {
 			continue
 		}
 		// Single-byte XOR: the differences of neighbouring bytes do not
@@ -207,24 +194,55 @@ func (f *finder) scan(data []byte, hit func(tok int, enc Encoding, i int), mode 
 		if d == 0 {
 			continue
 		}
-		if w, m := hashDiff(d); diffFilter[w]&m != m {
-			continue
-		}
-		for _, e := range s.byDiff[d] {
-			at := i - int(e.off)
-			n := &s.needles[e.pat]
-			if at < 0 || at+len(n.b) > len(data) {
-				continue
-			}
-			if key := data[at] ^ n.b[0]; key != 0 && xorEqual(data[at:at+len(n.b)], n.b, key) {
-				found = append(found, match{n.tok, XOR, at})
-			}
+		if w, m := hashDiff(d); diffFilter[w]&m == m {
+			found = s.diffHits(found, data, i, d)
 		}
 	}
 	slices.SortStableFunc(found, func(a, b match) int { return cmp.Compare(a.at, b.at) })
 	for _, m := range found {
 		hit(m.tok, m.enc, m.at)
 	}
+}
+
+// A match is a pattern found by scan.
+type match struct {
+	tok int
+	enc Encoding
+	at  int
+}
+
+// keyHits appends the patterns indexed by key k that data holds around i.
+func (s *Set) keyHits(found []match, data []byte, i int, k uint64, mode scanMode) []match {
+	for _, e := range s.byKey[k] {
+		at := i - int(e.off)
+		if at < 0 {
+			continue
+		}
+		p := &s.pats[e.pat]
+		if mode == scanJoined && !p.joined || mode == scanBinary && !p.bin {
+			continue
+		}
+		if bytes.HasPrefix(data[at:], p.s) && p.edge.ok(data, at, at+len(p.s)) && p.b85.ok(data, at, at+len(p.s)) {
+			found = append(found, match{p.tok, p.enc, at})
+		}
+	}
+	return found
+}
+
+// diffHits appends the needles XORed with one byte that data holds around
+// i, where the differences of neighbouring bytes are d.
+func (s *Set) diffHits(found []match, data []byte, i int, d uint64) []match {
+	for _, e := range s.byDiff[d] {
+		at := i - int(e.off)
+		n := &s.needles[e.pat]
+		if at < 0 || at+len(n.b) > len(data) {
+			continue
+		}
+		if key := data[at] ^ n.b[0]; key != 0 && xorEqual(data[at:at+len(n.b)], n.b, key) {
+			found = append(found, match{n.tok, XOR, at})
+		}
+	}
+	return found
 }
 
 // xorEqual reports whether b is n with every byte XORed with key.
