@@ -526,7 +526,7 @@ func blobStarts(data []byte, decoded bool) []int {
 		out = append(out, 0)
 	}
 	for i, n := 0, 0; n < 16; n++ {
-		j := bytes.Index(data[i:], []byte("\r\n\r\n"))
+		j := bytes.Index(data[i:], blankLine)
 		if j < 0 {
 			break
 		}
@@ -537,6 +537,8 @@ func blobStarts(data []byte, decoded bool) []int {
 	}
 	return out
 }
+
+var blankLine = []byte("\r\n\r\n")
 
 // binaryHead reports whether the first 32 bytes of b hold a byte that text
 // does not: compressed and encrypted data almost surely do (an IV or nonce
