@@ -268,7 +268,7 @@ func (f *finder) inflateAll(data []byte, outer Encoding, base, depth int) {
 		at    int
 		exact bool
 	}
-	magics := make([]cursor, len(streamMagics))
+	var magics [len(streamMagics)]cursor
 	passwords := f.s.hasPasswords()
 	seek := func(k, from int) {
 		magics[k] = cursor{len(data), true}
@@ -428,14 +428,16 @@ func newMagic(kind int, m string, back int) magic {
 // zlib stream is looked for by its second byte, one of four: its first,
 // 'x', is common in text, and a search that stops at every one of them
 // costs more than the rest of the scan.
-var streamMagics = []magic{
+var streamMagics = [...]magic{
 	newMagic(kindGzip, "\x1f\x8b\x08", 0),
 	newMagic(kindZlib, "\x78\x01", 1),
 	newMagic(kindZlib, "\x78\x5e", 1),
 	newMagic(kindZlib, "\x78\x9c", 1),
 	newMagic(kindZlib, "\x78\xda", 1),
 	newMagic(kindZip, "PK\x03\x04", 2),
-	newMagic(kindBzip2, "BZh", 0),
+	// bzip2: "BZh", the block size digit, then the block magic "1AY&SY":
+	// '&' is rare in text and outside base64, 'B' is not.
+	{kind: kindBzip2, magic: []byte("BZh"), find: []byte("&SY"), back: 7},
 	newMagic(kindXz, "\xfd7zXZ\x00", 0),
 	newMagic(kindZstd, "\x28\xb5\x2f\xfd", 1),
 	newMagic(kindSalted, "Salted__", 0),

@@ -346,7 +346,7 @@ func TestFindAtEveryOffset(t *testing.T) {
 // they sit relative to the blocks the magic search works through (16 KiB):
 // across a block's end and at either side of it.
 func TestFindStreamAtBlockEdge(t *testing.T) {
-	set := canary.NewSet(tokGH)
+	set := canary.NewSet(tokGH, tokAWS)
 	body := []byte("token=" + tokGH.Value + "\n")
 	var zl bytes.Buffer
 	zw := zlib.NewWriter(&zl)
@@ -363,13 +363,15 @@ func TestFindStreamAtBlockEdge(t *testing.T) {
 		name string
 		b    []byte
 		want canary.Encoding
+		tok  canary.Token
 	}{
-		{"gzip", gz(t, body), canary.Gzip},
-		{"zlib", zl.Bytes(), canary.Zlib},
-		{"xz", xzb.Bytes(), canary.Xz},
-		{"zstd", zs, canary.Zstd},
-		{"ascii85", append([]byte("<~"), append(a85Of(body), "~>"...)...), canary.Ascii85},
-		{"btoa", append([]byte("xbtoa Begin\n"), append(a85Of(body), "\nxbtoa End"...)...), canary.Ascii85},
+		{"gzip", gz(t, body), canary.Gzip, tokGH},
+		{"zlib", zl.Bytes(), canary.Zlib, tokGH},
+		{"xz", xzb.Bytes(), canary.Xz, tokGH},
+		{"zstd", zs, canary.Zstd, tokGH},
+		{"bzip2", readFile(t, "testdata/credentials.bz2"), canary.Bzip2, tokAWS},
+		{"ascii85", append([]byte("<~"), append(a85Of(body), "~>"...)...), canary.Ascii85, tokGH},
+		{"btoa", append([]byte("xbtoa Begin\n"), append(a85Of(body), "\nxbtoa End"...)...), canary.Ascii85, tokGH},
 	}
 	for _, st := range streams {
 		for _, edge := range []int{16 << 10, 32 << 10} {
@@ -378,7 +380,7 @@ func TestFindStreamAtBlockEdge(t *testing.T) {
 				data = append(data, bytes.Repeat([]byte("."), 40<<10)...)
 				found := false
 				for _, h := range set.Find(data) {
-					found = found || h.Token.ID == tokGH.ID && h.Encoding == st.want
+					found = found || h.Token.ID == st.tok.ID && h.Encoding == st.want
 				}
 				if !found {
 					t.Errorf("%s at %d: not found", st.name, at)
