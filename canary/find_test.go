@@ -408,3 +408,41 @@ func a85Of(b []byte) []byte {
 	}
 	return out[:len(out)-(len(b)-n)]
 }
+
+// TestFindXzFarMatch checks the xz dictionary sizing: the needle at the end
+// of the stream is a match 150 KiB back (to a near copy of it), which a
+// dictionary smaller than what the chunk headers declare would lose.
+func TestFindXzFarMatch(t *testing.T) {
+	set := canary.NewSet(tokGH)
+	near := tokGH.Value[:len(tokGH.Value)-1] + "#"
+	tests := []struct {
+		name string
+		fill int
+	}{
+		{"4 KiB back", 4 << 10},
+		{"150 KiB back", 150 << 10},
+		{"300 KiB back", 300 << 10},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var body bytes.Buffer
+			body.WriteString(near + "\n")
+			m := canary.NewMinter(canary.SeededReader([]byte("xz")))
+			for body.Len() < tt.fill {
+				body.WriteString(base64.StdEncoding.EncodeToString(m.Bytes(300)) + "\n")
+			}
+			body.WriteString(tokGH.Value + "\n")
+			var z bytes.Buffer
+			w := must(xz.NewWriter(&z))
+			w.Write(body.Bytes())
+			w.Close()
+			found := false
+			for _, h := range set.Find(z.Bytes()) {
+				found = found || h.Token.ID == tokGH.ID && h.Encoding == canary.Xz
+			}
+			if !found {
+				t.Errorf("token at the end of an xz stream of %d bytes not found", body.Len())
+			}
+		})
+	}
+}
