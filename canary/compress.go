@@ -62,35 +62,75 @@ func (f *finder) openXz(b []byte) (io.Reader, Encoding) {
 	}
 	// Most blobs are small: decode with a small dictionary first (a match
 	// can reach no further back than what was decoded), and again with the
-	// stream's own only when the small one did not do.
+	// stream's own only when the small one did not do. The chunk headers
+	// say how much the block decodes to: a dictionary that holds all of it
+	// is as good as the stream's own, and most blobs need only the
+	// smallest one.
 	body := b[12+hlen:]
 	limit := min(maxInflate, f.budget)
-	small := min(dict, xzSmallDict)
+	need := lzma2Size(body, limit)
+	small := min(dict, xzSmallDict, max(need, lzma.MinDictCap))
 	if !f.claimDict(small) {
 		return nil, ""
 	}
-	out, err := readXz(body, small, limit)
-	if err != nil && dict > small && int64(len(out)) >= small/2 && f.claimDict(dict) {
-		out, _ = readXz(body, dict, limit)
+	out, err := readXz(body, small, limit, need)
+	if err != nil && dict > small && need > small && int64(len(out)) >= small/2 && f.claimDict(dict) {
+		out, _ = readXz(body, dict, limit, need)
 	}
 	if len(out) == 0 {
 		return nil, ""
 	}
-	return bytes.NewReader(out), Xz
+	return &decoded{out}, Xz
 }
 
 // xzSmallDict is the dictionary xz blocks are first decoded with.
 const xzSmallDict = 256 << 10
 
+// lzma2Size is how many bytes the LZMA2 chunks at the start of body
+// decode to, as their headers say (a truncated chunk counts whole), or
+// more than limit when that is more than limit.
+func lzma2Size(body []byte, limit int) int64 {
+	var n int64
+	for p := 0; p < len(body) && n <= int64(limit); {
+		c := body[p]
+		switch {
+		case c == 0: // end of the block's data
+			return n
+		case c == 1 || c == 2: // uncompressed chunk: its size-1 (16 bits)
+			if p+3 > len(body) {
+				return n
+			}
+			size := int(body[p+1])<<8 | int(body[p+2]) + 1
+			n += int64(size)
+			p += 3 + size
+		case c >= 0x80: // LZMA chunk: unpacked size-1 (21 bits), packed size-1, properties
+			if p+5 > len(body) {
+				return n
+			}
+			n += int64(int(c&0x1f)<<16 | int(body[p+1])<<8 | int(body[p+2]) + 1)
+			p += 5 + (int(body[p+3])<<8 | int(body[p+4]) + 1)
+			if c >= 0xc0 {
+				p++
+			}
+		default: // not LZMA2: what the decoder makes of it is bounded anyway
+			return int64(limit) + 1
+		}
+	}
+	return n
+}
+
 // readXz decodes an LZMA2 block body with a dictionary of dict bytes, up to
-// limit bytes; what was decoded before an error is returned with it.
-func readXz(body []byte, dict int64, limit int) ([]byte, error) {
+// limit bytes (size, what the chunk headers say, is where the output
+// buffer starts); what was decoded before an error is returned with it.
+func readXz(body []byte, dict int64, limit int, size int64) ([]byte, error) {
 	r, err := lzma.Reader2Config{DictCap: max(int(dict), lzma.MinDictCap)}.NewReader2(bytes.NewReader(body))
 	if err != nil {
 		return nil, err
 	}
-	var out bytes.Buffer
-	_, err = io.Copy(&out, io.LimitReader(r, int64(limit)))
+	// bytes.Buffer reads into at least 512 free bytes: room for the last
+	// read, which finds the end.
+	out := bytes.NewBuffer(make([]byte, 0, min(size, int64(limit), xzSmallDict)+bytes.MinRead))
+	_, err = io.Copy(out, io.LimitReader(r, int64(limit)))
 	if err == nil && out.Len() < limit && !r.EOS() {
 		err = io.ErrUnexpectedEOF
 	}

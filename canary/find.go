@@ -46,8 +46,16 @@ type finder struct {
 	guesses int
 	// dicts is the dictionary memory xz and zstd streams may still claim.
 	dicts int
-	flate io.ReadCloser // reused raw-deflate reader
+	// Readers reused from one stream to the next (each holds a window
+	// that costs more to allocate and clear than most streams to read).
+	flate io.ReadCloser
+	zlib  io.ReadCloser
+	gzip  *gzip.Reader
 	keys  *keyCache
+	// bufs are scratch buffers per depth for the regions decoded or
+	// inflated there: a region is searched (at the next depth) before
+	// the next is decoded.
+	bufs [maxDepth][]byte
 }
 
 // Find reports every token of the set present in data, once per token and
@@ -119,10 +127,11 @@ func (f *finder) find(data []byte, outer Encoding, base, depth int) {
 	}
 	f.scan(data, rec, scanAll)
 	runs := allRuns(data)
-	for _, r := range runs {
+	joined := make([][]byte, len(runs)) // each run's text, joined once
+	for k, r := range runs {
+		joined[k] = r.join(data)
 		if len(r.parts) > 1 {
-			joined := r.join(data)
-			f.scan(joined, func(tok int, enc Encoding, i int) {
+			f.scan(joined[k], func(tok int, enc Encoding, i int) {
 				off := base + r.orig(i)
 				if nested {
 					off = base
@@ -134,17 +143,18 @@ func (f *finder) find(data []byte, outer Encoding, base, depth int) {
 	if depth >= maxDepth {
 		return
 	}
-	for _, r := range runs {
+	for k, r := range runs {
 		if r.n < minDecodeRun || f.budget <= 0 {
 			continue
 		}
-		for _, d := range r.decodings(data) {
+		r.decodings(joined[k], f.scratch(depth), func(d decoding) bool {
 			if f.budget <= 0 {
-				break
+				return false
 			}
 			f.budget -= len(d.b)
 			f.find(d.b, d.enc.wrap(outer), base+r.orig(d.at), depth+1)
-		}
+			return true
+		})
 	}
 	f.blobs(data, outer, base, depth, textDecoded(outer))
 	f.inflateAll(data, outer, base, depth)
@@ -163,31 +173,18 @@ const (
 // in order of offset.
 func (f *finder) scan(data []byte, hit func(tok int, enc Encoding, i int), mode scanMode) {
 	s := f.s
-	filter, diffFilter := s.filter, s.diffFilter
-	type match struct {
-		tok int
-		enc Encoding
-		at  int
-	}
+	stride, filter, diffFilter := s.stride, s.filter, s.diffFilter
+	xor := mode != scanJoined
 	var found []match
-	for i := 0; i+window <= len(data); i += s.stride {
+	// The loop does the probes only; the rare candidates are checked
+	// apart, so that the loop keeps its values in registers.
+	last := len(data) - window
+	for i := 0; i <= last; i += stride {
 		k := binary.LittleEndian.Uint64(data[i:])
 		if w, m := hashKey(k); filter[w]&m == m {
-			for _, e := range s.byKey[k] {
-				at := i - int(e.off)
-				if at < 0 {
-					continue
-				}
-				p := &s.pats[e.pat]
-				if mode == scanJoined && !p.joined || mode == scanBinary && !p.bin {
-					continue
-				}
-				if bytes.HasPrefix(data[at:], p.s) && p.edge.ok(data, at, at+len(p.s)) && p.b85.ok(data, at, at+len(p.s)) {
-					found = append(found, match{p.tok, p.enc, at})
-				}
-			}
+			found = s.keyHits(found, data, i, k, mode)
 		}
-		if mode == scanJoined || i+window >= len(data) {
+		if !xor || i == last {
 			continue
 		}
 		// Single-byte XOR: the differences of neighbouring bytes do not
@@ -197,24 +194,55 @@ func (f *finder) scan(data []byte, hit func(tok int, enc Encoding, i int), mode 
 		if d == 0 {
 			continue
 		}
-		if h := hashDiff(d); diffFilter[h>>6]&(1<<(h&63)) == 0 {
-			continue
-		}
-		for _, e := range s.byDiff[d] {
-			at := i - int(e.off)
-			n := &s.needles[e.pat]
-			if at < 0 || at+len(n.b) > len(data) {
-				continue
-			}
-			if key := data[at] ^ n.b[0]; key != 0 && xorEqual(data[at:at+len(n.b)], n.b, key) {
-				found = append(found, match{n.tok, XOR, at})
-			}
+		if w, m := hashDiff(d); diffFilter[w]&m == m {
+			found = s.diffHits(found, data, i, d)
 		}
 	}
 	slices.SortStableFunc(found, func(a, b match) int { return cmp.Compare(a.at, b.at) })
 	for _, m := range found {
 		hit(m.tok, m.enc, m.at)
 	}
+}
+
+// A match is a pattern found by scan.
+type match struct {
+	tok int
+	enc Encoding
+	at  int
+}
+
+// keyHits appends the patterns indexed by key k that data holds around i.
+func (s *Set) keyHits(found []match, data []byte, i int, k uint64, mode scanMode) []match {
+	for _, e := range s.byKey[k] {
+		at := i - int(e.off)
+		if at < 0 {
+			continue
+		}
+		p := &s.pats[e.pat]
+		if mode == scanJoined && !p.joined || mode == scanBinary && !p.bin {
+			continue
+		}
+		if bytes.HasPrefix(data[at:], p.s) && p.edge.ok(data, at, at+len(p.s)) && p.b85.ok(data, at, at+len(p.s)) {
+			found = append(found, match{p.tok, p.enc, at})
+		}
+	}
+	return found
+}
+
+// diffHits appends the needles XORed with one byte that data holds around
+// i, where the differences of neighbouring bytes are d.
+func (s *Set) diffHits(found []match, data []byte, i int, d uint64) []match {
+	for _, e := range s.byDiff[d] {
+		at := i - int(e.off)
+		n := &s.needles[e.pat]
+		if at < 0 || at+len(n.b) > len(data) {
+			continue
+		}
+		if key := data[at] ^ n.b[0]; key != 0 && xorEqual(data[at:at+len(n.b)], n.b, key) {
+			found = append(found, match{n.tok, XOR, at})
+		}
+	}
+	return found
 }
 
 // xorEqual reports whether b is n with every byte XORed with key.
@@ -231,20 +259,33 @@ func xorEqual(b, n []byte, key byte) bool {
 // zstd) and openssl's salted ciphertext by their magic in data and searches
 // what they decode to.
 func (f *finder) inflateAll(data []byte, outer Encoding, base, depth int) {
-	// One cursor per stream kind, each at its next candidate magic.
-	type cursor struct{ at int }
-	magics := make([]cursor, len(streamMagics))
+	// One cursor per magic, each at its next candidate, or, when not
+	// exact, at the point its search resumes from. A search looks one
+	// block further only, and the cursor furthest behind is the one moved
+	// on: all search the same block of data in turn while it is in the
+	// cache, rather than each the whole of data.
+	type cursor struct {
+		at    int
+		exact bool
+	}
+	var magics [len(streamMagics)]cursor
 	passwords := f.s.hasPasswords()
 	seek := func(k, from int) {
-		magics[k].at = len(data)
-		if k == kindSalted && !passwords {
+		magics[k] = cursor{len(data), true}
+		if streamMagics[k].kind == kindSalted && !passwords {
 			return // no password to try
 		}
 		m := streamMagics[k]
 		for from+m.back < len(data) {
 			// Look for the magic's rarest part, then check the rest.
-			j := bytes.Index(data[from+m.back:], m.find)
+			lo := from + m.back
+			hi := min(len(data), lo+seekBlock)
+			j := bytes.Index(data[lo:hi], m.find)
 			if j < 0 {
+				if hi < len(data) {
+					// find may straddle hi: resume just before it.
+					magics[k] = cursor{hi - len(m.find) + 1 - m.back, false}
+				}
 				return
 			}
 			at := from + j
@@ -265,6 +306,10 @@ func (f *finder) inflateAll(data []byte, outer Encoding, base, depth int) {
 				k = j
 			}
 		}
+		if !magics[k].exact {
+			seek(k, magics[k].at)
+			continue
+		}
 		i := magics[k].at
 		if i+4 > len(data) {
 			return
@@ -277,35 +322,41 @@ func (f *finder) inflateAll(data []byte, outer Encoding, base, depth int) {
 		if outer != Plain {
 			at = base // i counts in decoded bytes, not in the caller's input
 		}
-		switch k {
+		switch kind := streamMagics[k].kind; kind {
 		case kindSalted:
 			f.streams--
 			f.decryptSalted(data[i:], outer, at, depth)
-			continue
-		case kindA85:
-			f.frame85(data, i, false, outer, base, depth)
-			continue
-		case kindZlib:
-			// btoa's frame starts with the same byte as zlib: one search.
-			if bytes.HasPrefix(data[i:], []byte(btoaBegin)) {
-				f.frame85(data, i, true, outer, base, depth)
+		case kindA85, kindBtoa:
+			f.frame85(data, i, kind == kindBtoa, outer, base, depth)
+		default:
+			r, enc := f.openStream(data[i:], kind)
+			if r == nil {
 				continue
 			}
+			f.streams--
+			f.inflate(r, enc, outer, at, depth)
 		}
-		r, enc := f.openStream(data[i:], k)
-		if r == nil {
-			continue
-		}
-		f.streams--
-		f.inflate(r, enc, outer, at, depth)
 	}
 }
+
+// seekBlock is how far one search for a stream magic looks (within L1).
+const seekBlock = 16 << 10
 
 // inflate reads what r decompresses to (within the caps) and searches it.
 func (f *finder) inflate(r io.Reader, enc, outer Encoding, at, depth int) {
 	limit := min(maxInflate, f.budget)
-	out, _ := io.ReadAll(io.LimitReader(r, int64(limit))) // a truncated stream still yields its prefix
-	if c, ok := r.(io.Closer); ok && r != f.flate {
+	var out []byte
+	if d, ok := r.(*decoded); ok {
+		out = d.b[:min(len(d.b), limit)]
+	} else {
+		// A truncated stream still yields its prefix.
+		buf := f.scratch(depth)
+		out = readAll((*buf)[:0], io.LimitReader(r, int64(limit)))
+		if cap(out) > cap(*buf) {
+			*buf = out[:0]
+		}
+	}
+	if c, ok := r.(io.Closer); ok && r != f.flate && r != f.zlib && r != io.Reader(f.gzip) {
 		c.Close()
 	}
 	if len(out) == 0 {
@@ -321,7 +372,34 @@ func (f *finder) inflate(r io.Reader, enc, outer Encoding, at, depth int) {
 	f.find(out, enc.wrap(outer), at, depth+1)
 }
 
-// Stream kinds: indexes of streamMagics.
+// scratch returns the scratch buffer of depth (a new one past the last
+// depth decoded from).
+func (f *finder) scratch(depth int) *[]byte {
+	if depth < len(f.bufs) {
+		return &f.bufs[depth]
+	}
+	return new([]byte)
+}
+
+// readAll is io.ReadAll appending to buf; it returns what was read before
+// an error.
+func readAll(buf []byte, r io.Reader) []byte {
+	if cap(buf) < 512 {
+		buf = make([]byte, 0, 512)
+	}
+	for {
+		n, err := r.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+n]
+		if err != nil {
+			return buf
+		}
+		if len(buf) == cap(buf) {
+			buf = append(buf, 0)[:len(buf)] // let append grow it
+		}
+	}
+}
+
+// Stream kinds.
 const (
 	kindGzip = iota
 	kindZlib
@@ -330,29 +408,41 @@ const (
 	kindXz
 	kindZstd
 	kindSalted
-	kindA85 // Adobe's <~ ~> frame
+	kindA85  // Adobe's <~ ~> frame
+	kindBtoa // btoa's xbtoa Begin frame
 )
 
-// A magic is how a stream starts; find is the part of it looked for (its
-// rarest bytes in text), back how far into magic find starts.
+// A magic is how a stream of a kind starts; find is the part of it looked
+// for (its rarest bytes in text), back how far into magic find starts.
 type magic struct {
+	kind        int
 	magic, find []byte
 	back        int
 }
 
-func newMagic(m string, back int) magic {
-	return magic{magic: []byte(m), find: []byte(m[back:]), back: back}
+func newMagic(kind int, m string, back int) magic {
+	return magic{kind: kind, magic: []byte(m), find: []byte(m[back:]), back: back}
 }
 
-var streamMagics = []magic{
-	kindGzip:   newMagic("\x1f\x8b\x08", 0),
-	kindZlib:   newMagic("\x78", 0),
-	kindZip:    newMagic("PK\x03\x04", 2),
-	kindBzip2:  newMagic("BZh", 0),
-	kindXz:     newMagic("\xfd7zXZ\x00", 0),
-	kindZstd:   newMagic("\x28\xb5\x2f\xfd", 1),
-	kindSalted: newMagic("Salted__", 0),
-	kindA85:    newMagic("<~", 1),
+// streamMagics are the magics inflateAll looks for, one cursor each. A
+// zlib stream is looked for by its second byte, one of four: its first,
+// 'x', is common in text, and a search that stops at every one of them
+// costs more than the rest of the scan.
+var streamMagics = [...]magic{
+	newMagic(kindGzip, "\x1f\x8b\x08", 0),
+	newMagic(kindZlib, "\x78\x01", 1),
+	newMagic(kindZlib, "\x78\x5e", 1),
+	newMagic(kindZlib, "\x78\x9c", 1),
+	newMagic(kindZlib, "\x78\xda", 1),
+	newMagic(kindZip, "PK\x03\x04", 2),
+	// bzip2: "BZh", the block size digit, then the block magic "1AY&SY":
+	// '&' is rare in text and outside base64, 'B' is not.
+	{kind: kindBzip2, magic: []byte("BZh"), find: []byte("&SY"), back: 7},
+	newMagic(kindXz, "\xfd7zXZ\x00", 0),
+	newMagic(kindZstd, "\x28\xb5\x2f\xfd", 1),
+	newMagic(kindSalted, "Salted__", 0),
+	newMagic(kindA85, "<~", 1),
+	newMagic(kindBtoa, btoaBegin, 0),
 }
 
 // openStream returns a reader of what the stream of kind k at the start of
@@ -360,21 +450,28 @@ var streamMagics = []magic{
 func (f *finder) openStream(b []byte, k int) (io.Reader, Encoding) {
 	switch k {
 	case kindGzip:
-		zr, err := gzip.NewReader(bytes.NewReader(b))
-		if err != nil {
+		if f.gzip == nil {
+			f.gzip = new(gzip.Reader)
+		}
+		if err := f.gzip.Reset(bytes.NewReader(b)); err != nil {
 			return nil, ""
 		}
-		zr.Multistream(false)
-		return zr, Gzip
+		f.gzip.Multistream(false)
+		return f.gzip, Gzip
 	case kindZlib:
 		if len(b) < 2 || (uint16(b[0])<<8|uint16(b[1]))%31 != 0 || (b[1] != 0x01 && b[1] != 0x5e && b[1] != 0x9c && b[1] != 0xda) {
 			return nil, ""
 		}
-		zr, err := zlib.NewReader(bytes.NewReader(b))
-		if err != nil {
+		if f.zlib == nil {
+			zr, err := zlib.NewReader(bytes.NewReader(b))
+			if err != nil {
+				return nil, ""
+			}
+			f.zlib = zr
+		} else if err := f.zlib.(zlib.Resetter).Reset(bytes.NewReader(b), nil); err != nil {
 			return nil, ""
 		}
-		return zr, Zlib
+		return f.zlib, Zlib
 	case kindZip:
 		// A zip local file header; stored entries are plain text already.
 		if len(b) < 30 || binary.LittleEndian.Uint16(b[8:]) != 8 {
@@ -398,6 +495,19 @@ func (f *finder) openStream(b []byte, k int) (io.Reader, Encoding) {
 	return nil, ""
 }
 
+// decoded is a stream read in full when it was opened (xz): inflate takes
+// its bytes as they are.
+type decoded struct{ b []byte }
+
+func (d *decoded) Read(p []byte) (int, error) {
+	if len(d.b) == 0 {
+		return 0, io.EOF
+	}
+	n := copy(p, d.b)
+	d.b = d.b[n:]
+	return n, nil
+}
+
 // rawFlate returns the finder's raw-deflate reader reset to b.
 func (f *finder) rawFlate(b []byte) io.Reader {
 	if f.flate == nil {
@@ -418,7 +528,7 @@ func blobStarts(data []byte, decoded bool) []int {
 		out = append(out, 0)
 	}
 	for i, n := 0, 0; n < 16; n++ {
-		j := bytes.Index(data[i:], []byte("\r\n\r\n"))
+		j := bytes.Index(data[i:], blankLine)
 		if j < 0 {
 			break
 		}
@@ -429,6 +539,8 @@ func blobStarts(data []byte, decoded bool) []int {
 	}
 	return out
 }
+
+var blankLine = []byte("\r\n\r\n")
 
 // binaryHead reports whether the first 32 bytes of b hold a byte that text
 // does not: compressed and encrypted data almost surely do (an IV or nonce
@@ -493,19 +605,35 @@ func innermost(e Encoding) Encoding {
 // hasTextRun reports whether data has a run of at least n printable ASCII
 // characters.
 func hasTextRun(data []byte, n int) bool {
-	run := 0
-	for _, c := range data {
-		if c >= 0x20 && c < 0x7f || c == '\n' || c == '\r' || c == '\t' {
-			run++
-			if run >= n {
-				return true
-			}
-		} else {
-			run = 0
+	// A run of n holds data[i] for some i in every n-th position: test
+	// those first, and look around the ones that are text.
+	for i := n - 1; i < len(data); i += n {
+		if !isText[data[i]] {
+			continue
+		}
+		s, e := i, i+1
+		for s > 0 && isText[data[s-1]] && i-s < n {
+			s--
+		}
+		for e < len(data) && isText[data[e]] && e-s < n {
+			e++
+		}
+		if e-s >= n {
+			return true
 		}
 	}
 	return false
 }
+
+// isText is the bytes of text for hasTextRun: printable ASCII and
+// line breaks and tabs.
+var isText = func() (t [256]bool) {
+	for c := 0x20; c < 0x7f; c++ {
+		t[c] = true
+	}
+	t['\n'], t['\r'], t['\t'] = true, true, true
+	return t
+}()
 
 // isTar reports whether b starts with a POSIX or GNU tar header.
 func isTar(b []byte) bool {
@@ -580,12 +708,22 @@ func base64RunsShort(data []byte, short *[]int) []run {
 		for s > 0 && isAlpha(s-1) {
 			s--
 		}
-		for e < n && isAlpha(e) {
-			e++
+		e = alphaEnd(data, e)
+		first := e - s
+		if first < minDecodeRun {
+			// A word (most probes): too short to be decoded or to be
+			// the first line of a wrapped run; perhaps a line of a
+			// short-wrapped one, unless a space follows it (prose;
+			// shortRuns would drop it).
+			if short != nil && first >= minShortWrap &&
+				(breakAt(data, e) || breakBefore(data, s) && (e == n || data[e] != ' ')) && twoKinds(data[s:e]) {
+				*short = append(*short, p)
+			}
+			p = e + stride
+			continue
 		}
 		buf = append(buf[:0], [2]int{s, e})
 		cur := run{parts: buf}
-		first := e - s
 		// Follow the lines of a wrapped run: each line before the next
 		// has the first line's length, and only a line break separates
 		// them; padding ends the run.
@@ -610,13 +748,6 @@ func base64RunsShort(data []byte, short *[]int) []run {
 		end := cur.parts[len(cur.parts)-1][1]
 		for _, pt := range cur.parts {
 			cur.n += pt[1] - pt[0]
-			var flags uint8
-			for _, c := range data[pt[0]:pt[1]] {
-				flags |= cls[c]
-			}
-			cur.url = cur.url || flags&clsURL != 0
-			cur.std = cur.std || flags&clsStd != 0
-			cur.nonHex = cur.nonHex || flags&clsNonHex != 0
 		}
 		buf = cur.parts[:0] // reuse the scratch array, grown or not
 		if short != nil && first >= minShortWrap && first < minWrap && (breakAt(data, e) || breakBefore(data, s)) &&
@@ -624,12 +755,45 @@ func base64RunsShort(data []byte, short *[]int) []run {
 			*short = append(*short, p)
 		}
 		if len(cur.parts) > 1 || cur.n >= minDecodeRun {
+			// Which alphabet: only for the runs kept (most words are not).
+			var flags uint8
+			for _, pt := range cur.parts {
+				flags |= clsOf(data[pt[0]:pt[1]])
+			}
+			cur.url, cur.std, cur.nonHex = flags&clsURL != 0, flags&clsStd != 0, flags&clsNonHex != 0
 			cur.parts = slices.Clone(cur.parts)
 			runs = append(runs, cur)
 		}
 		p = end + stride
 	}
 	return runs
+}
+
+// alphaEnd returns where the run of base64 alphabet at data[i:] ends:
+// eight bytes per step through the long lines of an encoding.
+func alphaEnd(data []byte, i int) int {
+	for ; i+8 <= len(data); i += 8 {
+		b := data[i : i+8 : i+8]
+		if cls[b[0]]&cls[b[1]]&cls[b[2]]&cls[b[3]]&cls[b[4]]&cls[b[5]]&cls[b[6]]&cls[b[7]]&clsAlpha == 0 {
+			break
+		}
+	}
+	for i < len(data) && cls[data[i]]&clsAlpha != 0 {
+		i++
+	}
+	return i
+}
+
+// clsOf is the union of the classes of b's characters.
+func clsOf(b []byte) uint8 {
+	var f uint8
+	for ; len(b) >= 8; b = b[8:] {
+		f |= cls[b[0]] | cls[b[1]] | cls[b[2]] | cls[b[3]] | cls[b[4]] | cls[b[5]] | cls[b[6]] | cls[b[7]]
+	}
+	for _, c := range b {
+		f |= cls[c]
+	}
+	return f
 }
 
 // onlyBreaks reports whether sep is a line break, possibly escaped, with
@@ -658,7 +822,12 @@ func onlyBreaks(sep []byte) bool {
 	return brk
 }
 
+// join returns the run's text without its line breaks: the caller must
+// not write to it (a run of one part is data's own bytes).
 func (r run) join(data []byte) []byte {
+	if len(r.parts) == 1 {
+		return data[r.parts[0][0]:r.parts[0][1]:r.parts[0][1]]
+	}
 	out := make([]byte, 0, r.n)
 	for _, p := range r.parts {
 		out = append(out, data[p[0]:p[1]]...)
@@ -687,35 +856,86 @@ type decoding struct {
 // Anchors: how a gzip, zip, bzip2 or zlib stream starts in base64. A run
 // holding one past its start (a URL path, a "name:" prefix) is decoded
 // again from there, so a misaligned prefix does not hide the stream.
-var streamAnchors = [][]byte{[]byte("H4sI"), []byte("UEsDB"), []byte("QlpoO"),
+var streamAnchors = [...][]byte{[]byte("H4sI"), []byte("UEsDB"), []byte("QlpoO"),
 	[]byte("eJw"), []byte("eJx"), []byte("eJy"), []byte("eJz"), []byte("eNq"), []byte("eNr"), []byte("eNs"), []byte("eNt")}
 
-// decodings decodes the run as hex (when it is all hex digits, or "0x" and
-// hex digits) or base64 (the alphabet its characters say), and again from
-// any stream anchor inside it.
-func (r run) decodings(data []byte) []decoding {
-	j := r.join(data)
-	var out []decoding
-	if d, enc := decodeText(j, !r.nonHex && !r.url && !r.std, r.url, r.std); len(d) > 0 {
-		out = append(out, decoding{d, enc, 0})
+// decodings decodes the run, whose joined text is j, as hex (when it is
+// all hex digits, or "0x" and hex digits) or base64 (the alphabet its
+// characters say), and again from any stream anchor inside it, and calls
+// yield with each until it returns false. The decoded bytes are in *buf,
+// reused: they are valid until yield returns.
+func (r run) decodings(j []byte, buf *[]byte, yield func(decoding) bool) {
+	try := func(at int, isHex, url, std bool) bool {
+		d, enc := decodeText((*buf)[:0], j[at:], isHex, url, std)
+		if cap(d) > cap(*buf) {
+			*buf = d[:0]
+		}
+		return len(d) == 0 || yield(decoding{d, enc, at})
+	}
+	if !try(0, !r.nonHex && !r.url && !r.std, r.url, r.std) {
+		return
 	}
 	if len(j) > 2 && j[0] == '0' && j[1] == 'x' && isHexText(j[2:]) {
-		if d, enc := decodeText(j[2:], true, false, false); len(d) > 0 {
-			out = append(out, decoding{d, enc, 2})
+		if !try(2, true, false, false) {
+			return
 		}
 	}
-	for _, a := range streamAnchors {
-		i := bytes.Index(j, a)
+	for _, i := range anchorsIn(j) {
 		if i <= 0 || i%4 == 0 && r.url != r.std {
 			continue // absent, or already decoded at this alignment
 		}
-		url, std := bytes.ContainsAny(j[i:], "-_"), bytes.ContainsAny(j[i:], "+/")
-		if d, enc := decodeText(j[i:], false, url, std); len(d) > 0 {
-			out = append(out, decoding{d, enc, i})
+		if !try(i, false, bytes.ContainsAny(j[i:], "-_"), bytes.ContainsAny(j[i:], "+/")) {
+			return
 		}
 	}
-	return out
 }
+
+// anchorsIn returns where each of streamAnchors first occurs in j, -1
+// where it does not: one search per prefix the anchors share (five), not
+// one per anchor.
+func anchorsIn(j []byte) [len(streamAnchors)]int {
+	var first [len(streamAnchors)]int
+	for k := range first {
+		first[k] = -1
+	}
+	for _, g := range anchorGroups {
+		left := len(g.anchors)
+		for i := 0; left > 0; i++ {
+			n := bytes.Index(j[i:], g.prefix)
+			if n < 0 {
+				break
+			}
+			i += n
+			for _, k := range g.anchors {
+				if first[k] < 0 && bytes.HasPrefix(j[i:], streamAnchors[k]) {
+					first[k] = i
+					left--
+				}
+			}
+		}
+	}
+	return first
+}
+
+// An anchorGroup is the streamAnchors that start with prefix.
+type anchorGroup struct {
+	prefix  []byte
+	anchors []int // indexes in streamAnchors
+}
+
+// anchorGroups groups streamAnchors by their first two bytes.
+var anchorGroups = func() []anchorGroup {
+	var out []anchorGroup
+	for k, a := range streamAnchors {
+		g := slices.IndexFunc(out, func(g anchorGroup) bool { return bytes.Equal(g.prefix, a[:2]) })
+		if g < 0 {
+			g = len(out)
+			out = append(out, anchorGroup{prefix: a[:2]})
+		}
+		out[g].anchors = append(out[g].anchors, k)
+	}
+	return out
+}()
 
 func isHexText(b []byte) bool {
 	for _, c := range b {
@@ -727,13 +947,14 @@ func isHexText(b []byte) bool {
 }
 
 // decodeText decodes j as hex or as base64 in the alphabet that url and std
-// (which characters it holds) select; nil when it does not decode.
-func decodeText(j []byte, isHex, url, std bool) ([]byte, Encoding) {
+// (which characters it holds) select, into dst's array when it is large
+// enough; nil when it does not decode.
+func decodeText(dst, j []byte, isHex, url, std bool) ([]byte, Encoding) {
 	if isHex {
 		if len(j)%2 == 1 {
 			j = j[:len(j)-1]
 		}
-		out := make([]byte, len(j)/2)
+		out := grow(dst, len(j)/2)
 		if _, err := hex.Decode(out, j); err != nil {
 			return nil, ""
 		}
@@ -749,10 +970,18 @@ func decodeText(j []byte, isHex, url, std bool) ([]byte, Encoding) {
 	if len(j)%4 == 1 {
 		j = j[:len(j)-1]
 	}
-	out := make([]byte, enc.DecodedLen(len(j)))
+	out := grow(dst, enc.DecodedLen(len(j)))
 	n, err := enc.Decode(out, j)
 	if err != nil && n == 0 {
 		return nil, ""
 	}
 	return out[:n], typ
+}
+
+// grow returns a slice of n bytes, dst's array when it holds them.
+func grow(dst []byte, n int) []byte {
+	if cap(dst) >= n {
+		return dst[:n]
+	}
+	return make([]byte, n)
 }

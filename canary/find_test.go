@@ -18,7 +18,9 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/klauspost/compress/zstd"
 	"github.com/sandboxctl/sandboxctl/canary"
+	"github.com/ulikunitz/xz"
 )
 
 var (
@@ -337,5 +339,110 @@ func TestFindAtEveryOffset(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// TestFindStreamAtBlockEdge checks that stream magics are found wherever
+// they sit relative to the blocks the magic search works through (16 KiB):
+// across a block's end and at either side of it.
+func TestFindStreamAtBlockEdge(t *testing.T) {
+	set := canary.NewSet(tokGH, tokAWS)
+	body := []byte("token=" + tokGH.Value + "\n")
+	var zl bytes.Buffer
+	zw := zlib.NewWriter(&zl)
+	zw.Write(body)
+	zw.Close()
+	var xzb bytes.Buffer
+	xw := must(xz.NewWriter(&xzb))
+	xw.Write(body)
+	xw.Close()
+	enc := must(zstd.NewWriter(nil))
+	zs := enc.EncodeAll(body, nil)
+	enc.Close()
+	streams := []struct {
+		name string
+		b    []byte
+		want canary.Encoding
+		tok  canary.Token
+	}{
+		{"gzip", gz(t, body), canary.Gzip, tokGH},
+		{"zlib", zl.Bytes(), canary.Zlib, tokGH},
+		{"xz", xzb.Bytes(), canary.Xz, tokGH},
+		{"zstd", zs, canary.Zstd, tokGH},
+		{"bzip2", readFile(t, "testdata/credentials.bz2"), canary.Bzip2, tokAWS},
+		{"ascii85", append([]byte("<~"), append(a85Of(body), "~>"...)...), canary.Ascii85, tokGH},
+		{"btoa", append([]byte("xbtoa Begin\n"), append(a85Of(body), "\nxbtoa End"...)...), canary.Ascii85, tokGH},
+	}
+	for _, st := range streams {
+		for _, edge := range []int{16 << 10, 32 << 10} {
+			for at := edge - 12; at <= edge+2; at++ {
+				data := append(bytes.Repeat([]byte("."), at), st.b...)
+				data = append(data, bytes.Repeat([]byte("."), 40<<10)...)
+				found := false
+				for _, h := range set.Find(data) {
+					found = found || h.Token.ID == st.tok.ID && h.Encoding == st.want
+				}
+				if !found {
+					t.Errorf("%s at %d: not found", st.name, at)
+				}
+			}
+		}
+	}
+}
+
+// a85Of is ascii85 without folding ('z') or wrapping.
+func a85Of(b []byte) []byte {
+	var out []byte
+	n := len(b)
+	for len(b)%4 != 0 {
+		b = append(b, 0)
+	}
+	for i := 0; i < len(b); i += 4 {
+		v := uint32(b[i])<<24 | uint32(b[i+1])<<16 | uint32(b[i+2])<<8 | uint32(b[i+3])
+		var g [5]byte
+		for j := 4; j >= 0; j-- {
+			g[j] = byte('!' + v%85)
+			v /= 85
+		}
+		out = append(out, g[:]...)
+	}
+	return out[:len(out)-(len(b)-n)]
+}
+
+// TestFindXzFarMatch checks the xz dictionary sizing: the needle at the end
+// of the stream is a match 150 KiB back (to a near copy of it), which a
+// dictionary smaller than what the chunk headers declare would lose.
+func TestFindXzFarMatch(t *testing.T) {
+	set := canary.NewSet(tokGH)
+	near := tokGH.Value[:len(tokGH.Value)-1] + "#"
+	tests := []struct {
+		name string
+		fill int
+	}{
+		{"4 KiB back", 4 << 10},
+		{"150 KiB back", 150 << 10},
+		{"300 KiB back", 300 << 10},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var body bytes.Buffer
+			body.WriteString(near + "\n")
+			m := canary.NewMinter(canary.SeededReader([]byte("xz")))
+			for body.Len() < tt.fill {
+				body.WriteString(base64.StdEncoding.EncodeToString(m.Bytes(300)) + "\n")
+			}
+			body.WriteString(tokGH.Value + "\n")
+			var z bytes.Buffer
+			w := must(xz.NewWriter(&z))
+			w.Write(body.Bytes())
+			w.Close()
+			found := false
+			for _, h := range set.Find(z.Bytes()) {
+				found = found || h.Token.ID == tokGH.ID && h.Encoding == canary.Xz
+			}
+			if !found {
+				t.Errorf("token at the end of an xz stream of %d bytes not found", body.Len())
+			}
+		})
 	}
 }

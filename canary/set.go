@@ -23,8 +23,9 @@ const MinNeedle = 10
 const window = 8
 
 // filterBits is log2 of the prefilter's size in bits (128 KiB: stays in
-// L2). Each key sets two bits of one word, so a probe is one load and the
-// false-positive rate is about the square of the fill.
+// L2). Each key sets three bits of one word, so a probe is one load and
+// the false-positive rate is about the cube of the fill: a false positive
+// costs a map lookup, a cache miss or two.
 const filterBits = 20
 
 // A Set is the registry of one trace's tokens and the index that finds them.
@@ -157,25 +158,30 @@ func (s *Set) index(keys []Key) {
 		for off := 0; off < s.stride; off++ {
 			d := diffKey(n.b[off:])
 			s.byDiff[d] = append(s.byDiff[d], entry{int32(j), int32(off)})
-			h := hashDiff(d)
-			s.diffFilter[h>>6] |= 1 << (h & 63)
+			w, m := hashDiff(d)
+			s.diffFilter[w] |= m
 		}
 	}
 }
 
-// hashKey returns the filter word of key k and the two bits it sets there
-// (taken from the middle of the product: its low bits depend on k's low
-// bits only).
+// hashKey returns the filter word of key k and the three bits it sets
+// there (taken from the middle of the product: its low bits depend on k's
+// low bits only).
 func hashKey(k uint64) (word int, mask uint64) {
 	h := k * 0x9E3779B97F4A7C15
-	return int(h >> (64 - filterBits + 6)), 1<<(h>>20&63) | 1<<(h>>26&63)
+	return int(h >> (64 - filterBits + 6)), 1<<(h>>20&63) | 1<<(h>>26&63) | 1<<(h>>32&63)
 }
 
 // diffFilterBits is log2 of the difference prefilter's size in bits (16
 // KiB: a home has a few hundred needles, a few thousand keys).
 const diffFilterBits = 17
 
-func hashDiff(d uint64) uint64 { return (d * 0x9E3779B97F4A7C15) >> (64 - diffFilterBits) }
+// hashDiff returns the difference filter's word for d and the two bits it
+// sets there, as hashKey.
+func hashDiff(d uint64) (word int, mask uint64) {
+	h := d * 0x9E3779B97F4A7C15
+	return int(h >> (64 - diffFilterBits + 6)), 1<<(h>>20&63) | 1<<(h>>26&63)
+}
 
 // diffKey is the XOR of the 8 bytes at b with the 8 bytes at b[1:]: the
 // differences of neighbouring bytes, unchanged by a single-byte XOR.

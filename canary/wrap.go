@@ -1,7 +1,6 @@
 package canary
 
 import (
-	"cmp"
 	"math/bits"
 	"slices"
 )
@@ -235,9 +234,9 @@ func allRuns(data []byte) []run {
 		return runs
 	}
 	// Both lists are in order and a run does not overlap the next: one
-	// sweep drops the lines of short runs.
-	out := runs[:0:0]
-	j := 0
+	// sweep drops the lines of short runs and merges the rest in order.
+	out := make([]run, 0, len(runs)+len(short))
+	j, k := 0, 0 // the short run that may hold r; the next to merge
 	for _, r := range runs {
 		for j < len(short) && short[j].parts[len(short[j].parts)-1][1] <= r.parts[0][0] {
 			j++
@@ -246,9 +245,11 @@ func allRuns(data []byte) []run {
 			r.parts[0][1] <= short[j].parts[len(short[j].parts)-1][1] {
 			continue
 		}
+		for k < len(short) && short[k].parts[0][0] < r.parts[0][0] {
+			out = append(out, short[k])
+			k++
+		}
 		out = append(out, r)
 	}
-	out = append(out, short...)
-	slices.SortFunc(out, func(a, b run) int { return cmp.Compare(a.parts[0][0], b.parts[0][0]) })
-	return out
+	return append(out, short[k:]...)
 }

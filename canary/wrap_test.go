@@ -52,3 +52,35 @@ func TestShortRuns(t *testing.T) {
 		})
 	}
 }
+
+// TestAllRunsOrder checks that allRuns merges long and short-wrapped runs
+// in order of offset, without the lines of a short-wrapped run on their
+// own.
+func TestAllRunsOrder(t *testing.T) {
+	long := base64.StdEncoding.EncodeToString([]byte("a line long enough to be decoded on its own"))
+	short := "QUJDREVGR0hJSktM\nTU5PUFFSU1RVVldY\nWVo="
+	tests := []struct {
+		name string
+		data string
+		want []string // the joined runs, in order
+	}{
+		{name: "long then short", data: long + "\n\n" + short + "\n", want: []string{long, strings.ReplaceAll(short, "\n", "")}},
+		{name: "short then long", data: short + "\n\n" + long + "\n", want: []string{strings.ReplaceAll(short, "\n", ""), long}},
+		{name: "long, short, long", data: long + " " + short + "\n\n" + long,
+			want: []string{long, strings.ReplaceAll(short, "\n", ""), long}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var got []string
+			for _, r := range allRuns([]byte(tt.data)) {
+				got = append(got, strings.TrimRight(string(r.join([]byte(tt.data))), "="))
+			}
+			for i := range tt.want {
+				tt.want[i] = strings.TrimRight(tt.want[i], "=")
+			}
+			if strings.Join(got, "|") != strings.Join(tt.want, "|") {
+				t.Errorf("runs %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
