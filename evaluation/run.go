@@ -276,3 +276,44 @@ func confRank(c rules.Confidence) int {
 	}
 	return 0
 }
+
+// RescoreTracer scores the run folders an earlier evaluation kept
+// (--keep-runs) instead of tracing: the rules run again on each stored
+// timeline (reports.Reprocess), nothing is executed. It measures a change
+// to the rules on the very same traces, in seconds; a change to the
+// sandbox, the jail or the drivers needs new traces.
+type RescoreTracer struct {
+	From string // the earlier evaluation's KeepRuns folder
+}
+
+// Trace implements Tracer. The earlier run folder is never changed: it is
+// copied to dir (or to a temporary folder when dir is "") and rescored
+// there.
+func (t *RescoreTracer) Trace(ctx context.Context, c Case, dir string) (*reports.Report, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	src := filepath.Join(t.From, c.Corpus, c.Slug)
+	if _, err := os.Stat(filepath.Join(src, reports.FileEvents)); err != nil {
+		return nil, fmt.Errorf("rescore %s: no kept run: %w", c.ID(), err)
+	}
+	if dir == "" {
+		tmp, err := os.MkdirTemp("", "sandboxctl-rescore-")
+		if err != nil {
+			return nil, fmt.Errorf("rescore %s: %w", c.ID(), err)
+		}
+		defer os.RemoveAll(tmp)
+		dir = filepath.Join(tmp, "run")
+	}
+	if err := os.CopyFS(dir, os.DirFS(src)); err != nil {
+		return nil, fmt.Errorf("rescore %s: copy the kept run: %w", c.ID(), err)
+	}
+	rep, err := reports.Reprocess(dir, reports.ReprocessOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("rescore %s: %w", c.ID(), err)
+	}
+	if err := reports.WriteRunDir(dir, rep, nil); err != nil {
+		return nil, fmt.Errorf("rescore %s: %w", c.ID(), err)
+	}
+	return rep, nil
+}

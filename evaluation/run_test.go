@@ -2,6 +2,7 @@ package evaluation_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -174,5 +175,46 @@ func TestRunCancelled(t *testing.T) {
 func TestRunNeedsTracer(t *testing.T) {
 	if _, err := evaluation.Run(t.Context(), nil, evaluation.Options{}); err == nil {
 		t.Error("Run without a tracer: no error")
+	}
+}
+
+// TestRescore: the rules run again on a kept run folder whose stored
+// verdict is stale, the verdict comes from the events, and the kept folder
+// itself is left as it was.
+func TestRescore(t *testing.T) {
+	b, err := os.ReadFile("../reports/testdata/canary-exfil.golden.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rep reports.Report
+	if err := json.Unmarshal(b, &rep); err != nil {
+		t.Fatal(err)
+	}
+	from := t.TempDir()
+	src := filepath.Join(from, "c", "leaky")
+	stale := rep
+	stale.Verdict, stale.Findings = rules.Clean, nil // what an older rule set said
+	if err := reports.WriteRunDir(src, &stale, nil); err != nil {
+		t.Fatal(err)
+	}
+	before, err := os.ReadFile(filepath.Join(src, reports.FileJSON))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := []evaluation.Case{{Corpus: "c", Slug: "leaky", Label: "malicious"}, {Corpus: "c", Slug: "never-kept", Label: "benign"}}
+	for _, keep := range []string{"", t.TempDir()} {
+		got, err := evaluation.Run(t.Context(), cases, evaluation.Options{Tracer: &evaluation.RescoreTracer{From: from}, KeepRuns: keep})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got[0].Verdict != string(rep.Verdict) || got[0].Verdict != string(rules.Malicious) {
+			t.Errorf("keep %q: rescored verdict %s, want %s (the run's own)", keep, got[0].Verdict, rep.Verdict)
+		}
+		if got[1].Verdict != evaluation.VerdictError {
+			t.Errorf("keep %q: a skill with no kept run got %s, want %s", keep, got[1].Verdict, evaluation.VerdictError)
+		}
+		if after, _ := os.ReadFile(filepath.Join(src, reports.FileJSON)); string(after) != string(before) {
+			t.Errorf("keep %q: the kept run folder was changed", keep)
+		}
 	}
 }

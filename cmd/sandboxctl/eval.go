@@ -39,12 +39,14 @@ Examples:
   sandboxctl eval eval/manifest.tsv
   sandboxctl eval --sample 40 --json /tmp/eval.json ../shared/corpus/manifest.tsv
   sandboxctl eval --only weather-report --keep-runs /tmp/runs eval/manifest.tsv
-  sandboxctl eval --update-doc docs/detection.md ../shared/corpus/manifest.tsv eval/manifest.tsv`
+  sandboxctl eval --update-doc docs/detection.md ../shared/corpus/manifest.tsv eval/manifest.tsv
+  sandboxctl eval --rescore /tmp/runs eval/manifest.tsv   (rules only, on the runs kept before)`
 
 type evalFlags struct {
 	trace                traceFlags
 	parallel, sample     int
 	sampleSeed, keepRuns string
+	rescore              string
 	jsonOut, updateDoc   string
 	commit               string
 	only                 stringList
@@ -71,6 +73,7 @@ func (f *evalFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.sampleSeed, "sample-seed", evaluation.DefaultSeed, "seed of --sample: the same seed picks the same skills")
 	fs.Var(&f.only, "only", "trace only this skill (slug or corpus/slug); repeat or separate with commas")
 	fs.StringVar(&f.keepRuns, "keep-runs", "", "keep each trace's run folder as DIR/<corpus>/<slug>")
+	fs.StringVar(&f.rescore, "rescore", "", "trace nothing: rerun the rules on the run folders an earlier --keep-runs DIR kept (measures a rule change on the same traces)")
 	fs.StringVar(&f.jsonOut, "json", "", "write the evaluation as JSON to FILE (schema: evaluation/schema/eval.schema.json)")
 	fs.StringVar(&f.updateDoc, "update-doc", "", "update the marked sections of FILE (docs/detection.md) with the figures")
 	fs.StringVar(&f.commit, "commit", "", "source revision recorded with the figures (default: this binary's build revision)")
@@ -170,24 +173,39 @@ func runEval(ctx context.Context, e env, args []string) int {
 		return exitUsage
 	}
 
-	rt, ok := openDocker(ctx, e)
-	if !ok {
-		return exitFailed
-	}
-	defer rt.Close()
-	bin, _, err := selfBinary()
-	if err != nil {
-		e.errorf("%v", err)
-		return exitFailed
-	}
-	if plan.Image == "" {
-		// Build (or find) the image once, before the traces race for it.
-		ref, err := rt.EnsureImage(ctx, prefixWriter{w: e.stderr, prefix: "image: "})
-		if err != nil {
-			e.errorf("build image: %v", err)
+	var tracer evaluation.Tracer
+	if f.rescore != "" {
+		if f.keepRuns != "" && filepath.Clean(f.keepRuns) == filepath.Clean(f.rescore) {
+			e.errorf("--keep-runs and --rescore name the same folder: the kept runs would be replaced while read")
+			return exitUsage
+		}
+		tracer = &evaluation.RescoreTracer{From: f.rescore}
+	} else {
+		rt, ok := openDocker(ctx, e)
+		if !ok {
 			return exitFailed
 		}
-		plan.Image = ref
+		defer rt.Close()
+		bin, _, err := selfBinary()
+		if err != nil {
+			e.errorf("%v", err)
+			return exitFailed
+		}
+		if plan.Image == "" {
+			// Build (or find) the image once, before the traces race for it.
+			ref, err := rt.EnsureImage(ctx, prefixWriter{w: e.stderr, prefix: "image: "})
+			if err != nil {
+				e.errorf("build image: %v", err)
+				return exitFailed
+			}
+			plan.Image = ref
+		}
+		tracer = &evaluation.PipelineTracer{
+			Runner: &orchestrator.Runner{
+				Runtime: rt, Binary: bin, Version: version(), Log: debugLog(e), EngineDiff: f.trace.engineDiff,
+			},
+			Plan: plan,
+		}
 	}
 
 	commit := f.commit
@@ -209,12 +227,7 @@ func runEval(ctx context.Context, e env, args []string) int {
 	fmt.Fprintf(e.stderr, "sandboxctl: evaluating %d skill(s), %d at a time\n", len(cases), f.parallel)
 	start := time.Now()
 	results, runErr := evaluation.Run(ctx, cases, evaluation.Options{
-		Tracer: &evaluation.PipelineTracer{
-			Runner: &orchestrator.Runner{
-				Runtime: rt, Binary: bin, Version: version(), Log: debugLog(e), EngineDiff: f.trace.engineDiff,
-			},
-			Plan: plan,
-		},
+		Tracer:   tracer,
 		Parallel: f.parallel,
 		KeepRuns: f.keepRuns,
 		Progress: func(done, total int, r evaluation.Result) {
