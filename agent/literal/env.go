@@ -113,6 +113,7 @@ func (p *planner) noteAssignments(cmd string) {
 			if _, ok := p.exported[m[1]]; !ok {
 				p.exported[m[1]] = ""
 			}
+			p.setBy[m[1]] = cmd
 		}
 	}
 	for _, m := range assignValueRE.FindAllStringSubmatch(cmd, -1) {

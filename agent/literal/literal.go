@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"path"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 
@@ -118,6 +119,7 @@ type planner struct {
 	items    []item
 	commands []string          // the instruction commands planned, as written
 	exported map[string]string // variables instruction commands set (value as written, "" unknown)
+	setBy    map[string]string // the command that computed each variable whose value is unknown
 	seen     map[string]bool   // dedup key: name + arguments
 	code     []string          // code of the instructions (see codeTexts)
 	scripts  map[string]bool   // runnable bundled files, by skill-relative path
@@ -143,7 +145,7 @@ func Plan(s *skill.Skill, cfg Config) ([]agent.Proposal, []string) {
 
 func plan(s *skill.Skill, cfg Config) *planner {
 	p := &planner{s: s, dir: cfg.SkillDir, seen: map[string]bool{}, scripts: map[string]bool{}, ran: map[string]bool{}, fetched: map[string]bool{},
-		read: map[string]bool{}, exported: map[string]string{}}
+		read: map[string]bool{}, exported: map[string]string{}, setBy: map[string]string{}}
 	if p.dir == "" {
 		p.dir = "~/.agents/skills/" + s.Name
 	}
@@ -271,15 +273,43 @@ func (p *planner) bash(cmd, file string, line int, reason string) {
 	for _, u := range urlRE.FindAllString(cmd, -1) {
 		p.fetched[trimURL(u)] = true
 	}
-	refs := p.scriptRefs(f.text)
+	text := p.carryState(f.text)
+	refs := p.scriptRefs(text)
 	var reads []string
 	for _, r := range refs {
 		p.ran[r] = true
 		reads = append(reads, envReads(string(p.s.File(r).Content), false)...)
 	}
-	p.emit(agent.ToolBash, p.inDir(f.text, refs), file, line, reason, false, reads)
-	p.noteAssignments(f.text)
+	p.emit(agent.ToolBash, p.inDir(text, refs), file, line, reason, false, reads)
+	p.noteAssignments(text)
 	p.trackCd(f.text)
+}
+
+var varRefRE = regexp.MustCompile(`\$\{?([A-Z][A-Z0-9_]{2,})\b`)
+
+// carryState returns cmd preceded by the earlier commands that computed
+// variables it reads and does not set itself (SSH_KEYS built by a loop in
+// one block, posted by the next): each call runs in a fresh shell, and an
+// agent following the steps runs them together. Variables with a plain
+// value are carried by envFor instead.
+func (p *planner) carryState(cmd string) string {
+	own := map[string]bool{}
+	for _, m := range assignVarRE.FindAllStringSubmatch(cmd, -1) {
+		own[m[1]] = true
+	}
+	var prefix []string
+	for _, m := range varRefRE.FindAllStringSubmatch(cmd, -1) {
+		v := m[1]
+		src, ok := p.setBy[v]
+		if own[v] || !ok || p.exported[v] != "" || slices.Contains(prefix, src) {
+			continue
+		}
+		prefix = append(prefix, src)
+	}
+	if len(prefix) == 0 {
+		return cmd
+	}
+	return strings.Join(prefix, "\n") + "\n" + cmd
 }
 
 // inDir prefixes cmd with the directory it runs in: the skill folder when
