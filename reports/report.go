@@ -15,7 +15,7 @@ import (
 
 // SchemaVersion is the version of report.json's layout. A change that
 // removes or renames a field bumps the major number.
-const SchemaVersion = "1.0"
+const SchemaVersion = "1.1"
 
 // Status says how a trace ended.
 type Status string
@@ -49,8 +49,12 @@ type Report struct {
 	Network       Network         `json:"network"`
 	Canaries      Canaries        `json:"canaries"`
 	Findings      []rules.Finding `json:"findings"`
-	Summary       Summary         `json:"summary"`
-	Analysis      Analysis        `json:"analysis"`
+	// Incidents group the findings by behaviour, worst first; Narrative
+	// tells them in a few sentences (incidents.go).
+	Incidents []Incident `json:"incidents"`
+	Narrative string     `json:"narrative"`
+	Summary   Summary    `json:"summary"`
+	Analysis  Analysis   `json:"analysis"`
 	// Passes describes the two passes of a trace run again without the
 	// tracer (watched, then unwatched); nil for a single pass. Events,
 	// network and canaries above are the watched pass's; the unwatched
@@ -230,6 +234,7 @@ type Summary struct {
 	BySeverity     map[string]int `json:"by_severity"`
 	EventCount     int            `json:"event_count"`
 	LeakedTokens   int            `json:"leaked_tokens"`
+	IncidentCount  int            `json:"incident_count"`
 	Exercised      bool           `json:"exercised"`
 }
 
@@ -391,7 +396,7 @@ func Build(m Meta, res rules.Result, opt Options) *Report {
 }
 
 // summarize fills the summary's figures that come from the findings and
-// the verdict.
+// the verdict, and groups the findings into incidents.
 func (r *Report) summarize() {
 	s := r.Summary
 	s.FindingCount, s.SeverityMax, s.BySeverity = len(r.Findings), "none", map[string]int{}
@@ -405,7 +410,10 @@ func (r *Report) summarize() {
 		}
 	}
 	s.Clean = r.Verdict == rules.Clean
+	r.Incidents = Incidents(r)
+	s.IncidentCount = len(r.Incidents)
 	r.Summary = s
+	r.Narrative = Narrative(r, r.Incidents)
 }
 
 func rulesNetworkChannel(ch string) bool {

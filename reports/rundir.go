@@ -87,7 +87,7 @@ func WriteRunDir(dir string, r *Report, transcript []byte) error {
 	}
 	put(FileJSON, 0o644, func(w io.Writer) error { return WriteJSON(w, r) })
 	put(FileSARIF, 0o644, func(w io.Writer) error { return WriteSARIF(w, r) })
-	put(FileText, 0o644, func(w io.Writer) error { return WriteText(w, r, TextOptions{}) })
+	put(FileText, 0o644, func(w io.Writer) error { return WriteText(w, r, TextOptions{Verbose: true}) })
 	put(FileHTML, 0o644, func(w io.Writer) error { return WriteHTML(w, r) })
 	// A report from Load has no raw timeline: its events are redacted, and
 	// the folder's events.jsonl (the raw record) is left as it is.
@@ -158,6 +158,12 @@ func Load(dir string) (*Report, error) {
 			return nil, fmt.Errorf("load report %s: %w", filepath.Join(dir, FileRulesInput), err)
 		}
 		r.secrets = s
+	}
+	if r.Incidents == nil {
+		// a report written before incidents (schema 1.0)
+		r.Incidents = Incidents(&r)
+		r.Summary.IncidentCount = len(r.Incidents)
+		r.Narrative = Narrative(&r, r.Incidents)
 	}
 	return &r, nil
 }

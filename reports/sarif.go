@@ -15,12 +15,15 @@ import (
 )
 
 // SARIF output policy: one run, one reportingDescriptor per rule id that has
-// results (sorted by id, with the rule's help text), one result per finding
-// in the report's order, located in the skill's file and line (the skill's
-// first instruction file when the finding has no line), and a
-// partialFingerprint that depends only on the rule, the skill and the
-// location, so dashboards match the same finding across runs. Messages are
-// the findings' messages, which never hold a token value.
+// findings (sorted by id, with the rule's help text), one result per
+// incident (Report.Incidents) so that code scanning shows one alert per
+// behaviour: under the rule of its worst finding, at its first skill line
+// (the skill's first instruction file when it has none), every finding's
+// rule and line as a relatedLocation, the evidence and tokens (ids, never
+// values) in its properties, and a partialFingerprint that depends only on
+// the behaviour (kind, rule, destination or path), the skill and the
+// location, so dashboards match the same incident across runs. Messages
+// never hold a token value.
 
 type sarifLog struct {
 	Schema  string     `json:"$schema"`
@@ -77,12 +80,15 @@ type sarifResult struct {
 	Level               string            `json:"level"`
 	Message             sarifText         `json:"message"`
 	Locations           []sarifLocation   `json:"locations"`
+	RelatedLocations    []sarifLocation   `json:"relatedLocations,omitempty"`
 	PartialFingerprints map[string]string `json:"partialFingerprints"`
 	Properties          map[string]any    `json:"properties"`
 }
 
 type sarifLocation struct {
+	ID               int           `json:"id,omitempty"`
 	PhysicalLocation sarifPhysical `json:"physicalLocation"`
+	Message          *sarifText    `json:"message,omitempty"`
 }
 
 type sarifPhysical struct {
@@ -135,7 +141,10 @@ func securitySeverity(s rules.Severity) string {
 // skill's folder.
 const SkillRootBase = "SKILLROOT"
 
-// WriteSARIF writes the report's findings as a SARIF 2.1.0 log.
+// WriteSARIF writes the report as a SARIF 2.1.0 log: one result per
+// incident, under the rule of its worst finding, located at its first
+// skill line, with every finding as a related location and the evidence
+// in its properties.
 func WriteSARIF(w io.Writer, r *Report) error {
 	var ids []string
 	for _, f := range r.Findings {
@@ -187,34 +196,84 @@ func WriteSARIF(w io.Writer, r *Report) error {
 		run.OriginalURIBase = nil
 	}
 	seen := map[string]int{}
-	for _, f := range r.Findings {
-		file, line := f.SkillFile, f.SkillLine
-		if file == "" {
-			file = defFile
+	for _, in := range r.Incidents {
+		if len(in.Findings) == 0 || len(in.RuleIDs) == 0 {
+			continue
 		}
-		loc := sarifLocation{PhysicalLocation: sarifPhysical{ArtifactLocation: sarifArtifactL{URI: file, URIBaseID: SkillRootBase}}}
-		if line > 0 {
-			loc.PhysicalLocation.Region = &sarifRegion{StartLine: line}
+		file, line := defFile, 0
+		if len(in.Locations) > 0 {
+			file, line = in.Locations[0].File, in.Locations[0].Line
 		}
-		key := fmt.Sprintf("%s|%s|%s|%d", f.RuleID, r.Skill.Name, file, line)
+		loc := sarifLoc(file, line)
+		// the fingerprint names the behaviour, not the run: kind, where it
+		// went or what it wrote, skill and location
+		key := fmt.Sprintf("%s|%s|%s|%s|%s|%s|%d", in.Kind, in.RuleIDs[0], in.Destination+in.Channel, in.Path, r.Skill.Name, file, line)
 		seen[key]++
 		sum := sha256.Sum256([]byte(fmt.Sprintf("%s|%d", key, seen[key])))
-		var seqs []int64
-		for _, e := range f.Evidence {
-			seqs = append(seqs, e.Seq)
+		var related []sarifLocation
+		type relKey struct {
+			file, rule string
+			line       int
 		}
-		props := map[string]any{"severity": string(f.Severity), "confidence": string(f.Confidence),
-			"technique": f.Technique, "evidence_seqs": seqs}
-		if f.ToolCallID != "" {
-			props["tool_call_id"] = f.ToolCallID
+		relN := map[relKey]int{}
+		var relOrder []relKey
+		for _, i := range in.Findings {
+			if i < 0 || i >= len(r.Findings) {
+				continue
+			}
+			f := r.Findings[i]
+			k := relKey{f.SkillFile, f.RuleID, f.SkillLine}
+			if k.file == "" {
+				k.file = defFile
+			}
+			if relN[k] == 0 {
+				relOrder = append(relOrder, k)
+			}
+			relN[k]++
 		}
-		if f.Harm != "" {
-			props["harm"] = string(f.Harm)
+		for j, k := range relOrder {
+			l := sarifLoc(k.file, k.line)
+			l.ID = j + 1
+			title := k.rule
+			if ru, ok := rules.Lookup(k.rule); ok {
+				title += " " + ru.Title
+			}
+			if relN[k] > 1 {
+				title += fmt.Sprintf(" (%d findings)", relN[k])
+			}
+			l.Message = &sarifText{Text: safetext.Line(title, safetext.DefaultMax)}
+			related = append(related, l)
 		}
-		run.Results = append(run.Results, sarifResult{RuleID: f.RuleID, RuleIndex: index[f.RuleID],
-			Level: sarifLevel(f.Severity), Message: sarifText{Text: safetext.Line(f.Title+": "+f.Message, safetext.DefaultMax)},
-			Locations: []sarifLocation{loc}, PartialFingerprints: map[string]string{"sandboxctlFinding/v1": hex.EncodeToString(sum[:16])},
-			Properties: props})
+		var evidence []map[string]any
+		for _, e := range in.Evidence {
+			evidence = append(evidence, map[string]any{"seq": e.Seq, "source": string(e.Source), "summary": e.Summary})
+		}
+		props := map[string]any{"incident": in.ID, "kind": string(in.Kind), "severity": string(in.Severity),
+			"confidence": string(in.Confidence), "rule_ids": in.RuleIDs, "finding_count": len(in.Findings), "evidence": evidence}
+		if in.Harm != "" {
+			props["harm"] = string(in.Harm)
+		}
+		if len(in.ToolCallIDs) > 0 {
+			props["tool_call_ids"] = in.ToolCallIDs
+		}
+		if in.Destination != "" {
+			props["destination"] = in.Destination
+		}
+		if in.Path != "" {
+			props["path"] = in.Path
+		}
+		if len(in.Tokens) > 0 {
+			var toks []string
+			for _, t := range in.Tokens {
+				toks = append(toks, t.TokenID+" ("+t.Planted+")")
+			}
+			props["tokens"] = toks
+		}
+		run.Results = append(run.Results, sarifResult{RuleID: in.RuleIDs[0], RuleIndex: index[in.RuleIDs[0]],
+			Level: sarifLevel(in.Severity), Message: sarifText{Text: safetext.Line(in.Title+": "+in.Summary, safetext.DefaultMax)},
+			Locations: []sarifLocation{loc}, RelatedLocations: related,
+			PartialFingerprints: map[string]string{"sandboxctlIncident/v1": hex.EncodeToString(sum[:16])},
+			Properties:          props})
 	}
 	log := sarifLog{Schema: "https://json.schemastore.org/sarif-2.1.0.json", Version: "2.1.0", Runs: []sarifRun{run}}
 	// Viewers show the strings as they are: no raw control, bidi or
@@ -308,4 +367,12 @@ func skillRootURI(r *Report) string {
 		p += "/"
 	}
 	return (&url.URL{Scheme: "file", Path: p}).String()
+}
+
+func sarifLoc(file string, line int) sarifLocation {
+	loc := sarifLocation{PhysicalLocation: sarifPhysical{ArtifactLocation: sarifArtifactL{URI: file, URIBaseID: SkillRootBase}}}
+	if line > 0 {
+		loc.PhysicalLocation.Region = &sarifRegion{StartLine: line}
+	}
+	return loc
 }

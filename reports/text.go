@@ -27,6 +27,10 @@ type TextOptions struct {
 	Width int
 	// MaxEvidence is how many evidence lines each finding shows; 0 means 2.
 	MaxEvidence int
+	// Verbose shows every finding with its evidence and every planted and
+	// leaked token; without it findings are counted by rule under their
+	// incidents, so the summary fits one screen.
+	Verbose bool
 }
 
 const (
@@ -135,11 +139,11 @@ func WriteText(w io.Writer, r *Report, opt TextOptions) error {
 	rule := strings.Repeat("=", t.width)
 	t.line(rule)
 	banner := " VERDICT: " + strings.ToUpper(string(r.Verdict))
-	counts := severityCounts(r.Findings)
 	if len(r.Findings) == 0 {
 		banner += "   no findings"
 	} else {
-		banner += fmt.Sprintf("   %d finding%s (%s)", len(r.Findings), plural(len(r.Findings)), counts)
+		banner += fmt.Sprintf("   %d incident%s, %d finding%s, worst %s", len(r.Incidents), plural(len(r.Incidents)),
+			len(r.Findings), plural(len(r.Findings)), r.Summary.SeverityMax)
 	}
 	t.painted(verdictColor(r.Verdict), banner)
 	t.line(rule)
@@ -163,6 +167,11 @@ func WriteText(w io.Writer, r *Report, opt TextOptions) error {
 		t.para("Error     ", "          ", r.Error)
 	}
 	writeReasonsText(t, r)
+	if r.Narrative != "" {
+		t.line("")
+		t.painted(ansiBold, "What happened")
+		t.para("  ", "  ", r.Narrative)
+	}
 	for _, p := range r.Passes {
 		s := fmt.Sprintf("%s pass, tracer %s: %s, %d finding(s), status %s", p.Name, p.Tracer, p.Verdict, p.FindingCount, p.Status)
 		if p.Reason != "" {
@@ -174,12 +183,20 @@ func WriteText(w io.Writer, r *Report, opt TextOptions) error {
 		t.para("Pass      ", "          ", s)
 	}
 
+	writeIncidentsText(t, r)
+
 	t.line("")
 	t.painted(ansiBold, "Findings")
 	if len(r.Findings) == 0 {
 		t.line("  none")
 	}
+	if !opt.Verbose {
+		writeFindingCounts(t, r)
+	}
 	for _, f := range r.Findings {
+		if !opt.Verbose {
+			break
+		}
 		tag := fmt.Sprintf("[%s]", strings.ToUpper(string(f.Severity)))
 		title := f.Title
 		if f.Pass != "" {
@@ -264,7 +281,11 @@ func WriteText(w io.Writer, r *Report, opt TextOptions) error {
 			ks = append(ks, k)
 		}
 	}
-	t.para("  Planted ", "          ", fmt.Sprintf("%d token%s", len(r.Canaries.Planted), plural(len(r.Canaries.Planted)))+listTail(ks, 100))
+	if opt.Verbose {
+		t.para("  Planted ", "          ", fmt.Sprintf("%d token%s", len(r.Canaries.Planted), plural(len(r.Canaries.Planted)))+listTail(ks, 100))
+	} else {
+		t.para("  Planted ", "          ", fmt.Sprintf("%d token%s of %d kind%s", len(r.Canaries.Planted), plural(len(r.Canaries.Planted)), len(ks), plural(len(ks))))
+	}
 	type leak struct{ id, text string }
 	var leaks []leak
 	for _, h := range r.Canaries.Hits {
@@ -279,8 +300,21 @@ func WriteText(w io.Writer, r *Report, opt TextOptions) error {
 	if len(leaks) == 0 {
 		t.para("  Leaked  ", "          ", "none seen leaving the sandbox")
 	} else {
-		t.w.WriteString("  Leaked  " + t.paint(ansiRed, fmt.Sprintf("%d token%s", r.Summary.LeakedTokens, plural(r.Summary.LeakedTokens))) + "\n")
+		var in []string
+		for _, i := range r.Incidents {
+			if len(i.Tokens) > 0 {
+				in = append(in, i.ID)
+			}
+		}
+		more := ""
+		if !opt.Verbose && len(in) > 0 {
+			more = " (incident " + strings.Join(in, ", ") + ")"
+		}
+		t.w.WriteString("  Leaked  " + t.paint(ansiRed, fmt.Sprintf("%d token%s", r.Summary.LeakedTokens, plural(r.Summary.LeakedTokens))) + more + "\n")
 		for _, l := range leaks {
+			if !opt.Verbose && len(in) > 0 {
+				break
+			}
 			t.para("          ", "            ", l.text)
 		}
 	}
@@ -333,4 +367,163 @@ func orDash(s string) string {
 		return "-"
 	}
 	return s
+}
+
+// maxIncidentEvents is how many evidence events an incident shows in text.
+const maxIncidentEvents = 4
+
+// writeIncidentsText writes one block per incident: its title, where it
+// came from and the rules behind it, the tokens it carried by where they
+// were planted, and its first events (canary sightings left out: the
+// tokens say it).
+func writeIncidentsText(t *textWriter, r *Report) {
+	t.line("")
+	t.painted(ansiBold, "Incidents")
+	if len(r.Incidents) == 0 {
+		t.line("  none")
+	}
+	for _, in := range r.Incidents {
+		tag := fmt.Sprintf("[%s]", strings.ToUpper(string(in.Severity)))
+		head := safetext.Line(tag+" "+in.ID+" "+in.Title, t.width)
+		t.w.WriteString(t.paint(severityColor(in.Severity), tag) + strings.TrimPrefix(head, tag) + "\n")
+		var facts []string
+		facts = append(facts, string(in.Kind))
+		if len(in.Locations) > 0 {
+			var locs []string
+			for _, l := range in.Locations {
+				locs = append(locs, locString(l))
+			}
+			facts = append(facts, "at "+strings.Join(locs, ", "))
+		}
+		if len(in.ToolCallIDs) > 0 {
+			facts = append(facts, "tool call "+strings.Join(in.ToolCallIDs, ", "))
+		}
+		if in.Pass != "" {
+			facts = append(facts, in.Pass+" pass")
+		}
+		facts = append(facts, fmt.Sprintf("%d finding%s: %s", len(in.Findings), plural(len(in.Findings)), ruleCounts(r, in)))
+		t.para("  ", "  ", strings.Join(facts, "; "))
+		for _, g := range tokenGroups(in.Tokens) {
+			t.para("  "+g.head+": ", "    ", g.body)
+		}
+		shown := 0
+		var rest int
+		for _, e := range in.Evidence {
+			if e.Source == "canary" && len(in.Tokens) > 0 {
+				continue
+			}
+			if shown == maxIncidentEvents {
+				rest++
+				continue
+			}
+			t.line(fmt.Sprintf("    #%d %s", e.Seq, e.Summary))
+			shown++
+		}
+		if rest += in.More; rest > 0 {
+			t.para("    ", "      ", fmt.Sprintf("… %d more event%s", rest, plural(rest)))
+		}
+	}
+}
+
+// ruleCounts lists an incident's rules worst first with how many findings
+// each has: "SBX-EXFIL-001 x16, SBX-NET-003".
+func ruleCounts(r *Report, in Incident) string {
+	n := map[string]int{}
+	for _, i := range in.Findings {
+		if i >= 0 && i < len(r.Findings) {
+			n[r.Findings[i].RuleID]++
+		}
+	}
+	var parts []string
+	for _, id := range in.RuleIDs {
+		if n[id] > 1 {
+			parts = append(parts, fmt.Sprintf("%s x%d", id, n[id]))
+		} else {
+			parts = append(parts, id)
+		}
+	}
+	return strings.Join(parts, ", ")
+}
+
+type tokenGroup struct{ head, body string }
+
+// tokenGroups lists tokens by where they were planted: one line per file
+// with the token ids, one for the environment with the variable names,
+// each with its encodings.
+func tokenGroups(ts []IncidentToken) []tokenGroup {
+	var out []tokenGroup
+	idx := map[string]int{}
+	encs := map[string][]string{}
+	for _, tk := range ts {
+		head, item := tk.Planted, tk.TokenID
+		if name, ok := strings.CutPrefix(tk.Planted, "env:"); ok {
+			head, item = "env", name
+		}
+		i, ok := idx[head]
+		if !ok {
+			i = len(out)
+			idx[head] = i
+			out = append(out, tokenGroup{head: head})
+		}
+		if out[i].body != "" {
+			out[i].body += ", "
+		}
+		out[i].body += item
+		for _, e := range tk.Encodings {
+			if !slices.Contains(encs[head], e) {
+				encs[head] = append(encs[head], e)
+			}
+		}
+	}
+	for i := range out {
+		e := encs[out[i].head]
+		slices.Sort(e)
+		if len(e) > 0 {
+			out[i].body += " (" + strings.Join(e, ", ") + ")"
+		}
+	}
+	return out
+}
+
+// writeFindingCounts writes one line per rule: how many findings, the
+// severity, the title and the incidents they belong to.
+func writeFindingCounts(t *textWriter, r *Report) {
+	inc := map[int]string{}
+	for _, in := range r.Incidents {
+		for _, i := range in.Findings {
+			inc[i] = in.ID
+		}
+	}
+	type row struct {
+		id, title string
+		sev       rules.Severity
+		n         int
+		incs      []string
+	}
+	var rows []*row
+	for i, f := range r.Findings {
+		title := f.Title
+		if f.Pass != "" {
+			title += " (" + f.Pass + " pass)"
+		}
+		j := slices.IndexFunc(rows, func(x *row) bool { return x.id == f.RuleID && x.sev == f.Severity && x.title == title })
+		if j < 0 {
+			rows = append(rows, &row{id: f.RuleID, title: title, sev: f.Severity})
+			j = len(rows) - 1
+		}
+		rows[j].n++
+		if id := inc[i]; id != "" && !slices.Contains(rows[j].incs, id) {
+			rows[j].incs = append(rows[j].incs, id)
+		}
+	}
+	for _, x := range rows {
+		s := fmt.Sprintf("%d %s %s %s", x.n, x.sev, x.id, x.title)
+		if len(x.incs) > 0 {
+			s += " (" + strings.Join(x.incs, ", ") + ")"
+		}
+		t.para("  ", "      ", s)
+	}
+	if len(r.Findings) > 0 {
+		t.line("  (--verbose shows each finding with its evidence)")
+	}
 }

@@ -28,8 +28,12 @@ func validFormat(f string) bool {
 	return false
 }
 
+// textStyle is how the text format is written: in colour (a terminal),
+// verbose (every finding, not only the incidents).
+type textStyle struct{ color, verbose bool }
+
 // writeFormat writes the report to w in the chosen format.
-func writeFormat(w io.Writer, r *reports.Report, format string, color bool) error {
+func writeFormat(w io.Writer, r *reports.Report, format string, style textStyle) error {
 	switch format {
 	case "json":
 		return reports.WriteJSON(w, r)
@@ -38,7 +42,7 @@ func writeFormat(w io.Writer, r *reports.Report, format string, color bool) erro
 	case "html":
 		return reports.WriteHTML(w, r)
 	}
-	return reports.WriteText(w, r, reports.TextOptions{Color: color})
+	return reports.WriteText(w, r, reports.TextOptions{Color: style.color, Verbose: style.verbose})
 }
 
 // failOn is a severity, or nil for "never".

@@ -27,6 +27,7 @@ func runReport(ctx context.Context, e env, args []string) int {
 	format := fs.String("format", "text", "text, json, sarif or html")
 	reprocess := fs.Bool("reprocess", false, "rerun the rules on the stored events and rewrite the reports")
 	failOnS := fs.String("fail-on", "high", "exit 1 on findings at or above this severity, or never")
+	verbose := fs.Bool("verbose", false, "text format: every finding with its evidence and every token, not only the incidents")
 	if code, ok := parseFlags(fs, interspersed(fs, args)); !ok {
 		return code
 	}
@@ -57,7 +58,7 @@ func runReport(ctx context.Context, e env, args []string) int {
 		e.errorf("%v", err)
 		return exitFailed
 	}
-	if err := writeFormat(e.stdout, rep, *format, e.isTerminal != nil && e.isTerminal()); err != nil {
+	if err := writeFormat(e.stdout, rep, *format, textStyle{color: e.isTerminal != nil && e.isTerminal(), verbose: *verbose}); err != nil {
 		e.errorf("write report: %v", err)
 		return exitFailed
 	}

@@ -33,15 +33,15 @@ Examples:
 
 // traceFlags are the trace command's flags, turned into a Plan by plan().
 type traceFlags struct {
-	driver, provider, model, baseURL, apiKeyEnv, prompt, transcript string
-	timeout, toolTimeout, grace                                     time.Duration
-	turns, tokens                                                   int
-	out, format, failOn                                             string
-	keep, dryRun, includeSecrets, engineDiff, stealth, stealthAuto  bool
-	user, hostname, seed, image, networkConfig, traceID, persona    string
-	memory                                                          int64
-	pids                                                            int64
-	cpus                                                            float64
+	driver, provider, model, baseURL, apiKeyEnv, prompt, transcript         string
+	timeout, toolTimeout, grace                                             time.Duration
+	turns, tokens                                                           int
+	out, format, failOn                                                     string
+	keep, dryRun, includeSecrets, engineDiff, stealth, stealthAuto, verbose bool
+	user, hostname, seed, image, networkConfig, traceID, persona            string
+	memory                                                                  int64
+	pids                                                                    int64
+	cpus                                                                    float64
 }
 
 func (f *traceFlags) register(fs interface {
@@ -67,6 +67,7 @@ func (f *traceFlags) register(fs interface {
 	fs.IntVar(&f.tokens, "tokens", d.Tokens, "most model tokens (llm driver)")
 	fs.StringVar(&f.out, "out", "", "run folder (default: a new folder under ./runs/)")
 	fs.StringVar(&f.format, "format", "text", "what goes to stdout: text, json, sarif or html")
+	fs.BoolVar(&f.verbose, "verbose", false, "text format: every finding with its evidence and every token, not only the incidents")
 	fs.StringVar(&f.failOn, "fail-on", "high", "exit 1 on findings at or above: critical, high, medium, low, info, or never")
 	fs.BoolVar(&f.keep, "keep", false, "leave the containers for debugging and print how to enter them")
 	fs.BoolVar(&f.dryRun, "dry-run", false, "validate the skill, the plan and the provider settings, run nothing")
@@ -278,7 +279,7 @@ func runTrace(ctx context.Context, e env, args []string) int {
 		e.errorf("%v", runErr)
 		return exitFailed
 	}
-	if err := writeFormat(e.stdout, out.Report, f.format, tty); err != nil {
+	if err := writeFormat(e.stdout, out.Report, f.format, textStyle{color: tty, verbose: f.verbose}); err != nil {
 		e.errorf("write report: %v", err)
 		return exitFailed
 	}
