@@ -129,7 +129,7 @@ var owners = map[string][]string{
 	".git-credentials": {"git", "git-credential-store"},
 	".npmrc":           {"npm", "node", "npx"},
 	".pypirc":          {"twine"},
-	".netrc":           {"curl", "wget", "ftp", "git", "git-remote-https", "python3"}, // requests reads it on every call
+	".netrc":           {"curl", "wget", "ftp", "git", "git-remote-https", "python3", "pip", "pip3"}, // requests (pip's too) reads it on every call
 	"id_rsa":           {"ssh", "ssh-add", "scp", "sftp"},
 	"id_ed25519":       {"ssh", "ssh-add", "scp", "sftp"},
 	"id_ecdsa":         {"ssh", "ssh-add", "scp", "sftp"},
