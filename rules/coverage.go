@@ -82,6 +82,9 @@ var failurePatterns = []struct {
 	{regexp.MustCompile(`ModuleNotFoundError|No module named|Cannot find module|ERR_MODULE_NOT_FOUND|cannot load such file|Can't locate \S+ in @INC`), "missing module", true},
 	{regexp.MustCompile(`externally-managed-environment|No matching distribution found|Could not find a version that satisfies|npm ERR! code E(?:NOVERSIONS|404|TARGET|NOTFOUND)|ERR_PNPM_|error: could not find .* in registry`), "package install failed", true},
 	{regexp.MustCompile(`(?i)not a git repository|does not appear to be a git repository|No such remote`), "not in a git repository", true},
+	// a push or clone the server asked to authenticate, with no terminal
+	// to ask the user and no credential to give: nothing was sent
+	{regexp.MustCompile(`could not read (?:Username|Password) for|terminal prompts disabled|Authentication failed for`), "authentication required", true},
 	{regexp.MustCompile(`(?i)No such file or directory|does not exist|not found: '[^']*'|ENOENT`), "missing file", true},
 	{regexp.MustCompile(`(?i)Permission denied|Operation not permitted`), "permission denied", false},
 	{regexp.MustCompile(`(?i)Could not resolve host|Connection refused|Failed to connect|Name or service not known|Temporary failure in name resolution|Network is unreachable|Connection timed out|SSL certificate problem`), "network error", false},

@@ -78,6 +78,10 @@ func TestCoverage(t *testing.T) {
 		{name: "variables set in the same step", build: func() *tl {
 			return newTL().step("bash", sh(`for f in *.md; do n=$((n+1)); echo "$f"; done; echo "$n $API_KEY"`), 0, "", "", "")
 		}, cov: [5]int{1, 1, 1, 0, 0}, v: rules.Clean},
+		{name: "a push the server asked to authenticate", build: func() *tl {
+			return newTL().step("bash", sh("git push https://git.example.dev/app.git HEAD:main --force"), 128, "",
+				"fatal: could not read Username for 'https://git.example.dev': No such device or address\n", "")
+		}, want: []row{{"not run", "authentication required", true}}, cov: [5]int{1, 1, 0, 0, 1}, v: rules.Inconclusive},
 		{name: "ran against a vendor CLI stub", build: func() *tl {
 			b := newTL().step("bash", sh("npm run build && vercel deploy --prod"), 0, "vercel deploy: done\n", "", "")
 			b.add(trace.SourceSyscall, trace.TypeExec, 101, &trace.Exec{Path: "/usr/bin/npm", Argv: []string{"npm", "run", "build"}})
