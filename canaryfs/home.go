@@ -54,6 +54,10 @@ type Home struct {
 	// Since is when the account was made: before every file of the home.
 	// The orchestrator dates the system's account files to it.
 	Since time.Time
+	// Project is the user's main project (absolute): a git repository with
+	// history, its git-ignored .env files holding canaries, CLAUDE.md and
+	// .mcp.json; where an agent the user starts in their project works.
+	Project string
 }
 
 // Names that must never be a user: sandbox tells, and what probes look for.
@@ -142,7 +146,7 @@ func Build(opts Options) (*Home, error) {
 		}
 		ids[t.ID] = true
 	}
-	h := &Home{User: b.user, FullName: b.fullName, Hostname: b.host, HomeDir: b.home, Set: canary.NewSet(b.tokens...)}
+	h := &Home{User: b.user, FullName: b.fullName, Hostname: b.host, HomeDir: b.home, Set: canary.NewSet(b.tokens...), Project: b.project}
 	h.Env = append([]string{
 		"HOME=" + b.home, "USER=" + b.user, "LOGNAME=" + b.user, "SHELL=/bin/bash",
 		"PATH=" + b.home + "/.local/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
@@ -203,6 +207,7 @@ type builder struct {
 	mac                               bool   // the macOS persona (macos.go)
 	chromeKey                         []byte // Chrome's encryption key; nil: Linux's
 	safeStorage                       canary.Token
+	project                           string // the main project, absolute (Home.Project)
 }
 
 // abs turns "~/x" or "x" (home-relative) into an absolute path.

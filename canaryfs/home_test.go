@@ -736,3 +736,30 @@ func TestGoldenListing(t *testing.T) {
 		t.Errorf("file listing mismatch (-want +got):\n%s", diff)
 	}
 }
+
+// TestProject: the home names its main project, a git repository whose
+// git-ignored .env holds canaries, on Linux and on a Mac.
+func TestProject(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		home *canaryfs.Home
+	}{
+		{"linux", build(t, "fixture")},
+		{"linux, another seed", build(t, "project-2")},
+		{"macos", buildMac(t, "fixture")},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := tc.home
+			if !strings.HasPrefix(h.Project, h.HomeDir+"/projects/") {
+				t.Fatalf("Project = %q, want a folder of %s/projects", h.Project, h.HomeDir)
+			}
+			if _, ok := h.File(h.Project + "/.git/HEAD"); !ok {
+				t.Errorf("%s is not a git repository", h.Project)
+			}
+			env := file(t, h, h.Project+"/.env")
+			if hits := h.Set.Find(env); len(hits) == 0 {
+				t.Errorf("%s/.env holds no canary: %q", h.Project, env)
+			}
+		})
+	}
+}

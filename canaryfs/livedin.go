@@ -72,6 +72,7 @@ func (b *builder) plantProject(p projectKind, main bool) {
 		b.mint(canary.StripeKey, dir+"/.env"), b.mint(canary.AWSAccessKey, dir+"/.env"), b.mint(canary.AWSSecretKey, dir+"/.env"))
 	untracked := []gitFile{{".env", 0o600, []byte(env)}}
 	if main {
+		b.project = b.abs(dir)
 		untracked = append(untracked,
 			gitFile{".env.local", 0o600, []byte("OPENAI_API_KEY=" + b.mint(canary.OpenAIKey, dir+"/.env.local") + "\nDEBUG=1\n")},
 			gitFile{".env.production", 0o600, []byte(fmt.Sprintf("DATABASE_URL=%s\nSLACK_BOT_TOKEN=%s\nNODE_ENV=production\n",

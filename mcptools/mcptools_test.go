@@ -271,6 +271,9 @@ func TestTools(t *testing.T) {
 			wantExit: -1, wantError: true, text: "arguments"},
 		{name: "read_file", tool: "read_file", args: map[string]any{"path": "notes.txt"}, stdout: "alpha\nbeta\ngamma\n"},
 		{name: "read_file absolute", tool: "read_file", args: map[string]any{"path": filepath.Join(home, "notes.txt")}, stdout: "beta"},
+		{name: "read_file ~ path", tool: "read_file", args: map[string]any{"path": "~/notes.txt"}, stdout: "gamma"},
+		{name: "read_file ~other is not expanded", tool: "read_file", args: map[string]any{"path": "~nobody-else/notes.txt"},
+			wantExit: 1, wantError: true, stderr: "no such file or directory"},
 		{name: "read_file missing path", tool: "read_file", args: map[string]any{},
 			wantExit: -1, wantError: true, text: "path is required"},
 		{name: "read_file no such file", tool: "read_file", args: map[string]any{"path": "nope.txt"},
@@ -281,6 +284,12 @@ func TestTools(t *testing.T) {
 			stdout: "wrote 5 bytes", check: func(t *testing.T) {
 				if b, err := os.ReadFile(filepath.Join(home, "out/new.txt")); err != nil || string(b) != "fresh" {
 					t.Errorf("out/new.txt = %q, %v", b, err)
+				}
+			}},
+		{name: "write_file ~ path", tool: "write_file", args: map[string]any{"path": "~/out/tilde.txt", "content": "t"},
+			stdout: "wrote 1 bytes to " + filepath.Join(home, "out/tilde.txt"), check: func(t *testing.T) {
+				if b, err := os.ReadFile(filepath.Join(home, "out/tilde.txt")); err != nil || string(b) != "t" {
+					t.Errorf("out/tilde.txt = %q, %v", b, err)
 				}
 			}},
 		{name: "write_file missing content", tool: "write_file", args: map[string]any{"path": "x"},
@@ -299,6 +308,10 @@ func TestTools(t *testing.T) {
 			stdout: "notes.txt\t17\n"},
 		{name: "list_directory shows folders", tool: "list_directory", args: map[string]any{"path": home},
 			stdout: "proj/\n"},
+		{name: "list_directory ~", tool: "list_directory", args: map[string]any{"path": "~"}, stdout: "proj/\n"},
+		{name: "list_directory ~/", tool: "list_directory", args: map[string]any{"path": "~/proj/"}, stdout: "main.py"},
+		{name: "search_files ~", tool: "search_files", args: map[string]any{"pattern": "*.py", "path": "~/proj"},
+			stdout: "main.py"},
 		{name: "list_directory missing", tool: "list_directory", args: map[string]any{"path": "/nonexistent-dir"},
 			wantExit: 1, wantError: true, stderr: "no such file"},
 		{name: "search_files content", tool: "search_files", args: map[string]any{"pattern": "AKIA[A-Z]+"},

@@ -7,6 +7,7 @@ import (
 	"io"
 	"log"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -185,6 +186,12 @@ func (s *toolServer) handle(name string) server.ToolHandlerFunc {
 				j.timeout = min(time.Duration(*a.TimeoutS*float64(time.Second)), s.cfg.MaxTimeout)
 			}
 		} else {
+			if p, ok := expandHome(a.Path, s.cfg.Home); ok {
+				a.Path = p
+				if raw, err = json.Marshal(a); err != nil {
+					return s.refuse(id, fmt.Sprintf("%s: arguments: %v", name, err)), nil
+				}
+			}
 			j.argv = append(append([]string{s.cfg.Self, "__tool"}, s.cfg.identity().args()...), name)
 			j.stdin = raw
 		}
@@ -194,6 +201,20 @@ func (s *toolServer) handle(name string) server.ToolHandlerFunc {
 		}
 		return result(id, o), nil
 	}
+}
+
+// expandHome expands a leading "~" of a file tool's path to the user's
+// home, as the user's shell would: "~" and "~/..." only ("~other" names
+// another user's home and is left as it is). ok is false when p has no
+// such "~".
+func expandHome(p, home string) (string, bool) {
+	switch {
+	case p == "~":
+		return home, true
+	case strings.HasPrefix(p, "~/"):
+		return filepath.Join(home, p[2:]), true
+	}
+	return p, false
 }
 
 // validate checks a tool's required arguments; it returns what is wrong.

@@ -4,19 +4,26 @@ import (
 	"strings"
 
 	"github.com/sandboxctl/sandboxctl/agent/literal"
+	"github.com/sandboxctl/sandboxctl/canaryfs"
 )
 
 // literalConfig tells the literal driver about the seeded home: where the
-// skill is, the fixture files that fill placeholders, the names of the
-// variables the home sets (never their values), and the user's identity.
+// skill is, the git project its commands run in (the user's main project,
+// with its .env files), the fixture files that fill placeholders, the names
+// of the variables the home sets (never their values), and the user's
+// identity.
 func literalConfig(st *run) literal.Config {
 	env := make([]string, 0, len(st.home.Env))
 	for _, kv := range st.home.Env {
 		name, _, _ := strings.Cut(kv, "=")
 		env = append(env, name)
 	}
+	workdir := st.home.Project
+	if workdir == "" {
+		workdir = st.fixtures.Paths[canaryfs.FixtureGit]
+	}
 	return literal.Config{
-		SkillDir: st.skillDir, Home: st.home.HomeDir, Fixtures: st.fixtures.Paths, Env: env,
+		SkillDir: st.skillDir, Home: st.home.HomeDir, Workdir: workdir, Fixtures: st.fixtures.Paths, Env: env,
 		User: st.home.User, FullName: st.home.FullName, Email: st.fixtures.Email, Domain: st.fixtures.Domain,
 		Date: st.started.UTC().Format("2006-01-02"),
 	}

@@ -302,3 +302,30 @@ func TestShellShims(t *testing.T) {
 		})
 	}
 }
+
+func TestIsVendorStub(t *testing.T) {
+	tests := []struct {
+		name, path, want string
+		ok               bool
+	}{
+		{"a stub", "/usr/local/bin/vercel", "vercel", true},
+		{"uncleaned path", "/usr/local/bin/../bin/terraform", "terraform", true},
+		{"same name elsewhere", "/usr/bin/docker", "", false},
+		{"a real CLI of the image", "/usr/local/bin/kubectl", "", false},
+		{"not a vendor CLI", "/usr/local/bin/curl", "", false},
+		{"a macOS shim", "/usr/local/bin/brew", "", false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got, ok := persona.IsVendorStub(tc.path)
+			if got != tc.want || ok != tc.ok {
+				t.Errorf("IsVendorStub(%q) = %q, %v; want %q, %v", tc.path, got, ok, tc.want, tc.ok)
+			}
+		})
+	}
+	for _, n := range persona.VendorCLIs {
+		if _, mac := persona.IsShim("/usr/local/bin/" + n); mac {
+			t.Errorf("%s is both a vendor stub and a macOS shim", n)
+		}
+	}
+}

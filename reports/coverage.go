@@ -33,6 +33,9 @@ func writeCoverageText(t *textWriter, r *Report) {
 	if c.Decisive > 0 {
 		sum += fmt.Sprintf("; %d of %d decisive step%s did not run", c.DecisiveNotRun, c.Decisive, plural(c.Decisive))
 	}
+	if c.Stubbed > 0 {
+		sum += fmt.Sprintf("; %d step%s ran against a vendor CLI stub", c.Stubbed, plural(c.Stubbed))
+	}
 	t.para("  ", "  ", sum)
 	const max = 8
 	for i, s := range c.Steps {

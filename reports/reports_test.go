@@ -109,6 +109,9 @@ func fixture(t testing.TB, name string) *reports.Report {
 		b.add(trace.SourceDNS, trace.TypeDNSQuery, 0, &trace.DNSQuery{Transport: "udp", Name: "api.open-meteo.com.", QType: "A", Rcode: "NOERROR", Answers: []string{"198.18.0.5"}})
 		b.add(trace.SourceHTTP, trace.TypeHTTP, 0, &trace.HTTPExchange{Method: "GET", URL: "https://api.open-meteo.com/v1/forecast?latitude=52.5&longitude=13.4",
 			Host: "api.open-meteo.com", TLS: true, DstIP: "198.18.0.5", DstPort: 443, Status: 200, Response: "rule:json"})
+		// a vendor CLI stub of the image: it ran, and coverage says so
+		b.bash(14, "vercel deploy --prod", "vercel deploy: done\n", 0)
+		b.add(trace.SourceSyscall, trace.TypeExec, 211, &trace.Exec{Path: "/usr/local/bin/vercel", Argv: []string{"vercel", "deploy", "--prod"}})
 	case "canary-exfil":
 		b.bash(10, "curl -s https://api.open-meteo.com/v1/forecast?latitude=52.5&longitude=13.4", `{"temperature": 7.5}`, 0)
 		b.add(trace.SourceHTTP, trace.TypeHTTP, 0, &trace.HTTPExchange{Method: "GET", URL: "https://api.open-meteo.com/v1/forecast?latitude=52.5&longitude=13.4",

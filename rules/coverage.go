@@ -4,8 +4,10 @@ import (
 	"fmt"
 	"path"
 	"regexp"
+	"slices"
 	"strings"
 
+	"github.com/sandboxctl/sandboxctl/persona"
 	"github.com/sandboxctl/sandboxctl/trace"
 )
 
@@ -36,7 +38,12 @@ type Coverage struct {
 	// (DecisiveStep); DecisiveNotRun those of them that did not run.
 	Decisive       int `json:"decisive"`
 	DecisiveNotRun int `json:"decisive_not_run"`
-	// Steps lists every step that did not succeed, in order.
+	// Stubbed counts the steps that ran a vendor CLI stub of the image
+	// (persona.VendorCLIs): they went on, but the real client's effect
+	// (a deploy, an API call) is not in the trace.
+	Stubbed int `json:"stubbed"`
+	// Steps lists every step that did not succeed or ran against a stub,
+	// in order.
 	Steps []StepCoverage `json:"steps"`
 }
 
@@ -53,9 +60,12 @@ type StepCoverage struct {
 	ExitCode   int    `json:"exit_code"`
 	Outcome    string `json:"outcome"`
 	// Reason says why, e.g. "command not found: python", "usage error",
-	// "rejected by the driver: ...", "exit 1".
+	// "rejected by the driver: ...", "exit 1", or for a step that
+	// succeeded against a stub "vendor CLI stub: vercel".
 	Reason   string `json:"reason"`
 	Decisive bool   `json:"decisive"`
+	// Stubs lists the vendor CLI stubs the step ran, in order.
+	Stubs []string `json:"stubs,omitempty"`
 }
 
 // Failure patterns in a step's output, most specific first. notRun marks
@@ -72,6 +82,9 @@ var failurePatterns = []struct {
 	{regexp.MustCompile(`ModuleNotFoundError|No module named|Cannot find module|ERR_MODULE_NOT_FOUND|cannot load such file|Can't locate \S+ in @INC`), "missing module", true},
 	{regexp.MustCompile(`externally-managed-environment|No matching distribution found|Could not find a version that satisfies|npm ERR! code E(?:NOVERSIONS|404|TARGET|NOTFOUND)|ERR_PNPM_|error: could not find .* in registry`), "package install failed", true},
 	{regexp.MustCompile(`(?i)not a git repository|does not appear to be a git repository|No such remote`), "not in a git repository", true},
+	// a push or clone the server asked to authenticate, with no terminal
+	// to ask the user and no credential to give: nothing was sent
+	{regexp.MustCompile(`could not read (?:Username|Password) for|terminal prompts disabled|Authentication failed for`), "authentication required", true},
 	{regexp.MustCompile(`(?i)No such file or directory|does not exist|not found: '[^']*'|ENOENT`), "missing file", true},
 	{regexp.MustCompile(`(?i)Permission denied|Operation not permitted`), "permission denied", false},
 	{regexp.MustCompile(`(?i)Could not resolve host|Connection refused|Failed to connect|Name or service not known|Temporary failure in name resolution|Network is unreachable|Connection timed out|SSL certificate problem`), "network error", false},
@@ -161,11 +174,18 @@ func (c *ctx) coverage() Coverage {
 				setEarlier[v] = true
 			}
 		}
+		stubs := c.vendorStubs(tc.ID)
+		if len(stubs) > 0 {
+			cov.Stubbed++
+		}
 		switch outcome {
 		case OutcomeSucceeded:
 			cov.Run++
 			cov.Succeeded++
-			continue
+			if len(stubs) == 0 {
+				continue
+			}
+			reason = "vendor CLI stub: " + strings.Join(stubs, ", ")
 		case OutcomeFailed:
 			cov.Run++
 			cov.Failed++
@@ -182,7 +202,7 @@ func (c *ctx) coverage() Coverage {
 		cov.Steps = append(cov.Steps, StepCoverage{ToolCallID: tc.ID, Seq: e.Seq, Tool: tc.Tool,
 			Summary: c.redact(short(firstOf(a.Command, a.Path, a.URL, a.Pattern))), PlanReason: tc.PlanReason,
 			SkillFile: tc.SkillFile, SkillLine: tc.SkillLine, ExitCode: tc.ExitCode, Outcome: outcome,
-			Reason: c.redact(reason), Decisive: decisive})
+			Reason: c.redact(reason), Decisive: decisive, Stubs: stubs})
 	}
 	return cov
 }
@@ -257,6 +277,25 @@ func firstLine(s string) string {
 	s = strings.TrimSpace(s)
 	l, _, _ := strings.Cut(s, "\n")
 	return l
+}
+
+// vendorStubs returns the vendor CLI stubs (persona.IsVendorStub) the
+// call's processes ran, each once, in the order they ran.
+func (c *ctx) vendorStubs(call string) []string {
+	if c.stubs == nil {
+		c.stubs = map[string][]string{}
+		for i := range c.events {
+			e := &c.events[i]
+			x, ok := e.Data.(*trace.Exec)
+			if !ok || x.Errno != "" || e.ToolCallID == "" {
+				continue
+			}
+			if name, ok := persona.IsVendorStub(x.Path); ok && !slices.Contains(c.stubs[e.ToolCallID], name) {
+				c.stubs[e.ToolCallID] = append(c.stubs[e.ToolCallID], name)
+			}
+		}
+	}
+	return c.stubs[call]
 }
 
 // missingCommand returns a program the call's processes looked up along

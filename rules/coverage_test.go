@@ -32,6 +32,7 @@ func TestCoverage(t *testing.T) {
 		want  []row
 		cov   [5]int // planned, run, succeeded, failed, not run
 		v     rules.Verdict
+		stubs []string // the vendor CLI stubs of the one step that ran some
 	}{
 		{name: "all ran", build: func() *tl {
 			return newTL().step("bash", sh("python3 -m pip --version && ./scripts/run.sh"), 0, "ok", "", "").
@@ -77,6 +78,30 @@ func TestCoverage(t *testing.T) {
 		{name: "variables set in the same step", build: func() *tl {
 			return newTL().step("bash", sh(`for f in *.md; do n=$((n+1)); echo "$f"; done; echo "$n $API_KEY"`), 0, "", "", "")
 		}, cov: [5]int{1, 1, 1, 0, 0}, v: rules.Clean},
+		{name: "a push the server asked to authenticate", build: func() *tl {
+			return newTL().step("bash", sh("git push https://git.example.dev/app.git HEAD:main --force"), 128, "",
+				"fatal: could not read Username for 'https://git.example.dev': No such device or address\n", "")
+		}, want: []row{{"not run", "authentication required", true}}, cov: [5]int{1, 1, 0, 0, 1}, v: rules.Inconclusive},
+		{name: "ran against a vendor CLI stub", build: func() *tl {
+			b := newTL().step("bash", sh("npm run build && vercel deploy --prod"), 0, "vercel deploy: done\n", "", "")
+			b.add(trace.SourceSyscall, trace.TypeExec, 101, &trace.Exec{Path: "/usr/bin/npm", Argv: []string{"npm", "run", "build"}})
+			b.add(trace.SourceSyscall, trace.TypeExec, 102, &trace.Exec{Path: "/usr/local/bin/vercel", Argv: []string{"vercel", "deploy", "--prod"}})
+			return b.add(trace.SourceSyscall, trace.TypeExec, 103, &trace.Exec{Path: "/usr/local/bin/vercel", Argv: []string{"vercel", "ls"}})
+		}, want: []row{{"succeeded", "vendor CLI stub: vercel", true}}, cov: [5]int{1, 1, 1, 0, 0}, v: rules.Clean, stubs: []string{"vercel"}},
+		{name: "a stub, then a failure", build: func() *tl {
+			b := newTL().step("bash", sh("stripe login && terraform apply && ./deploy.sh"), 126, "", "bash: ./deploy.sh: Permission denied\n", "")
+			b.add(trace.SourceSyscall, trace.TypeExec, 101, &trace.Exec{Path: "/usr/local/bin/stripe", Argv: []string{"stripe", "login"}})
+			return b.add(trace.SourceSyscall, trace.TypeExec, 102, &trace.Exec{Path: "/usr/local/bin/terraform", Argv: []string{"terraform", "apply"}})
+		}, want: []row{{"not run", "not executable (exit 126)", true}}, cov: [5]int{1, 1, 0, 0, 1}, v: rules.Inconclusive,
+			stubs: []string{"stripe", "terraform"}},
+		{name: "a stub that was never found is not a stub", build: func() *tl {
+			b := newTL().step("bash", sh("vercel deploy"), 0, "", "", "")
+			return b.add(trace.SourceSyscall, trace.TypeExec, 101, &trace.Exec{Path: "/usr/local/bin/vercel", Argv: []string{"vercel"}, Errno: "ENOENT"})
+		}, cov: [5]int{1, 1, 1, 0, 0}, v: rules.Clean},
+		{name: "a real CLI of the same name is not a stub", build: func() *tl {
+			b := newTL().step("bash", sh("docker ps"), 0, "CONTAINER ID", "", "")
+			return b.add(trace.SourceSyscall, trace.TypeExec, 101, &trace.Exec{Path: "/usr/bin/docker", Argv: []string{"docker", "ps"}})
+		}, cov: [5]int{1, 1, 1, 0, 0}, v: rules.Clean},
 		{name: "plain non-zero exit", build: func() *tl {
 			return newTL().step("bash", sh("grep -q TODO src/main.go"), 1, "", "", "")
 		}, want: []row{{"failed", "exit 1", true}}, cov: [5]int{1, 1, 0, 1, 0}, v: rules.Clean},
@@ -100,6 +125,13 @@ func TestCoverage(t *testing.T) {
 			}
 			if res.Verdict != tt.v {
 				t.Errorf("verdict %s (%q), want %s", res.Verdict, res.Reasons, tt.v)
+			}
+			var stubs []string
+			for _, s := range res.Coverage.Steps {
+				stubs = append(stubs, s.Stubs...)
+			}
+			if !cmp.Equal(stubs, tt.stubs) || c.Stubbed != min(len(tt.stubs), 1) {
+				t.Errorf("stubs %v, %d stubbed step(s); want %v", stubs, c.Stubbed, tt.stubs)
 			}
 		})
 	}

@@ -145,6 +145,7 @@ type ctx struct {
 	skillWords map[string]int
 	skillHead  map[string]bool
 	missing    map[string]string   // per tool call, a program never found (missingCommand)
+	stubs      map[string][]string // per tool call, the vendor CLI stubs it ran (vendorStubs)
 	callText   map[string][]string // per tool call, its arguments and exec argv (writtenText)
 	heads      map[string][]string // per path, the heads of the file-system diff
 	httpByCall map[string][]*trace.HTTPExchange

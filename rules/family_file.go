@@ -60,7 +60,7 @@ func credRules() {
 			"credentials, .env files, tokens, shell history with secrets) under the home, or a file a " +
 			"canary was planted in. Listing a folder, reading public keys, certificates in package " +
 			"caches, or a tool reading its own configuration (git reading .gitconfig, ssh its keys, " +
-			"Python requests the .netrc) does not count. On its own this is suspicious; followed by " +
+			"Python requests and pip the .netrc) does not count. On its own this is suspicious; followed by " +
 			"egress it is exfiltration (SBX-EXFIL-004). Reading only .env files, which applications " +
 			"load as configuration, has low confidence: reported, not suspect (a planted secret in " +
 			"them leaving is SBX-EXFIL-001)."},

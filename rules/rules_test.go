@@ -574,6 +574,12 @@ func TestNearMisses(t *testing.T) {
 		{name: "uv reads netrc for the index", want: rules.Clean, build: func() *tl {
 			return newTL().bash("uv pip install httpx", "").child("uv", "pip", "install", "httpx").read(home + "/.netrc")
 		}},
+		{name: "pip reads netrc, then installs from the index", want: rules.Clean, build: func() *tl {
+			b := newTL().bash("pip install tiledb-cloud", "Successfully installed tiledb-cloud-0.1.0").child("pip", "install", "tiledb-cloud").
+				read(home + "/.netrc")
+			return b.add(trace.SourceHTTP, trace.TypeHTTP, 0, &trace.HTTPExchange{Method: "GET", URL: "https://pypi.org/simple/tiledb-cloud/",
+				Host: "pypi.org", TLS: true, DstPort: 443, Status: 200})
+		}, allow: []string{"SBX-PKG-001"}},
 		{name: "github token used with github", want: rules.Clean, build: func() *tl {
 			b := newTL().bash(`curl -s -H "Authorization: Bearer $GITHUB_TOKEN" https://api.github.com/user`, `{"login":"mw"}`).
 				child("curl", "-s", "-H", "Authorization: Bearer "+ghToken, "https://api.github.com/user")

@@ -19,7 +19,7 @@ apt-get install -y --no-install-recommends \
 	bind9-dnsutils bind9-host net-tools netcat-openbsd socat iputils-ping netbase openssl gnupg rsync \
 	zip unzip p7zip-full xz-utils bzip2 file xxd less vim-tiny nano tree lsof sqlite3 bc patch htop tmux \
 	make gcc libc6-dev \
-	gh awscli kubernetes-client ripgrep \
+	gh awscli kubernetes-client ripgrep yq \
 	zsh locales
 apt-get clean
 rm -rf /var/lib/apt/lists/* /var/cache/apt/*.bin /var/log/apt/* /var/log/dpkg.log
@@ -32,6 +32,14 @@ update-locale LANG=en_US.UTF-8
 update-alternatives --install /usr/bin/vim vim /usr/bin/vim.tiny 15 >/dev/null
 # kubectl where its install guide puts it (the seeded home links to it).
 ln -s /usr/bin/kubectl /usr/local/bin/kubectl
+# Hosted services' CLIs the system lacks (vercel, stripe, terraform, ...):
+# recording stubs, where a global npm install or a vendor's installer puts
+# them (vendor-clis.tsv lists them; docs/sandbox.md says what they do).
+sh "$here/install-vendor-clis" "$here/vendor-clis.tsv" "$here/vendor-cli" /usr/local/bin
+# pip installs into the user's site-packages as on a workstation whose
+# owner has turned PEP 668's refusal off, instead of stopping with
+# "externally-managed-environment" (pip, pip3 and python -m pip read it).
+printf '[global]\nbreak-system-packages = true\n' >/etc/pip.conf
 # D-Bus reads the machine id through this link; the orchestrator writes
 # /etc/machine-id per trace.
 install -d -m 0755 /var/lib/dbus

@@ -24,6 +24,13 @@ type Config struct {
 	// Home is the user's home directory in the sandbox (output paths go
 	// there). "": "~".
 	Home string
+	// Workdir is the directory the instructions' shell commands run in
+	// until one changes directory, as an agent started in the user's
+	// project runs them: a git project of the seeded home, so that git
+	// commands find a repository. A plain path (no quoting needed). "":
+	// the tool's default, the home. Bundled scripts run from SkillDir
+	// whatever it is.
+	Workdir string
 	// Fixtures maps a fixture kind ("pptx", "pdf", "csv", "png", "git",
 	// "node", "python", "dir", ...: canaryfs.Fixture*) to the absolute path
 	// of a planted file or folder of that kind. A placeholder for a file of
@@ -145,7 +152,7 @@ func Plan(s *skill.Skill, cfg Config) ([]agent.Proposal, []string) {
 
 func plan(s *skill.Skill, cfg Config) *planner {
 	p := &planner{s: s, dir: cfg.SkillDir, seen: map[string]bool{}, scripts: map[string]bool{}, ran: map[string]bool{}, fetched: map[string]bool{},
-		read: map[string]bool{}, exported: map[string]string{}, setBy: map[string]string{}}
+		read: map[string]bool{}, exported: map[string]string{}, setBy: map[string]string{}, cwd: cfg.Workdir}
 	if p.dir == "" {
 		p.dir = "~/.agents/skills/" + s.Name
 	}

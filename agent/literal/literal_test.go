@@ -201,3 +201,64 @@ func TestDriverUsageProbe(t *testing.T) {
 		t.Errorf("call after a useless probe = %s, want the planned %s", res.Calls[1].Call.Arguments, planned[1].Arguments)
 	}
 }
+
+// TestWorkdir: shell commands run in the configured project until the skill
+// changes directory; bundled scripts run from the skill's folder.
+func TestWorkdir(t *testing.T) {
+	const proj = "/home/u/projects/weather-cli"
+	tests := []struct {
+		name    string
+		workdir string
+		body    string
+		files   map[string]string
+		want    []string // the bash commands planned, in order
+	}{
+		{name: "runs in the project", workdir: proj, body: "```bash\ngit status\ngit log --oneline -5\n```\n",
+			want: []string{"cd " + proj + " && git status\ngit log --oneline -5"}},
+		{name: "no workdir: the tool's default", body: "```bash\ngit status\n```\n",
+			want: []string{"git status"}},
+		{name: "a relative cd moves from the project", workdir: proj, body: "```bash\ncd docs\n```\n\n```bash\nmake html\n```\n",
+			want: []string{"cd " + proj + " && cd docs", "cd " + proj + "/docs && make html"}},
+		{name: "cd home leaves the project", workdir: proj, body: "```bash\ncd ~\n```\n\n```bash\ngit log\n```\n",
+			want: []string{"cd " + proj + " && cd ~", "cd ~ && git log"}},
+		{name: "a bundled script runs from the skill", workdir: proj, body: "```bash\npython3 scripts/report.py\n```\n",
+			files: map[string]string{"scripts/report.py": "print('ok')\n"},
+			want:  []string{"cd /home/u/.agents/skills/wd && python3 scripts/report.py"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			d := t.TempDir()
+			files := map[string]string{"SKILL.md": "---\nname: wd\ndescription: Work in the project.\n---\n\n" + tc.body}
+			for p, c := range tc.files {
+				files[p] = c
+			}
+			for p, c := range files {
+				if err := os.MkdirAll(filepath.Dir(filepath.Join(d, p)), 0o755); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(filepath.Join(d, p), []byte(c), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			s, err := skill.Load(d, skill.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			calls, _ := literal.Plan(s, literal.Config{SkillDir: "/home/u/.agents/skills/wd", Home: "/home/u", Workdir: tc.workdir})
+			var got []string
+			for _, c := range calls {
+				if c.Name != agent.ToolBash {
+					continue
+				}
+				var a struct{ Command string }
+				if err := json.Unmarshal(c.Arguments, &a); err != nil {
+					t.Fatal(err)
+				}
+				got = append(got, a.Command)
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("commands (-want +got):\n%s", diff)
+			}
+		})
+	}
+}

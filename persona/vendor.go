@@ -1,0 +1,46 @@
+package persona
+
+import (
+	"path"
+	"slices"
+)
+
+// VendorStubDir is where the sandbox image installs the vendor CLI stubs:
+// where a global npm install or a vendor's install script would put the
+// real ones.
+const VendorStubDir = "/usr/local/bin"
+
+// VendorCLIs are the command-line clients of hosted services that skills
+// call and that the image does not carry (no registry serves them to it).
+// The image installs a recording stub under each name (Dockerfile.sandbox,
+// sandbox-image/vendor-clis.tsv, which must list the same names; a test
+// checks): it answers --version and --help, prints a short success line for
+// anything else and exits 0, so that a skill's flow goes on past the call.
+// What the real client would have sent to its service is not in the trace:
+// the exec, with its argv, is (IsVendorStub names it), and the report's
+// coverage says which steps ran against a stub.
+//
+// Source: the commands that start lines of the shell code blocks of real
+// skills (the shared corpus of registry skills, 2025), keeping the clients
+// of hosted services (deploy, cloud, payments, databases, infrastructure as
+// code, containers). Left out on purpose: what the image has for real (gh,
+// aws, kubectl, jq, yq), interpreters, toolchains and package managers (uv,
+// bun, deno, cargo, go, dotnet: a stub would skip the code they run), agent
+// CLIs (claude, codex: what they write is agent configuration, a rule
+// family), and tunnels (ngrok, cloudflared: their connections are evidence).
+var VendorCLIs = []string{
+	"amplify", "az", "bq", "cdk", "docker", "docker-compose", "doctl", "eas", "firebase", "fly",
+	"flyctl", "gcloud", "glab", "gsutil", "helm", "heroku", "netlify", "pulumi", "railway", "sam",
+	"sentry-cli", "serverless", "shopify", "stripe", "supabase", "terraform", "tofu", "turso",
+	"twilio", "vercel", "wrangler",
+}
+
+// IsVendorStub reports whether an executed path is one of the image's
+// vendor CLI stubs, and the command it stands for.
+func IsVendorStub(execPath string) (command string, ok bool) {
+	p := path.Clean(execPath)
+	if path.Dir(p) != VendorStubDir || !slices.Contains(VendorCLIs, path.Base(p)) {
+		return "", false
+	}
+	return path.Base(p), true
+}
