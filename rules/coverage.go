@@ -141,6 +141,8 @@ var reVersionOnly = regexp.MustCompile(`^\S+(?:\s+(?:--version|-V|version|--help
 func (c *ctx) coverage() Coverage {
 	cov := Coverage{Steps: []StepCoverage{}}
 	setEarlier := map[string]bool{}
+	var windowsSteps []int // steps whose Windows-only command was not found
+	decisiveRan := 0
 	for i := range c.events {
 		e := &c.events[i]
 		tc, ok := e.Data.(*trace.ToolCall)
@@ -178,6 +180,9 @@ func (c *ctx) coverage() Coverage {
 		if len(stubs) > 0 {
 			cov.Stubbed++
 		}
+		if decisive && outcome == OutcomeSucceeded {
+			decisiveRan++
+		}
 		switch outcome {
 		case OutcomeSucceeded:
 			cov.Run++
@@ -197,6 +202,9 @@ func (c *ctx) coverage() Coverage {
 			if decisive {
 				cov.DecisiveNotRun++
 			}
+			if name, ok := strings.CutPrefix(reason, "command not found: "); ok && windowsOnly[strings.ToLower(name)] && decisive {
+				windowsSteps = append(windowsSteps, len(cov.Steps))
+			}
 		}
 		a := decodeArgs(tc)
 		cov.Steps = append(cov.Steps, StepCoverage{ToolCallID: tc.ID, Seq: e.Seq, Tool: tc.Tool,
@@ -204,8 +212,27 @@ func (c *ctx) coverage() Coverage {
 			SkillFile: tc.SkillFile, SkillLine: tc.SkillLine, ExitCode: tc.ExitCode, Outcome: outcome,
 			Reason: c.redact(reason), Decisive: decisive, Stubs: stubs})
 	}
+	// A Windows command (irm | iex, powershell) next to the Linux and macOS
+	// ones is the skill's other platform, not a step this sandbox missed,
+	// as long as some decisive step of the skill did run.
+	if decisiveRan > 0 {
+		for _, i := range windowsSteps {
+			st := &cov.Steps[i]
+			st.Decisive = false
+			st.Reason += " (a Windows command: the skill's steps for this platform ran)"
+			cov.Decisive--
+			cov.DecisiveNotRun--
+		}
+	}
 	return cov
 }
+
+// windowsOnly are commands only Windows has (PowerShell and its aliases,
+// cmd's built-ins and package managers): a skill lists them beside the
+// commands for Linux and macOS.
+var windowsOnly = set("powershell", "powershell.exe", "pwsh", "irm", "iex", "iwr", "invoke-webrequest", "invoke-restmethod",
+	"invoke-expression", "set-executionpolicy", "start-process", "new-item", "get-childitem", "winget", "choco", "scoop",
+	"cmd", "cmd.exe", "setx", "msiexec", "reg", "wsl", "start-bitstransfer")
 
 func firstOf(xs ...string) string {
 	for _, x := range xs {

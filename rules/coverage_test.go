@@ -46,6 +46,13 @@ func TestCoverage(t *testing.T) {
 			b.add(trace.SourceSyscall, trace.TypeExec, 101, &trace.Exec{Path: "/usr/local/bin/dig", Argv: []string{"dig"}, Errno: "ENOENT"})
 			return b.add(trace.SourceSyscall, trace.TypeExec, 101, &trace.Exec{Path: "/usr/bin/dig", Argv: []string{"dig"}, Errno: "ENOENT"})
 		}, want: []row{{"not run", "command not found: dig", true}}, cov: [5]int{1, 1, 0, 0, 1}, v: rules.Inconclusive},
+		{name: "the Windows line of an installer beside the Linux one that ran", build: func() *tl {
+			return newTL().step("bash", sh("curl -fsSL https://aspire.dev/install.sh | bash"), 0, "installed", "", "").
+				step("bash", sh("irm https://aspire.dev/install.ps1 | iex"), 127, "", "bash: line 1: irm: command not found\nbash: line 1: iex: command not found\n", "")
+		}, want: []row{{"not run", "command not found: irm (a Windows command: the skill's steps for this platform ran)", false}}, cov: [5]int{2, 2, 1, 0, 1}, v: rules.Clean},
+		{name: "only Windows commands", build: func() *tl {
+			return newTL().step("bash", sh("irm https://example-tool.dev/install.ps1 | iex"), 127, "", "bash: line 1: irm: command not found\n", "")
+		}, want: []row{{"not run", "command not found: irm", true}}, cov: [5]int{1, 1, 0, 0, 1}, v: rules.Inconclusive},
 		{name: "usage error of a bundled script", build: func() *tl {
 			return newTL().step("bash", sh("python3 scripts/convert.py"), 2, "", "usage: convert.py [-h] input output\nconvert.py: error: the following arguments are required: input, output\n", "")
 		}, want: []row{{"not run", "usage error", true}}, cov: [5]int{1, 1, 0, 0, 1}, v: rules.Inconclusive},
