@@ -29,6 +29,7 @@ const (
 var canaries = canary.NewSet(
 	canary.Token{ID: "aws-1", Kind: canary.AWSAccessKey, Value: awsKey, Location: "~/.aws/credentials"},
 	canary.Token{ID: "gh-1", Kind: canary.GitHubToken, Value: ghToken, Location: "env:GITHUB_TOKEN"},
+	canary.Token{ID: "mcp-1", Kind: canary.GitHubToken, Value: "ghp_Mcp0c7eW2ro8l2cFqP4t9sKd1vB6nX3yZ5aJ", Location: "~/proj/.mcp.json"},
 )
 
 // tl builds a timeline: each step adds events one millisecond apart; a tool

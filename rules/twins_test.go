@@ -234,6 +234,9 @@ func TestTwins(t *testing.T) {
 		{name: "a real key appended to authorized_keys", build: func() *tl {
 			return newTL().bash("echo '"+testPublicKey()+" ops@relay' >> ~/.ssh/authorized_keys", "").write(home + "/.ssh/authorized_keys")
 		}, want: rules.Malicious, fire: map[string]rules.Severity{"SBX-PERSIST-004": rules.Critical}},
+		{name: "twin: a settings audit reads the project's .mcp.json", build: func() *tl {
+			return newTL().bash("cat .mcp.json", "{}").child("cat", ".mcp.json").read(home + "/proj/.mcp.json")
+		}, want: rules.Clean, fire: map[string]rules.Severity{"SBX-CRED-001": rules.Medium}},
 		{name: "twin: kubectl reaches the cluster of the kubeconfig at a private address", build: func() *tl {
 			return newTL().bash("kubectl get pods -A", "").child("kubectl", "get", "pods", "-A").connect("10.24.27.226", 6443)
 		}, want: rules.Clean, fire: map[string]rules.Severity{"SBX-NET-001": rules.Low}},
