@@ -134,7 +134,8 @@ func pkgRules() {
 	def(Rule{ID: "SBX-PKG-004", Family: "execution", Title: "Package installed from an untrusted registry",
 		Severity: Critical, Confidence: ConfHigh, Technique: "T1195.002", Harm: HarmRemoteCode,
 		Help: "A package manager downloaded a package archive (a wheel, an sdist, an npm tarball) to install " +
-			"it from a registry whose destination is untrusted: a raw IP, a tunnel, drop or paste service, a " +
+			"it, from a registry or by URL (pip install https://host/pkg.tar.gz, seen by its User-Agent), from a " +
+			"destination that is untrusted: a raw IP, a tunnel, drop or paste service, a " +
 			"look-alike domain, or an unknown host reached over plain HTTP, at a random-looking path, or that " +
 			"the skill is not about (its name is not a word of the skill's name or description). An " +
 			"installer runs what it installs (install scripts, then every import), so this is code from an " +
@@ -144,8 +145,16 @@ func pkgRules() {
 		func(c *ctx, r *Rule) {
 			for i := range c.events {
 				e := &c.events[i]
-				p, ok := e.Data.(*trace.PackageFetch)
-				if !ok || p.Default || p.What == "metadata" {
+				var p *trace.PackageFetch
+				switch d := e.Data.(type) {
+				case *trace.PackageFetch:
+					p = d
+				case *trace.HTTPExchange:
+					// pip install https://host/x.tar.gz: the installer fetches an
+					// archive by URL, no registry involved
+					p = installerDownload(d)
+				}
+				if p == nil || p.Default || p.What == "metadata" {
 					continue
 				}
 				host, path := hostPath(p.URL)
@@ -192,4 +201,40 @@ func pkgRules() {
 				}
 			}
 		})
+}
+
+// installerClients are the User-Agent products of package managers.
+var installerClients = map[string]string{"pip": "pypi", "uv": "pypi", "poetry": "pypi", "pdm": "pypi", "npm": "npm",
+	"pnpm": "npm", "yarn": "npm", "bun": "npm"}
+
+// installerDownload returns an HTTP request a package manager made for a
+// package archive by URL (pip install https://host/pkg.tar.gz), as a
+// package fetch from that host, or nil.
+func installerDownload(x *trace.HTTPExchange) *trace.PackageFetch {
+	ua := ""
+	if v := x.Headers["User-Agent"]; len(v) > 0 {
+		ua = strings.ToLower(v[0])
+	}
+	prod, _, _ := strings.Cut(ua, "/")
+	eco, ok := installerClients[prod]
+	if !ok || x.Method != "GET" || strings.HasPrefix(x.Response, "pypi:") || strings.HasPrefix(x.Response, "npm:") {
+		return nil // the registry stub answered: its package event says it
+	}
+	u := exchangeURL(x)
+	_, p := hostPath(u)
+	base := p[strings.LastIndexByte(p, '/')+1:]
+	what := ""
+	switch {
+	case strings.HasSuffix(base, ".whl"):
+		what = "wheel"
+	case strings.HasSuffix(base, ".tar.gz"), strings.HasSuffix(base, ".zip"), strings.HasSuffix(base, ".tar.bz2"):
+		what = "sdist"
+	case strings.HasSuffix(base, ".tgz"):
+		what = "tarball"
+	default:
+		return nil
+	}
+	host := normHost(x.Host)
+	def := ReputationOf(host, p).Tier == TierVendor
+	return &trace.PackageFetch{Ecosystem: eco, Name: base, Registry: host, Default: def, What: what, URL: u}
 }
