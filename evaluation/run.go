@@ -252,29 +252,17 @@ func deciding(fs []rules.Finding) []string {
 			top, conf = s, 0
 		}
 		if f.Severity.Rank() == top {
-			conf = max(conf, confRank(f.Confidence))
+			conf = max(conf, f.Confidence.Rank())
 		}
 	}
 	ids := []string{}
 	for _, f := range fs {
-		if f.Severity.Rank() == top && confRank(f.Confidence) == conf && !slices.Contains(ids, f.RuleID) {
+		if f.Severity.Rank() == top && f.Confidence.Rank() == conf && !slices.Contains(ids, f.RuleID) {
 			ids = append(ids, f.RuleID)
 		}
 	}
 	slices.Sort(ids)
 	return ids
-}
-
-func confRank(c rules.Confidence) int {
-	switch c {
-	case rules.ConfHigh:
-		return 3
-	case rules.ConfMedium:
-		return 2
-	case rules.ConfLow:
-		return 1
-	}
-	return 0
 }
 
 // RescoreTracer scores the run folders an earlier evaluation kept

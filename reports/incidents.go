@@ -311,7 +311,7 @@ func (g *groupState) add(i int, f rules.Finding, byseq map[int64]trace.Event) {
 	if f.Severity.Rank() > in.Severity.Rank() {
 		in.Severity = f.Severity
 	}
-	if confRank(f.Confidence) > confRank(in.Confidence) {
+	if f.Confidence.Rank() > in.Confidence.Rank() {
 		in.Confidence = f.Confidence
 	}
 	if in.Harm == "" && f.Harm != "" {
@@ -363,18 +363,6 @@ func (g *groupState) add(i int, f rules.Finding, byseq map[int64]trace.Event) {
 			}
 		}
 	}
-}
-
-func confRank(c rules.Confidence) int {
-	switch c {
-	case rules.ConfHigh:
-		return 3
-	case rules.ConfMedium:
-		return 2
-	case rules.ConfLow:
-		return 1
-	}
-	return 0
 }
 
 // finish orders the incident's parts and writes its title and summary.

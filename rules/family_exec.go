@@ -226,13 +226,9 @@ func (c *ctx) hitAs(r *Rule, key string, sev Severity, conf Confidence, harm Har
 	return f
 }
 
-func confRank(c Confidence) int {
-	return map[Confidence]int{ConfLow: 1, ConfMedium: 2, ConfHigh: 3}[c]
-}
-
 func stronger(sev Severity, conf Confidence, harm Harm, f *Finding) bool {
-	a := [3]int{sev.Rank(), boolInt(harm != ""), confRank(conf)}
-	b := [3]int{f.Severity.Rank(), boolInt(f.Harm != ""), confRank(f.Confidence)}
+	a := [3]int{sev.Rank(), boolInt(harm != ""), conf.Rank()}
+	b := [3]int{f.Severity.Rank(), boolInt(f.Harm != ""), f.Confidence.Rank()}
 	for i := range a {
 		if a[i] != b[i] {
 			return a[i] > b[i]

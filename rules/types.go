@@ -60,6 +60,19 @@ const (
 	ConfLow    Confidence = "low"
 )
 
+// Rank orders confidences: high 3, medium 2, low 1, anything else 0.
+func (c Confidence) Rank() int {
+	switch c {
+	case ConfHigh:
+		return 3
+	case ConfMedium:
+		return 2
+	case ConfLow:
+		return 1
+	}
+	return 0
+}
+
 // Verdict is the one-word outcome of a trace.
 type Verdict string
 
