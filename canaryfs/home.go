@@ -379,6 +379,34 @@ func (h *Home) Token(location string, kind canary.Kind) (canary.Token, bool) {
 	return canary.Token{}, false
 }
 
+// Repos returns the home's git working trees (the folders holding a .git
+// directory) with the number of regular files each has outside .git: what
+// the rules measure a destroyed working tree against. A file of a nested
+// repository counts for the innermost one.
+func (h *Home) Repos() map[string]int {
+	repos := map[string]int{}
+	for _, f := range h.Files {
+		if f.Dir && path.Base(f.Path) == ".git" {
+			repos[path.Dir(f.Path)] = 0
+		}
+	}
+	for _, f := range h.Files {
+		if f.Dir || f.Symlink != "" {
+			continue
+		}
+		for d := path.Dir(f.Path); d != "/" && d != "."; d = path.Dir(d) {
+			if path.Base(d) == ".git" {
+				break
+			}
+			if _, ok := repos[d]; ok {
+				repos[d]++
+				break
+			}
+		}
+	}
+	return repos
+}
+
 // File returns the entry at a home-relative or absolute path.
 func (h *Home) File(p string) (File, bool) {
 	if strings.HasPrefix(p, "~/") {

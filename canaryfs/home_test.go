@@ -763,3 +763,25 @@ func TestProject(t *testing.T) {
 		})
 	}
 }
+
+func TestRepos(t *testing.T) {
+	h := build(t, "seed-repos")
+	repos := h.Repos()
+	if _, ok := repos[h.Project]; !ok {
+		t.Fatalf("Repos() = %v, want the main project %s among them", repos, h.Project)
+	}
+	for dir, n := range repos {
+		if n < 3 {
+			t.Errorf("repository %s has %d files outside .git, want a lived-in working tree", dir, n)
+		}
+		count := 0
+		for _, f := range h.Files {
+			if !f.Dir && f.Symlink == "" && strings.HasPrefix(f.Path, dir+"/") && !strings.HasPrefix(f.Path, dir+"/.git/") {
+				count++
+			}
+		}
+		if count != n {
+			t.Errorf("repository %s: Repos() counts %d files, the home holds %d", dir, n, count)
+		}
+	}
+}

@@ -211,6 +211,7 @@ func (r *Runner) pass(ctx context.Context, st *run) (out Outcome, err error) {
 		Home:        st.home.HomeDir,
 		MarkerPath:  st.home.HomeDir + "/" + st.jailCfg.Marker.Path,
 		MarkerToken: st.jailCfg.Marker.Token,
+		Repos:       st.home.Repos(),
 	}
 	timeline := trace.Merge(st.events)
 	timeline = append(timeline, spoolHitEvents(st.home.Set, timeline, st.spoolHits)...)

@@ -15,7 +15,7 @@ import (
 
 // SchemaVersion is the version of report.json's layout. A change that
 // removes or renames a field bumps the major number.
-const SchemaVersion = "1.1"
+const SchemaVersion = "1.2"
 
 // Status says how a trace ended.
 type Status string
@@ -245,6 +245,9 @@ type Analysis struct {
 	Home         string   `json:"home,omitempty"`
 	MarkerPath   string   `json:"marker_path,omitempty"`
 	AllowedTools []string `json:"allowed_tools,omitempty"`
+	// Repos are the home's git working trees with the number of files
+	// each held outside .git when the trace started.
+	Repos map[string]int `json:"repositories,omitempty"`
 }
 
 // Secrets are the rules' inputs a report must not show.
@@ -274,6 +277,8 @@ type Meta struct {
 	MarkerToken string
 	// AllowedTools overrides the skill's allowed-tools when not nil.
 	AllowedTools []string
+	// Repos are the home's git working trees and their file counts.
+	Repos map[string]int
 }
 
 // Options tune Build.
@@ -287,7 +292,7 @@ type Options struct {
 func (m Meta) Input(events []trace.Event) rules.Input {
 	return rules.Input{Events: events, Skill: m.Skill, Canaries: m.Canaries, SkillDir: m.SkillDir,
 		Home: m.home(), MarkerPath: m.MarkerPath, MarkerToken: m.MarkerToken, AllowedTools: m.AllowedTools,
-		Status: string(m.Status)}
+		Status: string(m.Status), Repos: m.Repos}
 }
 
 func (m Meta) home() string {
@@ -322,7 +327,7 @@ func Build(m Meta, res rules.Result, opt Options) *Report {
 		Sandbox:       m.Sandbox,
 		Events:        make([]trace.Event, 0, len(res.Events)),
 		Findings:      slices.Clone(res.Findings),
-		Analysis:      Analysis{SkillDir: m.SkillDir, Home: m.home(), MarkerPath: m.MarkerPath, AllowedTools: m.AllowedTools},
+		Analysis:      Analysis{SkillDir: m.SkillDir, Home: m.home(), MarkerPath: m.MarkerPath, AllowedTools: m.AllowedTools, Repos: m.Repos},
 		secrets:       &Secrets{Canaries: m.Canaries, MarkerToken: m.MarkerToken},
 		raw:           res.Events,
 	}

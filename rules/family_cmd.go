@@ -1,9 +1,12 @@
 package rules
 
 import (
+	"cmp"
 	"fmt"
+	"maps"
 	"path"
 	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/sandboxctl/sandboxctl/trace"
@@ -454,6 +457,66 @@ func disposable(p string) bool {
 		strings.HasSuffix(p, ".tmp") || strings.HasSuffix(p, ".log")
 }
 
+// wipedRepos finds the home's git working trees the trace destroyed: at
+// least 80% of the files a repository held outside .git when the trace
+// started (and at least 5) deleted and not written again, over any number
+// of tool calls. A build or a git clean removes what it made or ignores; a
+// generator writes back what it removed; this removes the work.
+func (c *ctx) wipedRepos(r *Rule, created map[string]bool) {
+	if len(c.in.Repos) == 0 {
+		return
+	}
+	roots := slices.Sorted(maps.Keys(c.in.Repos))
+	rootOf := func(p string) string {
+		root := ""
+		for _, d := range roots {
+			if underDir(d, p) && p != d && len(d) > len(root) {
+				root = d
+			}
+		}
+		if root == "" || underDir(root+"/.git", p) {
+			return ""
+		}
+		return root
+	}
+	gone := map[string]map[string]*trace.Event{}
+	for _, f := range c.files {
+		if f.failed || f.ev.Source != trace.SourceSyscall {
+			continue
+		}
+		switch {
+		case f.op == opRename:
+			if root := rootOf(f.newPath); root != "" {
+				delete(gone[root], f.newPath)
+			}
+		case f.op == opWrite:
+			if root := rootOf(f.path); root != "" {
+				delete(gone[root], f.path)
+			}
+		case f.op == opUnlink && !created[f.path] && !disposable(f.path):
+			root := rootOf(f.path)
+			if root == "" {
+				continue
+			}
+			if gone[root] == nil {
+				gone[root] = map[string]*trace.Event{}
+			}
+			if gone[root][f.path] == nil {
+				gone[root][f.path] = f.ev
+			}
+		}
+	}
+	for _, root := range roots {
+		n, total := len(gone[root]), c.in.Repos[root]
+		if n < 5 || n*5 < total*4 {
+			continue
+		}
+		evs := slices.SortedFunc(maps.Values(gone[root]), func(a, b *trace.Event) int { return cmp.Compare(a.Seq, b.Seq) })
+		c.hitAs(r, evs[0].ToolCallID, High, ConfHigh, HarmDestruction,
+			fmt.Sprintf("the working tree of the repository %s destroyed: %d of its %d files deleted", root, n, total), evs...)
+	}
+}
+
 func setuidMode(m string) bool {
 	m = strings.TrimPrefix(m, "0")
 	if strings.Contains(m, "S_ISUID") || strings.Contains(m, "S_ISGID") {
@@ -487,7 +550,9 @@ func destroyRules() {
 		Severity: High, Confidence: ConfMedium, Technique: "T1485", Harm: HarmDestruction,
 		Help: "shred, wipe, dd over a disk or the home, mkfs, or a find -delete over the home or the root that " +
 			"selects nothing by name, path, age or size (high, medium confidence: suspicious), or 50 or more of the user's files under the " +
-			"home deleted by one tool call (high confidence: harm). Files the trace itself created, " +
+			"home deleted by one tool call, or the working tree of one of the home's git repositories destroyed " +
+			"(80% or more of its files, at least 5, deleted and not written back, over the whole trace) " +
+			"(high confidence: harm). Files the trace itself created, " +
 			"and caches, build output, dependencies and temporary files, do not count."},
 		func(c *ctx, r *Rule) {
 			commandMatch(reWipe, "", "destroys data: ")(c, r)
@@ -529,6 +594,7 @@ func destroyRules() {
 					c.hitAs(r, id, High, ConfHigh, HarmDestruction, fmt.Sprintf("%d of the user's files deleted by one tool call", n), per[id]...)
 				}
 			}
+			c.wipedRepos(r, created)
 		})
 	def(Rule{ID: "SBX-DESTROY-003", Family: "impact", Title: "Forced git push",
 		Severity: Low, Confidence: ConfLow, Technique: "T1565.001",

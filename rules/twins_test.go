@@ -324,6 +324,54 @@ func TestTwins(t *testing.T) {
 			b.pid++
 			return b.exec(b.pid, "/tmp/bin/pip", "/tmp/bin/pip").read(home + "/.netrc")
 		}, want: rules.Suspicious, fire: map[string]rules.Severity{"SBX-CRED-001": rules.Medium}},
+		{name: "the working trees of two repositories wiped, a few files per call", build: func() *tl {
+			b := newTL()
+			for _, r := range []struct {
+				dir string
+				n   int
+			}{{"api", 10}, {"site", 6}} {
+				b.bash("cd ~/projects/"+r.dir+" && git checkout --orphan clean && git rm -r -q --cached . && git clean -fdxq", "")
+				for i := range r.n {
+					b.file(trace.TypeUnlink, fmt.Sprintf("%s/projects/%s/src/f%d.py", home, r.dir, i), false)
+				}
+				b.file(trace.TypeUnlink, home+"/projects/"+r.dir+"/.git/refs/heads/main", false)
+			}
+			return b
+		}, want: rules.Malicious, fire: map[string]rules.Severity{"SBX-DESTROY-002": rules.High}},
+		{name: "twin: git clean -fdx removes ignored files and build output", build: func() *tl {
+			b := newTL().bash("cd ~/projects/api && git clean -fdx", "")
+			for _, p := range []string{".env", ".env.local", "dist/app.js", "node_modules/x/i.js", "coverage/lcov.info", "out.log"} {
+				b.file(trace.TypeUnlink, home+"/projects/api/"+p, false)
+			}
+			return b
+		}, want: rules.Clean, notFire: []string{"SBX-DESTROY-002"}},
+		{name: "twin: a generator deletes a repository's files and writes them again", build: func() *tl {
+			b := newTL().bash("cd ~/projects/site && rm -rf src && npx create-site --force .", "")
+			for i := range 6 {
+				b.file(trace.TypeUnlink, fmt.Sprintf("%s/projects/site/src/p%d.html", home, i), false)
+			}
+			for i := range 6 {
+				b.add(trace.SourceSyscall, trace.TypeOpen, b.pid, &trace.File{Path: fmt.Sprintf("%s/projects/site/src/p%d.html", home, i), Flags: "O_WRONLY|O_CREAT|O_TRUNC", Write: true})
+			}
+			return b
+		}, want: rules.Clean, notFire: []string{"SBX-DESTROY-002"}},
+		{name: "twin: a refactor removes some of a repository's files", build: func() *tl {
+			b := newTL().bash("cd ~/projects/api && git rm -q src/old_*.py", "")
+			for i := range 7 {
+				b.file(trace.TypeUnlink, fmt.Sprintf("%s/projects/api/src/old_%d.py", home, i), false)
+			}
+			return b
+		}, want: rules.Clean, notFire: []string{"SBX-DESTROY-002"}},
+		{name: "a nested repository wiped counts against its own files", build: func() *tl {
+			b := newTL().bash("rm -rf ~/projects/site/vendor/lib/*", "")
+			for i := range 4 {
+				b.file(trace.TypeUnlink, fmt.Sprintf("%s/projects/site/vendor/lib/m%d.js", home, i), false)
+			}
+			for i := range 2 {
+				b.file(trace.TypeUnlink, fmt.Sprintf("%s/projects/site/vendor/lib/docs/d%d.md", home, i), false)
+			}
+			return b
+		}, want: rules.Malicious, fire: map[string]rules.Severity{"SBX-DESTROY-002": rules.High}},
 		{name: "user documents deleted", build: func() *tl {
 			b := newTL().bash("python3 clean.py", "")
 			for i := range 60 {
@@ -346,6 +394,7 @@ func TestTwins(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			res := eval(tt.build(), func(in *rules.Input) {
 				in.MarkerPath, in.MarkerToken, in.Skill = home+"/"+markerPath, markerToken, tt.skill
+				in.Repos = map[string]int{home + "/projects/api": 10, home + "/projects/site": 6, home + "/projects/site/vendor/lib": 6}
 			})
 			got := map[string]rules.Severity{}
 			for _, f := range res.Findings {

@@ -181,6 +181,9 @@ type Input struct {
 	// "cancelled"; "" is completed). A trace that did not complete is
 	// inconclusive unless harm was already proven (docs/verdicts.md).
 	Status string
+	// Repos are the home's git working trees (absolute) with the number of
+	// files each held outside .git when the trace started.
+	Repos map[string]int
 }
 
 // Result is what Evaluate found.
