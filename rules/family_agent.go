@@ -68,7 +68,13 @@ func (c *ctx) writtenText(e *trace.Event, p string) []string {
 			x := &c.events[i]
 			switch d := x.Data.(type) {
 			case *trace.ToolCall:
+				// the arguments as sent, and the text a file tool wrote
+				// or a command ran, unescaped: JSON escapes the quotes
+				// that settings are written with
 				c.callText[d.ID] = append(c.callText[d.ID], string(d.Arguments))
+				if a := decodeArgs(d); a.Content != "" || a.Command != "" {
+					c.callText[d.ID] = append(c.callText[d.ID], a.Content+a.Command)
+				}
 			case *trace.Exec:
 				if x.ToolCallID != "" && len(c.callText[x.ToolCallID]) < 200 {
 					c.callText[x.ToolCallID] = append(c.callText[x.ToolCallID], strings.Join(d.Argv, " "))

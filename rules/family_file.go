@@ -270,7 +270,8 @@ func persistRules() {
 				"code or tools that every later session runs."},
 		{id: "SBX-PERSIST-008", title: "Agent instructions or memory modified", tech: "T1546", sev: High, conf: ConfMedium,
 			paths: agentMemoryPaths, help: "The skill wrote an instruction or memory file an agent loads at " +
-				"start (CLAUDE.md, AGENTS.md, SOUL.md, MEMORY.md, .cursorrules): instructions that every " +
+				"start (CLAUDE.md, AGENTS.md, SOUL.md, MEMORY.md, .cursorrules, .cursor/rules/, .claude/instructions.md, " +
+				".github/copilot-instructions.md, ...): instructions that every " +
 				"later session follows."},
 		{id: "SBX-PERSIST-007", title: "Editor configuration modified", tech: "T1546", sev: Medium, conf: ConfMedium,
 			paths: editorPaths, help: "A write under .vscode/ or .idea/ (tasks that run on folder open, " +

@@ -114,7 +114,9 @@ var (
 		"~/.agents/skills/**", "~/.claude/skills/**",
 	}
 	agentMemoryPaths = pathSet{"**/CLAUDE.md", "**/AGENTS.md", "**/SOUL.md", "**/MEMORY.md", "**/.cursorrules",
-		"**/GEMINI.md", "**/.windsurfrules"}
+		"**/GEMINI.md", "**/.windsurfrules", "**/.cursor/rules/**", "**/.claude/instructions.md", "**/.claude/commands/**",
+		"**/.claude/agents/**", "**/.github/copilot-instructions.md", "**/.github/instructions/**", "**/.clinerules",
+		"**/.clinerules/**", "**/.windsurf/rules/**", "**/.kiro/steering/**"}
 	editorPaths = pathSet{"**/.vscode/**", "**/.idea/**"}
 
 	privEscPaths        = pathSet{"/etc/sudoers", "/etc/sudoers.d/**", "/etc/passwd", "/etc/shadow", "/etc/group", "/etc/ld.so.preload"}

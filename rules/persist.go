@@ -28,7 +28,10 @@ var (
 	rePersistInstr = regexp.MustCompile(`(?i)ignore (?:all )?(?:previous|prior|earlier) instructions|do not (?:tell|inform|mention|show)|without (?:asking|confirm|telling|notif)|` +
 		`pre-?approved|auto-?approve|always (?:approve|allow|run|accept)|never ask|skip (?:the )?(?:confirmation|review|checks?)|` +
 		`(?:send|post|upload|forward)[^\n]{0,60}(?:https?://|webhook|endpoint)|exfiltrat|` +
-		`(?:disable|turn off|bypass)[^\n]{0,40}(?:safety|security|guard|sandbox|permission)`)
+		`(?:disable|turn off|bypass)[^\n]{0,40}(?:safety|security|guard|sandbox|permission)|` +
+		`(?:perform|run|execut|do|done|collect|gather|read|sen[dt]|upload|carri)\w*\s+(?:silently|covertly|secretly)|` +
+		`(?:silently|covertly|secretly)\s+(?:run|read|collect|gather|send|upload|execute|perform|include|post|copy)|` +
+		`same authority as (?:the )?user|(?:hide|conceal)[^\n]{0,30}from the user`)
 )
 
 // rePlaceholder finds example entries: a scheduled command that is a

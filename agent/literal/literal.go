@@ -417,13 +417,17 @@ func (p *planner) doc(f *skill.File) {
 	blocks := skill.CodeBlocks(f.Body(), first)
 	bi := 0
 	inBlockUntil := 0 // 1-based file line of the closing fence
+	prose := 0        // index of the first line after the previous block
 	for i := 0; i < len(lines); i++ {
 		n := first + i
 		if bi < len(blocks) && n == blocks[bi].Line-1 {
 			b := blocks[bi]
 			bi++
 			inBlockUntil = b.Line + len(b.Lines) // the closing fence's line
-			p.block(f.Path, b)
+			if !p.fileBlock(f.Path, b, lines[prose:i]) {
+				p.block(f.Path, b)
+			}
+			prose = inBlockUntil - first + 1
 			continue
 		}
 		if n <= inBlockUntil {
