@@ -770,7 +770,11 @@ func TestRepos(t *testing.T) {
 	if _, ok := repos[h.Project]; !ok {
 		t.Fatalf("Repos() = %v, want the main project %s among them", repos, h.Project)
 	}
-	for dir, n := range repos {
+	for dir, r := range repos {
+		n := r.Files
+		if !strings.HasPrefix(r.Remote, "git@github.com:") {
+			t.Errorf("repository %s: origin %q, want the github remote it was cloned from", dir, r.Remote)
+		}
 		if n < 3 {
 			t.Errorf("repository %s has %d files outside .git, want a lived-in working tree", dir, n)
 		}

@@ -26,6 +26,7 @@ import (
 	"github.com/sandboxctl/sandboxctl/mcptools"
 	"github.com/sandboxctl/sandboxctl/netcapture"
 	"github.com/sandboxctl/sandboxctl/reports"
+	"github.com/sandboxctl/sandboxctl/rules"
 	"github.com/sandboxctl/sandboxctl/skill"
 	"github.com/sandboxctl/sandboxctl/trace"
 )
@@ -211,7 +212,7 @@ func (r *Runner) pass(ctx context.Context, st *run) (out Outcome, err error) {
 		Home:        st.home.HomeDir,
 		MarkerPath:  st.home.HomeDir + "/" + st.jailCfg.Marker.Path,
 		MarkerToken: st.jailCfg.Marker.Token,
-		Repos:       st.home.Repos(),
+		Repos:       repos(st.home),
 	}
 	timeline := trace.Merge(st.events)
 	timeline = append(timeline, spoolHitEvents(st.home.Set, timeline, st.spoolHits)...)
@@ -669,4 +670,13 @@ func (b *limitedBuffer) Write(p []byte) (int, error) {
 		}
 	}
 	return len(p), nil
+}
+
+// repos are the seeded home's git working trees, as the rules read them.
+func repos(h *canaryfs.Home) map[string]rules.Repo {
+	out := map[string]rules.Repo{}
+	for dir, r := range h.Repos() {
+		out[dir] = rules.Repo{Files: r.Files, Remote: r.Remote}
+	}
+	return out
 }

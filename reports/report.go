@@ -247,7 +247,7 @@ type Analysis struct {
 	AllowedTools []string `json:"allowed_tools,omitempty"`
 	// Repos are the home's git working trees with the number of files
 	// each held outside .git when the trace started.
-	Repos map[string]int `json:"repositories,omitempty"`
+	Repos map[string]rules.Repo `json:"repositories,omitempty"`
 }
 
 // Secrets are the rules' inputs a report must not show.
@@ -278,7 +278,7 @@ type Meta struct {
 	// AllowedTools overrides the skill's allowed-tools when not nil.
 	AllowedTools []string
 	// Repos are the home's git working trees and their file counts.
-	Repos map[string]int
+	Repos map[string]rules.Repo
 }
 
 // Options tune Build.

@@ -507,7 +507,7 @@ func (c *ctx) wipedRepos(r *Rule, created map[string]bool) {
 		}
 	}
 	for _, root := range roots {
-		n, total := len(gone[root]), c.in.Repos[root]
+		n, total := len(gone[root]), c.in.Repos[root].Files
 		if n < 5 || n*5 < total*4 {
 			continue
 		}

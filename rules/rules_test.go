@@ -30,7 +30,18 @@ var canaries = canary.NewSet(
 	canary.Token{ID: "aws-1", Kind: canary.AWSAccessKey, Value: awsKey, Location: "~/.aws/credentials"},
 	canary.Token{ID: "gh-1", Kind: canary.GitHubToken, Value: ghToken, Location: "env:GITHUB_TOKEN"},
 	canary.Token{ID: "mcp-1", Kind: canary.GitHubToken, Value: "ghp_Mcp0c7eW2ro8l2cFqP4t9sKd1vB6nX3yZ5aJ", Location: "~/proj/.mcp.json"},
+	canary.Token{ID: "slack-1", Kind: canary.SlackToken, Value: slackInRepo, Location: "~/projects/api/deploy/staging.env"},
 )
+
+// slackInRepo is a token committed in a repository of the home.
+const slackInRepo = "xoxb-7731024412-5520918834411-Qm3vT8kZp2LwYc9RfXn4HsJd"
+
+// push adds a git push (receive-pack) of content to repo (host/path).
+func (b *tl) push(repo, content string) *tl {
+	return b.add(trace.SourceHTTP, trace.TypeGit, 0, &trace.GitExchange{Service: "git-receive-pack", Phase: "rpc", Repo: repo,
+		URL: "https://" + repo + "/git-receive-pack", Status: 200, Refs: []string{"0000 abcd refs/heads/main"},
+		PackSize: int64(len(content)), Objects: 3, Content: []byte(content)})
+}
 
 // tl builds a timeline: each step adds events one millisecond apart; a tool
 // call starts a new call id that the following syscall events belong to.

@@ -182,8 +182,14 @@ type Input struct {
 	// inconclusive unless harm was already proven (docs/verdicts.md).
 	Status string
 	// Repos are the home's git working trees (absolute) with the number of
-	// files each held outside .git when the trace started.
-	Repos map[string]int
+	// files each held outside .git when the trace started, and its origin.
+	Repos map[string]Repo
+}
+
+// A Repo is a git working tree of the seeded home.
+type Repo struct {
+	Files  int    `json:"files"`            // regular files outside .git at the start
+	Remote string `json:"remote,omitempty"` // origin's URL
 }
 
 // Result is what Evaluate found.
