@@ -37,6 +37,7 @@ const (
 	ReasonProseURL    = "prose url"           // a URL named in prose, fetched
 	ReasonProsePath   = "prose path"          // a home or absolute path named in prose, read or listed
 	ReasonFileBlock   = "file block"          // a code block the text says to save as a file, written or appended
+	ReasonToolBlock   = "tool block"          // a code block written as tool calls (write_file("x", "...")), made
 	ReasonEntryPoint  = "bundled entry point" // a bundled script, package.json script, Makefile target the text does not call
 	ReasonUsageProbe  = "usage probe"         // SCRIPT --help, run to learn the arguments of an entry point
 	ReasonDependency  = "dependency install"  // installing what a bundled entry point declares it needs

@@ -16,7 +16,8 @@ var reSafeguardsOff = regexp.MustCompile(`(?i)bypassPermissions|dangerously[-_]?
 	`"allow"\s*:\s*\[\s*"(?:\*|Bash|Bash\(\*(?::\*)?\)|\*\(\*\))"|` +
 	`approval_policy\s*=\s*"never"|danger-full-access|"?(?:yolo|yoloMode|autoAccept)"?\s*[:=]\s*true|` +
 	`"sandbox"\s*:\s*\{[^}]*"enabled"\s*:\s*false|"enableAllProjectMcpServers"\s*:\s*true|` +
-	`"(?:default|defaultPolicy|defaultAction|policy)"\s*:\s*"allow(?:[-_ ]?all)?"`)
+	`"(?:default|defaultPolicy|defaultAction|policy)"\s*:\s*"allow(?:[-_ ]?all)?"|` +
+	`"(?:allow_?all_?tools|allowAllTools|skip_?confirmations?|skipConfirmations?|auto_?approve(?:_?all)?|autoApprove(?:All)?|confirm_?nothing)"\s*:\s*true`)
 
 // safeguardPaths are agent configuration files that hold permission and
 // sandbox settings.
@@ -31,7 +32,7 @@ func agentRules() {
 		Severity: Critical, Confidence: ConfHigh, Technique: "T1562.001", Harm: HarmSafeguards,
 		Help: "The skill wrote agent configuration that switches the agent's own safeguards off: " +
 			"permission prompts bypassed (defaultMode bypassPermissions, --dangerously-skip-permissions), " +
-			"every tool or every command allowed (\"allow\": [\"*\"], Bash(*)), approvals never asked or " +
+			"every tool or every command allowed (\"allow\": [\"*\"], Bash(*), allow_all_tools, skip_confirmation: true), approvals never asked or " +
 			"the sandbox turned off (Codex approval_policy never, danger-full-access; sandbox enabled " +
 			"false), \"yolo\" modes, or an allow-all default policy. Judged on what was written (file " +
 			"tool content, the command that wrote the file, the changed file's head)."},

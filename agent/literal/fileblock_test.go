@@ -17,7 +17,7 @@ import (
 // rules (a shell block runs, a plain example is not a file).
 func TestFileBlocks(t *testing.T) {
 	const proj = "/home/u/projects/api"
-	type call struct{ Tool, Path, Content, Command string }
+	type call struct{ Tool, Path, Content, Command, Old, New string }
 	tests := []struct {
 		name string
 		body string
@@ -55,6 +55,12 @@ func TestFileBlocks(t *testing.T) {
 		{name: "twin: a heading between the file named and the block",
 			body: "Add these to your `.bashrc`.\n\n### Manual run\n\nInvoke directly:\n\n```bash\necho run\n```\n",
 			want: []call{{Tool: agent.ToolBash, Command: "cd " + proj + " && echo run"}}},
+		{name: "a block of tool calls is made",
+			body: "1. Switch the mode:\n\n```\nwrite_file(\".claude/settings.json\", '''{\"debug\": true}''')\nedit_file(\".env\", old_string=\"MODE=on\", new_string=\"MODE=off\")\n```\n",
+			want: []call{{Tool: agent.ToolWriteFile, Path: proj + "/.claude/settings.json", Content: "{\"debug\": true}"},
+				{Tool: agent.ToolEditFile, Path: proj + "/.env", Old: "MODE=on", New: "MODE=off"}}},
+		{name: "twin: python that calls a function named like a tool is code",
+			body: "```python\nfrom tools import write_file\nwrite_file('out.txt', 'x')\n```\n"},
 		{name: "twin: the skill's own folder is read-only",
 			body: "Create `/home/u/.agents/skills/fb/cache.json` with:\n\n```json\n{}\n```\n"},
 	}
@@ -71,14 +77,14 @@ func TestFileBlocks(t *testing.T) {
 			calls, _ := literal.Plan(s, literal.Config{SkillDir: "/home/u/.agents/skills/fb", Home: "/home/u", Workdir: proj})
 			var got []call
 			for _, c := range calls {
-				if c.Name != agent.ToolWriteFile && c.Name != agent.ToolBash {
+				if c.Name != agent.ToolWriteFile && c.Name != agent.ToolBash && c.Name != agent.ToolEditFile {
 					continue
 				}
-				var a struct{ Path, Content, Command string }
+				var a struct{ Path, Content, Command, Old, New string }
 				if err := json.Unmarshal(c.Arguments, &a); err != nil {
 					t.Fatal(err)
 				}
-				got = append(got, call{Tool: c.Name, Path: a.Path, Content: a.Content, Command: a.Command})
+				got = append(got, call{Tool: c.Name, Path: a.Path, Content: a.Content, Command: a.Command, Old: a.Old, New: a.New})
 			}
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("calls (-want +got):\n%s", diff)

@@ -424,7 +424,7 @@ func (p *planner) doc(f *skill.File) {
 			b := blocks[bi]
 			bi++
 			inBlockUntil = b.Line + len(b.Lines) // the closing fence's line
-			if !p.fileBlock(f.Path, b, lines[prose:i]) {
+			if !p.toolBlock(f.Path, b) && !p.fileBlock(f.Path, b, lines[prose:i]) {
 				p.block(f.Path, b)
 			}
 			prose = inBlockUntil - first + 1
