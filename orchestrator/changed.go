@@ -89,6 +89,7 @@ func readChanged(r io.Reader, dir string, home *canaryfs.Home, now func() time.T
 			total += int64(buf.Len())
 			sum := sha256.Sum256(buf.Bytes())
 			ch.SHA256 = hex.EncodeToString(sum[:])
+			ch.Head = textHead(buf.Bytes())
 			if dir != "" {
 				rel := filepath.Join("files", filepath.FromSlash(strings.TrimPrefix(name, "/")))
 				dst := filepath.Join(dir, rel)
@@ -106,4 +107,18 @@ func readChanged(r io.Reader, dir string, home *canaryfs.Home, now func() time.T
 		}
 		events = append(events, trace.Event{Time: now(), Source: trace.SourceFSDiff, Type: trace.TypeFSChange, Data: ch})
 	}
+}
+
+// maxHead caps FSChange.Head: enough for an rc file, a hook or agent
+// settings, which the rules judge by what was written.
+const maxHead = 4 << 10
+
+// textHead is the start of a changed file for the rules, or nil for a file
+// that is not text (a NUL byte in its start).
+func textHead(b []byte) []byte {
+	h := b[:min(len(b), maxHead)]
+	if bytes.IndexByte(h, 0) >= 0 {
+		return nil
+	}
+	return bytes.Clone(h)
 }

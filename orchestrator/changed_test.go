@@ -58,15 +58,19 @@ func TestReadChanged(t *testing.T) {
 		hits    int
 	}{
 		{name: "new file", entries: []tarEntry{{name: "tmp/x.sh", typ: tar.TypeReg, body: "echo hi\n"}},
-			want: []trace.FSChange{{Path: "/tmp/x.sh", Kind: "added", Size: 8, Copied: "files/tmp/x.sh"}}},
+			want: []trace.FSChange{{Path: "/tmp/x.sh", Kind: "added", Size: 8, Copied: "files/tmp/x.sh", Head: []byte("echo hi\n")}}},
 		{name: "modified planted file", entries: []tarEntry{{name: "home/mwalker/.bashrc", typ: tar.TypeReg, body: "x"}},
-			want: []trace.FSChange{{Path: "/home/mwalker/.bashrc", Kind: "modified", Size: 1, Copied: "files/home/mwalker/.bashrc"}}},
+			want: []trace.FSChange{{Path: "/home/mwalker/.bashrc", Kind: "modified", Size: 1, Copied: "files/home/mwalker/.bashrc", Head: []byte("x")}}},
+		{name: "a long text file keeps its start only", entries: []tarEntry{{name: "home/mwalker/.zshrc", typ: tar.TypeReg, body: strings.Repeat("a", maxHead+10)}},
+			want: []trace.FSChange{{Path: "/home/mwalker/.zshrc", Kind: "modified", Size: maxHead + 10, Copied: "files/home/mwalker/.zshrc", Head: []byte(strings.Repeat("a", maxHead))}}},
+		{name: "a binary file has no head", entries: []tarEntry{{name: "tmp/a.bin", typ: tar.TypeReg, body: "\x7fELF\x00\x01"}},
+			want: []trace.FSChange{{Path: "/tmp/a.bin", Kind: "added", Size: 6, Copied: "files/tmp/a.bin"}}},
 		{name: "links and dirs are skipped", entries: []tarEntry{
 			{name: "home/mwalker/l", typ: tar.TypeSymlink, link: "/etc/shadow"},
 			{name: "home/mwalker/d/", typ: tar.TypeDir}}},
 		{name: "dot-dot is skipped", entries: []tarEntry{{name: "../../etc/evil", typ: tar.TypeReg, body: "x"}}},
 		{name: "a token in a written file", entries: []tarEntry{{name: "tmp/loot.txt", typ: tar.TypeReg, body: "k=" + tok.Value}},
-			want: []trace.FSChange{{Path: "/tmp/loot.txt", Kind: "added", Size: int64(2 + len(tok.Value)), Copied: "files/tmp/loot.txt"}},
+			want: []trace.FSChange{{Path: "/tmp/loot.txt", Kind: "added", Size: int64(2 + len(tok.Value)), Copied: "files/tmp/loot.txt", Head: []byte("k=" + tok.Value)}},
 			hits: 1},
 	}
 	for _, tt := range tests {

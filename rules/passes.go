@@ -85,14 +85,26 @@ type PassResult struct {
 func ComparePasses(watched, unwatched PassResult) []Finding {
 	var out []Finding
 	had := map[Harm]bool{}
+	// sameRule are the harm rules that fired watched at any rating: the same
+	// behaviour rated higher unwatched, with no more than medium confidence,
+	// is the same behaviour seen with less evidence (no tracer), not a
+	// difference; content proven harmful only unwatched (high confidence)
+	// still is one.
+	sameRule := map[string]bool{}
 	for _, f := range watched.Findings {
 		if f.Harm != HarmNone && Suspect(f) {
 			had[f.Harm] = true
+		}
+		if f.Harm != HarmNone {
+			sameRule[f.RuleID] = true
 		}
 	}
 	r1, _ := Lookup("SBX-EVADE-001")
 	byHarm := map[Harm][]Finding{}
 	for _, f := range unwatched.Findings {
+		if sameRule[f.RuleID] && f.Confidence != ConfHigh {
+			continue
+		}
 		if f.Harm != HarmNone && Suspect(f) && !had[f.Harm] {
 			byHarm[f.Harm] = append(byHarm[f.Harm], f)
 		}
