@@ -13,12 +13,9 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
-	"github.com/sandboxctl/sandboxctl/canaryfs"
 	"github.com/sandboxctl/sandboxctl/persona"
-	"github.com/sandboxctl/sandboxctl/skill"
 	"github.com/sandboxctl/sandboxctl/strace"
 	"github.com/sandboxctl/sandboxctl/trace"
 )
@@ -374,44 +371,6 @@ func setupPath(p string) bool {
 	return strings.Contains(p, "/certifi/") || strings.HasSuffix(p, "/certifi")
 }
 
-// cleanup removes the containers of the trace on a fresh bounded context,
-// unless the plan keeps them; it returns the names of kept containers.
-func (r *Runner) cleanup(ctx context.Context, st *run) ([]string, error) {
-	if st.plan.Keep {
-		var kept []string
-		for _, sb := range []Sandbox{st.sandbox, st.jail} {
-			if sb != nil {
-				kept = append(kept, sb.ID())
-			}
-		}
-		if st.jailEv != nil {
-			st.jailEv.stop()
-		}
-		return kept, nil
-	}
-	r.phase("cleanup", "removing containers")
-	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.teardown())
-	defer cancel()
-	var errs []error
-	if st.sandbox != nil {
-		if err := st.sandbox.Remove(cctx); err != nil {
-			errs = append(errs, fmt.Errorf("remove sandbox %s: %w", st.sandbox.ID(), err))
-		}
-	}
-	if st.jail != nil {
-		if err := st.jail.Remove(cctx); err != nil {
-			errs = append(errs, fmt.Errorf("remove jail %s: %w", st.jail.ID(), err))
-		}
-	}
-	if st.jailEv != nil {
-		st.jailEv.stop()
-	}
-	if st.procs != nil {
-		st.procs.stop() // ended by collect already, unless the pass failed before it
-	}
-	return nil, errors.Join(errs...)
-}
-
 // cgroupScript prints the container's own cgroup counters (v1 or v2), which
 // are exact where sampling from outside is not. Run as root in the sandbox.
 const cgroupScript = `cd /sys/fs/cgroup 2>/dev/null || exit 0
@@ -466,124 +425,4 @@ func parseCgroup(out string) cgroupCounts {
 		}
 	}
 	return c
-}
-
-// resourceSampler samples a container's resource use until stopped.
-type resourceSampler struct {
-	mu     sync.Mutex
-	res    trace.Resource
-	cancel context.CancelFunc
-	done   chan struct{}
-}
-
-func startSampler(ctx context.Context, sb Sandbox, every time.Duration) *resourceSampler {
-	s := &resourceSampler{done: make(chan struct{})}
-	sctx, cancel := context.WithCancel(ctx)
-	s.cancel = cancel
-	go func() {
-		defer close(s.done)
-		t := time.NewTicker(every)
-		defer t.Stop()
-		for {
-			s.sample(sctx, sb)
-			select {
-			case <-sctx.Done():
-				return
-			case <-t.C:
-			}
-		}
-	}()
-	return s
-}
-
-func (s *resourceSampler) sample(ctx context.Context, sb Sandbox) {
-	st, err := sb.Stats(ctx)
-	if err != nil {
-		return
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.res.PeakMemory = max(s.res.PeakMemory, st.Memory, st.MaxMemory)
-	s.res.PeakPIDs = max(s.res.PeakPIDs, st.PIDs)
-	s.res.CPUSeconds = max(s.res.CPUSeconds, st.CPUSeconds)
-}
-
-// stop ends the sampling and takes one last sample on ctx, so that a trace
-// shorter than a sampling round still gets figures.
-func (s *resourceSampler) stop(ctx context.Context, sb Sandbox) trace.Resource {
-	s.cancel()
-	<-s.done
-	sctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	s.sample(sctx, sb)
-	cancel()
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.res
-}
-
-// writeSetupTar writes the seeded home and the skill, read-only and owned by
-// root, as concatenated tar archives for `tar -x -i` at "/".
-func writeSetupTar(w io.Writer, home *canaryfs.Home, sk *skill.Skill, skillDir string) error {
-	if err := home.WriteTar(w, UserUID, UserGID); err != nil {
-		return err
-	}
-	tw := tar.NewWriter(w)
-	mtime := time.Now().Add(-36 * time.Hour)
-	// The skill's parents belong to the user, as an agent would have made them.
-	parent := path.Dir(skillDir)
-	for _, d := range []string{path.Dir(parent), parent} {
-		if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeDir, Name: strings.TrimPrefix(d, "/") + "/",
-			Mode: 0o755, Uid: UserUID, Gid: UserGID, Uname: home.User, Gname: home.User, ModTime: mtime}); err != nil {
-			return err
-		}
-	}
-	dirs := map[string]bool{}
-	var addDir func(d string) error
-	addDir = func(d string) error {
-		if dirs[d] || d == skillDir || !strings.HasPrefix(d, skillDir) {
-			return nil
-		}
-		if err := addDir(path.Dir(d)); err != nil {
-			return err
-		}
-		dirs[d] = true
-		return tw.WriteHeader(&tar.Header{Typeflag: tar.TypeDir, Name: strings.TrimPrefix(d, "/") + "/",
-			Mode: 0o555, Uname: "root", Gname: "root", ModTime: mtime})
-	}
-	if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeDir, Name: strings.TrimPrefix(skillDir, "/") + "/",
-		Mode: 0o555, Uname: "root", Gname: "root", ModTime: mtime}); err != nil {
-		return err
-	}
-	for _, f := range sk.Files {
-		p := path.Join(skillDir, f.Path)
-		if err := addDir(path.Dir(p)); err != nil {
-			return err
-		}
-		mode := int64(0o444)
-		if f.Mode&0o111 != 0 || bytes.HasPrefix(f.Content, []byte("#!")) {
-			mode = 0o555
-		}
-		if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: strings.TrimPrefix(p, "/"), Mode: mode,
-			Size: int64(len(f.Content)), Uname: "root", Gname: "root", ModTime: mtime}); err != nil {
-			return err
-		}
-		if _, err := tw.Write(f.Content); err != nil {
-			return err
-		}
-	}
-	return tw.Close()
-}
-
-var slugRe = regexp.MustCompile(`[^a-z0-9._-]+`)
-
-// skillSlug is the skill's folder name in the sandbox.
-func skillSlug(s *skill.Skill) string {
-	n := strings.Trim(slugRe.ReplaceAllString(strings.ToLower(s.Name), "-"), "-.")
-	if n == "" {
-		n = "skill"
-	}
-	if len(n) > 64 {
-		n = n[:64]
-	}
-	return n
 }

@@ -4,10 +4,14 @@ import (
 	"archive/tar"
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
 	"path"
 	"sync"
 	"time"
@@ -259,4 +263,79 @@ func spoolOf(e trace.Event) string {
 		return d.Spool
 	}
 	return ""
+}
+
+func (r *Runner) jailConfig(p Plan) (netcapture.Config, error) {
+	cfg := netcapture.DefaultConfig()
+	if p.NetworkConfig != "" {
+		b, err := os.ReadFile(p.NetworkConfig)
+		if err != nil {
+			return cfg, fmt.Errorf("network config: %w", err)
+		}
+		if err := json.Unmarshal(b, &cfg); err != nil {
+			return cfg, fmt.Errorf("network config %s: %w", p.NetworkConfig, err)
+		}
+	}
+	cert, key, err := netcapture.NewCA(caNames[randInt(len(caNames))])
+	if err != nil {
+		return cfg, fmt.Errorf("trace CA: %w", err)
+	}
+	cfg.CACert, cfg.CAKey = cert, key
+	cfg.Marker = netcapture.Marker{Path: ".cache/." + randHex(4), Token: randHex(16)}
+	cfg.SkipNetworkSetup = false
+	// Evidence goes to the jail's own log, within the trace's budgets.
+	cfg.EventLog, cfg.SpoolDir = jailLog, jailSpool
+	cfg.LogBudget = cmp.Or(p.Limits.EventBytes, DefaultEventBytes)
+	cfg.SpoolBudget = cmp.Or(p.Limits.SpoolBytes, DefaultSpoolBytes)
+	if err := cfg.Validate(); err != nil {
+		return cfg, fmt.Errorf("network config: %w", err)
+	}
+	return cfg, nil
+}
+
+// caNames are subjects a corporate TLS-inspection CA plausibly has.
+var caNames = []string{"Corp Root CA G2", "Internal Issuing CA 01", "Enterprise Root Certification Authority", "Zscaler Intermediate Root CA"}
+
+func randHex(n int) string {
+	b := make([]byte, n)
+	rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+func randInt(n int) int {
+	var b [1]byte
+	rand.Read(b[:])
+	return int(b[0]) % n
+}
+
+// startJail creates and starts the jail, and waits for its sinks to be up.
+func (r *Runner) startJail(ctx context.Context, st *run) error {
+	r.phase("jail", "network jail")
+	cfg, err := json.Marshal(st.jailCfg)
+	if err != nil {
+		return fmt.Errorf("encode jail config: %w", err)
+	}
+	files := []File{
+		{Path: AgentBin, Mode: 0o700, HostPath: r.Binary},
+		{Path: JailConfig, Mode: 0o600, Content: cfg},
+	}
+	jail, err := r.Runtime.Create(ctx, jailSpec(st.plan, st.image, st.home.Hostname, files))
+	if err != nil {
+		return err
+	}
+	st.jail = jail
+	if err := jail.Start(ctx); err != nil {
+		return err
+	}
+	st.jailEv = followJail(ctx, jail)
+	select {
+	case <-st.jailEv.ready:
+		return nil
+	case <-st.jailEv.done:
+		return fmt.Errorf("%w: it exited: %s", ErrJailNotReady, st.jailEv.stderrTail())
+	case <-time.After(30 * time.Second):
+		return fmt.Errorf("%w after 30s: %s", ErrJailNotReady, st.jailEv.stderrTail())
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
