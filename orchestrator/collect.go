@@ -2,7 +2,6 @@ package orchestrator
 
 import (
 	"archive/tar"
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -15,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sandboxctl/sandboxctl/internal/capbuf"
 	"github.com/sandboxctl/sandboxctl/persona"
 	"github.com/sandboxctl/sandboxctl/strace"
 	"github.com/sandboxctl/sandboxctl/trace"
@@ -148,10 +148,10 @@ func (r *Runner) plantedState(ctx context.Context, st *run) ([]trace.Event, erro
 	if len(st.planted) == 0 {
 		return nil, nil
 	}
-	var out bytes.Buffer
+	out := capbuf.New(8 << 20)
 	_, err := st.sandbox.Exec(ctx, ExecSpec{
 		Argv: []string{"/bin/sh", "-c", identityScript}, User: "0:0", Env: []string{"HOME_DIR=" + st.home.HomeDir},
-		Stdout: &limitedBuffer{max: 8 << 20, buf: &out}, Stderr: io.Discard,
+		Stdout: out, Stderr: io.Discard,
 	})
 	if err != nil {
 		return nil, err
@@ -168,10 +168,10 @@ const rootfsScript = `find / -xdev -cnewer "$STAMP" \( -type f -o -type d -o -ty
 // rootfsChanges runs rootfsScript and turns its lines (untrusted) into
 // fs_change events.
 func (r *Runner) rootfsChanges(ctx context.Context, st *run) ([]trace.Event, error) {
-	var out bytes.Buffer
+	out := capbuf.New(1 << 20)
 	_, err := st.sandbox.Exec(ctx, ExecSpec{
 		Argv: []string{"/bin/sh", "-c", rootfsScript}, User: "0:0", Env: []string{"STAMP=" + stampPath},
-		Stdout: &limitedBuffer{max: 1 << 20, buf: &out}, Stderr: io.Discard,
+		Stdout: out, Stderr: io.Discard,
 	})
 	if err != nil {
 		return nil, err
@@ -208,10 +208,10 @@ func parseRootfs(out string, now time.Time) []trace.Event {
 // syscalls ends the tracers, copies the per-call strace logs out and parses
 // them host-side.
 func (r *Runner) syscalls(ctx context.Context, st *run) ([]trace.Event, error) {
-	var stderr bytes.Buffer
+	stderr := capbuf.New(4 << 10)
 	code, err := st.sandbox.Exec(ctx, ExecSpec{
 		Argv: []string{AgentBin, "__flush", "--log-dir", CallLogDir}, User: "0:0",
-		Stdout: io.Discard, Stderr: &limitedBuffer{max: 4 << 10, buf: &stderr},
+		Stdout: io.Discard, Stderr: stderr,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("end tracers: %w", err)
@@ -389,9 +389,9 @@ type cgroupCounts struct {
 // cgroupFigures reads the counters; a sandbox too exhausted to run the
 // script gives zeros, and the sampled figures stand.
 func (r *Runner) cgroupFigures(ctx context.Context, sb Sandbox) cgroupCounts {
-	var out bytes.Buffer
+	out := capbuf.New(16 << 10)
 	if _, err := sb.Exec(ctx, ExecSpec{Argv: []string{"/bin/sh", "-c", cgroupScript}, User: "0:0",
-		Stdout: &limitedBuffer{max: 16 << 10, buf: &out}, Stderr: io.Discard}); err != nil {
+		Stdout: out, Stderr: io.Discard}); err != nil {
 		return cgroupCounts{}
 	}
 	return parseCgroup(out.String())

@@ -1,7 +1,6 @@
 package orchestrator
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -14,6 +13,7 @@ import (
 	"github.com/sandboxctl/sandboxctl/agent/llm"
 	"github.com/sandboxctl/sandboxctl/agent/replay"
 	"github.com/sandboxctl/sandboxctl/canaryfs"
+	"github.com/sandboxctl/sandboxctl/internal/capbuf"
 	"github.com/sandboxctl/sandboxctl/mcptools"
 	"github.com/sandboxctl/sandboxctl/trace"
 )
@@ -27,7 +27,7 @@ func (r *Runner) drive(ctx context.Context, st *run) error {
 	}
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
-	var srvErr bytes.Buffer
+	srvErr := capbuf.New(64 << 10) // read while the server may still write it
 	srvDone := make(chan error, 1)
 	sctx, stopServer := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopServer()
@@ -39,7 +39,7 @@ func (r *Runner) drive(ctx context.Context, st *run) error {
 			Dir:    st.home.HomeDir,
 			Stdin:  inR,
 			Stdout: outW,
-			Stderr: &limitedBuffer{max: 64 << 10, buf: &srvErr},
+			Stderr: srvErr,
 		})
 		outW.CloseWithError(io.EOF)
 		inR.Close()

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/sandboxctl/sandboxctl/canary"
+	"github.com/sandboxctl/sandboxctl/internal/capbuf"
 	"github.com/sandboxctl/sandboxctl/netcapture"
 	"github.com/sandboxctl/sandboxctl/rules"
 	"github.com/sandboxctl/sandboxctl/trace"
@@ -54,21 +55,20 @@ type jailStream struct {
 	ready  chan struct{}
 	sealed chan struct{} // the jail closed its event log
 	done   chan struct{} // the stream ended (the jail exited, or stop)
-	mu     sync.Mutex
-	stderr bytes.Buffer
+	stderr *capbuf.Buffer
 	cancel context.CancelFunc
 }
 
 // followJail starts reading the jail's status stream. The reader ends when
 // the jail's main process ends or cancel is called.
 func followJail(ctx context.Context, jail Sandbox) *jailStream {
-	js := &jailStream{ready: make(chan struct{}), sealed: make(chan struct{}), done: make(chan struct{})}
+	js := &jailStream{ready: make(chan struct{}), sealed: make(chan struct{}), done: make(chan struct{}),
+		stderr: capbuf.New(16 << 10)}
 	lctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	js.cancel = cancel
 	pr, pw := io.Pipe()
-	stderr := &limitedBuffer{max: 16 << 10, buf: &js.stderr}
 	go func() {
-		err := jail.Logs(lctx, pw, &lockedWriter{mu: &js.mu, w: stderr})
+		err := jail.Logs(lctx, pw, js.stderr)
 		pw.CloseWithError(err)
 	}()
 	go func() {
@@ -105,25 +105,11 @@ func (js *jailStream) stop() {
 }
 
 func (js *jailStream) stderrTail() string {
-	js.mu.Lock()
-	defer js.mu.Unlock()
 	s := js.stderr.String()
 	if s == "" {
 		return "no output"
 	}
 	return tail(s, 500)
-}
-
-// lockedWriter serialises writes to w under mu.
-type lockedWriter struct {
-	mu *sync.Mutex
-	w  io.Writer
-}
-
-func (l *lockedWriter) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.w.Write(p)
 }
 
 // jailEvidence is what was read back from the jail.
@@ -152,9 +138,8 @@ func (r *Runner) jailEvents(ctx context.Context, st *run) jailEvidence {
 	case <-js.done:
 		// The jail exited already: whatever it wrote is all there is.
 	default:
-		var stderr bytes.Buffer
 		if _, err := st.jail.Exec(ctx, ExecSpec{Argv: []string{"/bin/sh", "-c", "kill -s " + sig + " 1"}, User: "0:0",
-			Stdout: io.Discard, Stderr: &limitedBuffer{max: 1 << 10, buf: &stderr}}); err != nil {
+			Stdout: io.Discard, Stderr: io.Discard}); err != nil {
 			r.log().Warn("jail: close the event log", "err", err)
 		}
 		select {

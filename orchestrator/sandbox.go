@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/sandboxctl/sandboxctl/canaryfs"
+	"github.com/sandboxctl/sandboxctl/internal/capbuf"
 	"github.com/sandboxctl/sandboxctl/skill"
 )
 
@@ -44,7 +45,7 @@ func (r *Runner) startSandbox(ctx context.Context, st *run) error {
 	if err := writeSystemTar(&payload, st.system); err != nil {
 		return err
 	}
-	var stdout, stderr bytes.Buffer
+	stdout, stderr := capbuf.New(8<<20), capbuf.New(64<<10)
 	t0 := time.Now()
 	defer func() { r.log().Debug("sandbox: setup exec", "took", time.Since(t0)) }()
 	code, err := sb.Exec(ctx, ExecSpec{
@@ -53,8 +54,8 @@ func (r *Runner) startSandbox(ctx context.Context, st *run) error {
 		Env: []string{"CA=" + CAPath, "INSTALL_CA=" + InstallCA, "HOME_DIR=" + st.home.HomeDir,
 			"SINCE=" + strconv.FormatInt(st.home.Since.Unix(), 10), "LIVED_IN=" + livedIn},
 		Stdin:  &payload,
-		Stdout: &limitedBuffer{max: 8 << 20, buf: &stdout},
-		Stderr: &stderr,
+		Stdout: stdout,
+		Stderr: stderr,
 	})
 	if err != nil {
 		return fmt.Errorf("set up sandbox: %w", err)
