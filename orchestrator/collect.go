@@ -27,11 +27,42 @@ const (
 	maxStraceLine = 64 << 10
 )
 
+// collectAll is the collect stage of a pass. It runs on a fresh context
+// (the trace's, tctx, may have ended) bounded by a budget plus the grace
+// period, shorter when ctx was cancelled. A loop that ended because the
+// skill exhausted the sandbox is a result, not a failure; a loop that
+// failed otherwise is the stage's error too.
+func (r *Runner) collectAll(ctx, tctx context.Context, st *run) error {
+	r.phase("collect", "syscall logs, file diff, resources")
+	budget := 60 * time.Second
+	if ctx.Err() != nil {
+		budget = 15 * time.Second
+	}
+	cctx, ccancel := context.WithTimeout(context.WithoutCancel(ctx), budget+st.plan.Limits.Grace)
+	defer ccancel()
+	st.grace = graceLeft(tctx, st.plan.Limits.Grace, ctx.Err() != nil)
+	err := r.collect(cctx, st)
+	if st.loopErr != nil && st.exhausted && !errors.Is(st.loopErr, ErrTimeout) {
+		// The skill used up the sandbox's pids or memory, which the tool
+		// server shares: losing it is the skill's doing and the trace's
+		// result (the resource event says which limit), not a failure to
+		// observe what came before.
+		st.events = append(st.events, trace.Event{Time: r.now(), Source: trace.SourceResource, Type: trace.TypeJailNotice,
+			Data: &trace.Notice{Message: "agent loop ended: the sandbox's resources were exhausted by the skill: " + st.loopErr.Error()}})
+		st.loopErr = nil
+	}
+	// A trace that ran into its deadline is a result (status timeout), not
+	// a failure to observe; a driver or tool server that failed is.
+	if st.loopErr != nil && !errors.Is(st.loopErr, ErrTimeout) {
+		err = errors.Join(st.loopErr, err)
+	}
+	return err
+}
+
 // collect gathers the events of a trace that ran: the tool calls, the
 // syscall logs (after ending the tracers so they are complete), the file
 // diff, resource use and the jail's stream.
 func (r *Runner) collect(ctx context.Context, st *run) error {
-	var errs []error
 	st.events = append(st.events, st.calls.all()...)
 
 	// Sampling ends before the grace period: the freeze runs as an exec,
@@ -47,99 +78,118 @@ func (r *Runner) collect(ctx context.Context, st *run) error {
 	}
 	r.endSkill(ctx, st, st.grace)
 	if st.resources != nil {
-		res.MemoryLimit, res.PIDsLimit = st.plan.Limits.Memory, st.plan.Limits.PIDs
-		cg := r.cgroupFigures(ctx, st.sandbox)
-		res.PeakMemory = max(res.PeakMemory, cg.memPeak)
-		if cg.pidsMaxHits > 0 {
-			res.Exceeded = append(res.Exceeded, "pids")
-		}
-		if cg.oomKills > 0 {
-			res.OOMKilled = true
-		}
-		if s, err := st.sandbox.State(ctx); err == nil && s.OOMKilled {
-			res.OOMKilled = true
-		}
-		// A process killed by the cgroup's OOM killer does not mark the
-		// container; usage at the limit does.
-		if res.OOMKilled || cg.memFailures > 0 || res.MemoryLimit > 0 && res.PeakMemory >= res.MemoryLimit*95/100 {
-			res.Exceeded = append(res.Exceeded, "memory")
-		}
-		if cg.pidsMaxHits == 0 && res.PIDsLimit > 0 && res.PeakPIDs >= res.PIDsLimit*9/10 {
-			res.Exceeded = append(res.Exceeded, "pids") // sampled: the counters were not readable
-		}
-		for _, c := range st.loop.Calls {
-			if c.Result.Truncated {
-				res.Exceeded = append(res.Exceeded, "output")
-				break
-			}
-		}
-		res.OutputBytes = st.loop.OutputBytes
-		st.exhausted = slices.Contains(res.Exceeded, "pids") || slices.Contains(res.Exceeded, "memory")
-		st.events = append(st.events, trace.Event{Time: r.now(), Source: trace.SourceResource, Type: trace.TypeResource, Data: &res})
+		r.resourceEvent(ctx, st, res)
 	}
-
+	var err error
 	if st.sandbox != nil {
-		t0 := time.Now()
-		if !st.plan.Unwatched {
-			sys, err := r.syscalls(ctx, st)
-			r.log().Debug("collect: syscall logs", "took", time.Since(t0))
-			if err != nil {
-				errs = append(errs, fmt.Errorf("syscall logs: %w", err))
-			}
-			st.events = append(st.events, sys...)
-		}
-
-		// Before anything reads the home as root (the changed files are
-		// copied out next): the planted files' state says whether they were
-		// read, and by which other names they can be found.
-		ends, err := r.plantedState(ctx, st)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("planted files: %w", err))
-		}
-		st.events = append(st.events, st.planted...)
-		st.events = append(st.events, ends...)
-
-		changed, err := r.changedFiles(ctx, st)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("changed files: %w", err))
-		}
-		st.events = append(st.events, changed...)
-
-		r.log().Debug("collect: changed files", "took", time.Since(t0))
-		rootfs, err := r.rootfsChanges(ctx, st)
-		r.log().Debug("collect: rootfs", "took", time.Since(t0))
-		if err != nil {
-			errs = append(errs, fmt.Errorf("root file system changes: %w", err))
-		}
-
-		if r.EngineDiff {
-			// The engine's diff is read host-side, out of the sandbox's
-			// reach. On storage drivers without a native diff
-			// (fuse-overlayfs) it walks the whole image and holds up the
-			// engine's other work on the container, so it is opt-in.
-			d, err := st.sandbox.Diff(ctx)
-			r.log().Debug("collect: engine diff", "took", time.Since(t0))
-			if err != nil {
-				errs = append(errs, fmt.Errorf("file diff: %w", err))
-			}
-			seen := map[string]bool{}
-			now := r.now()
-			for _, c := range filterDiff(d) {
-				seen[c.Path] = true
-				st.events = append(st.events, trace.Event{Time: now, Source: trace.SourceFSDiff, Type: trace.TypeFSChange,
-					Data: &trace.FSChange{Path: c.Path, Kind: c.Kind}})
-			}
-			rootfs = slices.DeleteFunc(rootfs, func(e trace.Event) bool { return seen[e.Data.(*trace.FSChange).Path] })
-		}
-		st.events = append(st.events, rootfs...)
+		err = r.sandboxEvidence(ctx, st)
 	}
-
 	if st.jailEv != nil {
 		ev := r.jailEvents(ctx, st)
 		st.events = append(st.events, ev.events...)
 		st.spoolHits = ev.hits
 	}
+	return err
+}
+
+// resourceEvent completes the sampled figures res with the cgroup's own
+// counters and the limits, says which limits the skill reached, and adds
+// the resource event.
+func (r *Runner) resourceEvent(ctx context.Context, st *run, res trace.Resource) {
+	res.MemoryLimit, res.PIDsLimit = st.plan.Limits.Memory, st.plan.Limits.PIDs
+	cg := r.cgroupFigures(ctx, st.sandbox)
+	res.PeakMemory = max(res.PeakMemory, cg.memPeak)
+	if cg.pidsMaxHits > 0 {
+		res.Exceeded = append(res.Exceeded, "pids")
+	}
+	if cg.oomKills > 0 {
+		res.OOMKilled = true
+	}
+	if s, err := st.sandbox.State(ctx); err == nil && s.OOMKilled {
+		res.OOMKilled = true
+	}
+	// A process killed by the cgroup's OOM killer does not mark the
+	// container; usage at the limit does.
+	if res.OOMKilled || cg.memFailures > 0 || res.MemoryLimit > 0 && res.PeakMemory >= res.MemoryLimit*95/100 {
+		res.Exceeded = append(res.Exceeded, "memory")
+	}
+	if cg.pidsMaxHits == 0 && res.PIDsLimit > 0 && res.PeakPIDs >= res.PIDsLimit*9/10 {
+		res.Exceeded = append(res.Exceeded, "pids") // sampled: the counters were not readable
+	}
+	for _, c := range st.loop.Calls {
+		if c.Result.Truncated {
+			res.Exceeded = append(res.Exceeded, "output")
+			break
+		}
+	}
+	res.OutputBytes = st.loop.OutputBytes
+	st.exhausted = slices.Contains(res.Exceeded, "pids") || slices.Contains(res.Exceeded, "memory")
+	st.events = append(st.events, trace.Event{Time: r.now(), Source: trace.SourceResource, Type: trace.TypeResource, Data: &res})
+}
+
+// sandboxEvidence reads what the sandbox holds: the syscall logs (watched
+// pass), the planted files' end state, the changed files, and the changes
+// to the root file system (with the engine's diff when asked for).
+func (r *Runner) sandboxEvidence(ctx context.Context, st *run) error {
+	var errs []error
+	t0 := time.Now()
+	if !st.plan.Unwatched {
+		sys, err := r.syscalls(ctx, st)
+		r.log().Debug("collect: syscall logs", "took", time.Since(t0))
+		if err != nil {
+			errs = append(errs, fmt.Errorf("syscall logs: %w", err))
+		}
+		st.events = append(st.events, sys...)
+	}
+
+	// Before anything reads the home as root (the changed files are
+	// copied out next): the planted files' state says whether they were
+	// read, and by which other names they can be found.
+	ends, err := r.plantedState(ctx, st)
+	if err != nil {
+		errs = append(errs, fmt.Errorf("planted files: %w", err))
+	}
+	st.events = append(st.events, st.planted...)
+	st.events = append(st.events, ends...)
+
+	changed, err := r.changedFiles(ctx, st)
+	if err != nil {
+		errs = append(errs, fmt.Errorf("changed files: %w", err))
+	}
+	st.events = append(st.events, changed...)
+
+	r.log().Debug("collect: changed files", "took", time.Since(t0))
+	rootfs, err := r.rootfsChanges(ctx, st)
+	r.log().Debug("collect: rootfs", "took", time.Since(t0))
+	if err != nil {
+		errs = append(errs, fmt.Errorf("root file system changes: %w", err))
+	}
+	if r.EngineDiff {
+		rootfs, err = r.engineDiff(ctx, st, rootfs)
+		r.log().Debug("collect: engine diff", "took", time.Since(t0))
+		if err != nil {
+			errs = append(errs, fmt.Errorf("file diff: %w", err))
+		}
+	}
+	st.events = append(st.events, rootfs...)
 	return errors.Join(errs...)
+}
+
+// engineDiff adds the engine's diff of the sandbox to st's events and
+// returns the rootfs changes it does not already name. The engine's diff
+// is read host-side, out of the sandbox's reach. On storage drivers
+// without a native diff (fuse-overlayfs) it walks the whole image and
+// holds up the engine's other work on the container, so it is opt-in.
+func (r *Runner) engineDiff(ctx context.Context, st *run, rootfs []trace.Event) ([]trace.Event, error) {
+	d, err := st.sandbox.Diff(ctx)
+	seen := map[string]bool{}
+	now := r.now()
+	for _, c := range filterDiff(d) {
+		seen[c.Path] = true
+		st.events = append(st.events, trace.Event{Time: now, Source: trace.SourceFSDiff, Type: trace.TypeFSChange,
+			Data: &trace.FSChange{Path: c.Path, Kind: c.Kind}})
+	}
+	return slices.DeleteFunc(rootfs, func(e trace.Event) bool { return seen[e.Data.(*trace.FSChange).Path] }), err
 }
 
 // plantedState runs identityScript and returns the end state of every

@@ -2,6 +2,7 @@ package orchestrator
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"strconv"
@@ -18,52 +19,47 @@ import (
 	"github.com/sandboxctl/sandboxctl/trace"
 )
 
+// runAgent is the drive stage of a pass: it starts sampling the sandbox's
+// resources (and, in an unwatched pass, its processes), then runs the
+// driver's loop until it ends or ctx does. How the loop ended is in st.
+func (r *Runner) runAgent(ctx context.Context, st *run) {
+	st.resources = startSampler(ctx, st.sandbox, time.Second)
+	if st.plan.Unwatched {
+		st.procs = startProcSampler(ctx, st.sandbox, r.now)
+	}
+	r.phase("agent", "%s driver", st.plan.Driver.Kind)
+	loopErr := r.drive(ctx, st)
+	st.loopErr = causeOf(ctx, loopErr)
+	st.deadline = errors.Is(context.Cause(ctx), ErrTimeout)
+}
+
 // drive runs the driver loop against the MCP tool server in the sandbox.
 func (r *Runner) drive(ctx context.Context, st *run) error {
-	p := st.plan
 	drv, err := r.driver(st)
 	if err != nil {
 		return err
 	}
-	inR, inW := io.Pipe()
-	outR, outW := io.Pipe()
-	srvErr := capbuf.New(64 << 10) // read while the server may still write it
-	srvDone := make(chan error, 1)
-	sctx, stopServer := context.WithCancel(context.WithoutCancel(ctx))
-	defer stopServer()
-	go func() {
-		_, err := st.sandbox.Exec(sctx, ExecSpec{
-			Argv:   mcpArgv(p, st.home),
-			User:   "0:0",
-			Env:    st.home.Env,
-			Dir:    st.home.HomeDir,
-			Stdin:  inR,
-			Stdout: outW,
-			Stderr: srvErr,
-		})
-		outW.CloseWithError(io.EOF)
-		inR.Close()
-		srvDone <- err
-	}()
-	defer func() {
-		inW.Close()
-		select {
-		case <-srvDone:
-		case <-time.After(5 * time.Second):
-			stopServer()
-			<-srvDone
-		}
-	}()
-
+	srv := startToolServer(ctx, st)
+	defer srv.stop()
 	hctx, hcancel := context.WithTimeout(ctx, 30*time.Second)
-	client, err := mcptools.NewClient(hctx, inW, outR)
+	client, err := mcptools.NewClient(hctx, srv.stdin, srv.stdout)
 	hcancel()
 	if err != nil {
-		return fmt.Errorf("connect to tool server: %w (%s)", err, tail(srvErr.String(), 300))
+		return fmt.Errorf("connect to tool server: %w (%s)", err, tail(srv.stderr.String(), 300))
 	}
 	defer client.Close()
+	loop := r.agentLoop(st, &mcpSession{client: client, now: r.now})
+	st.loop, err = loop.Run(ctx, drv)
+	if err != nil {
+		return fmt.Errorf("agent loop: %w", err)
+	}
+	return nil
+}
 
-	session := &mcpSession{client: client, now: r.now}
+// agentLoop is the driver loop of st over session: its budgets, its
+// transcript, and the progress and tool-call events of each call.
+func (r *Runner) agentLoop(st *run, session agent.ToolSession) agent.Loop {
+	p := st.plan
 	loop := agent.Loop{
 		Session:    session,
 		Budget:     agent.Budget{Turns: p.Limits.Turns, Tokens: p.Limits.Tokens, Wall: p.Limits.Timeout},
@@ -86,11 +82,55 @@ func (r *Runner) drive(ctx context.Context, st *run) error {
 	if p.Driver.APIKey != "" {
 		loop.Redact = []string{p.Driver.APIKey}
 	}
-	st.loop, err = loop.Run(ctx, drv)
-	if err != nil {
-		return fmt.Errorf("agent loop: %w", err)
+	return loop
+}
+
+// toolServer is the MCP tool server running in the sandbox as one exec: the
+// client writes its stdin and reads its stdout; its stderr is kept (capped)
+// for errors, and may be read while the exec still writes it.
+type toolServer struct {
+	stdin  *io.PipeWriter
+	stdout *io.PipeReader
+	stderr *capbuf.Buffer
+	done   chan error // the exec's error, once it ended
+	cancel context.CancelFunc
+}
+
+// startToolServer starts the tool server's exec. It outlives ctx's
+// deadline (stop ends it), so that the calls in flight can be recorded.
+func startToolServer(ctx context.Context, st *run) *toolServer {
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	sctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	s := &toolServer{stdin: inW, stdout: outR, stderr: capbuf.New(64 << 10), done: make(chan error, 1), cancel: cancel}
+	go func() {
+		_, err := st.sandbox.Exec(sctx, ExecSpec{
+			Argv:   mcpArgv(st.plan, st.home),
+			User:   "0:0",
+			Env:    st.home.Env,
+			Dir:    st.home.HomeDir,
+			Stdin:  inR,
+			Stdout: outW,
+			Stderr: s.stderr,
+		})
+		outW.CloseWithError(io.EOF)
+		inR.Close()
+		s.done <- err
+	}()
+	return s
+}
+
+// stop closes the server's stdin, which ends it, and waits for the exec;
+// after 5 seconds it cancels the exec instead.
+func (s *toolServer) stop() {
+	s.stdin.Close()
+	select {
+	case <-s.done:
+	case <-time.After(5 * time.Second):
+		s.cancel()
+		<-s.done
 	}
-	return nil
+	s.cancel()
 }
 
 // mcpArgv is the tool server's command line; an unwatched pass runs the

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"path/filepath"
 	"runtime/debug"
 	"time"
 
@@ -135,219 +134,83 @@ type run struct {
 // failed, ...): the report is then partial, with status error or cancelled,
 // and is still returned when the skill was loaded. Findings are never
 // errors.
+//
+// A pass is the pipeline, one stage per file of this package:
+//
+//	plan      plan.go      load the skill, seed the home, the jail's config
+//	image     image.go     the sandbox image, built when its inputs changed
+//	jail      jail.go      the network jail and its sinks
+//	sandbox   sandbox.go   the sandbox in the jail's namespace, home unpacked
+//	drive     drive.go     the driver's tool calls through the MCP server
+//	collect   collect.go   syscall logs, file changes, resources, jail events
+//	teardown  teardown.go  remove the containers, on every path
+//	analyse   analyse.go   one timeline, then the rules (rules.Evaluate)
+//	report    report.go    the report (reports.Build) and the run folder
 func (r *Runner) Run(ctx context.Context, p Plan, dir string) (Outcome, error) {
 	if err := p.Validate(); err != nil {
 		return Outcome{}, fmt.Errorf("plan: %w", err)
 	}
-	out, first, err := r.runPass(ctx, p, dir)
+	out, watched, err := r.pass(ctx, p, dir)
 	why := stealthReason(p, out.Report)
 	if why == "" || err != nil || ctx.Err() != nil {
 		return out, err
 	}
-
-	r.phase("stealth", "unwatched pass (%s)", why)
-	up := unwatchedPlan(p, first)
-	udir := ""
-	if dir != "" {
-		udir = filepath.Join(dir, reports.UnwatchedDir)
-	}
-	uout, second, uerr := r.runPass(ctx, up, udir)
-	out.Kept = append(out.Kept, uout.Kept...)
-	if uerr != nil {
-		uerr = fmt.Errorf("unwatched pass: %w", uerr)
-	}
-	if uout.Report == nil {
-		return out, uerr
-	}
-	wp := reports.Pass{Tracer: reports.TracerStrace, TraceID: p.TraceID}
-	upass := reports.Pass{Tracer: reports.TracerNone, TraceID: up.TraceID, Reason: why, Dir: reports.UnwatchedDir}
-	if second.procs != nil {
-		upass.SampledProcs, upass.TracedProcesses = second.procs.counts()
-	}
-	out.Report = reports.Combine(out.Report, uout.Report, wp, upass)
-	if dir != "" {
-		if werr := reports.WriteRunDir(dir, out.Report, out.Transcript); werr != nil {
-			uerr = errors.Join(uerr, fmt.Errorf("write run folder %s: %w", dir, werr))
-		}
-	}
-	return out, uerr
+	return r.unwatchedPass(ctx, p, dir, out, watched, why) // stealth.go
 }
 
-// runPass runs one pass of a trace: load, plan, image, jail, seeded home,
-// sandbox, driver loop, events, rules, report, cleanup. It writes the run
-// folder to dir (unless dir is ""). It returns the pass's state for Run.
-func (r *Runner) runPass(ctx context.Context, p Plan, dir string) (out Outcome, st *run, err error) {
+// pass runs one pass of a trace through the stages Run lists and returns
+// its state for Run. When a stage fails, the stages after it that can
+// still run do: the containers are removed and a report is built from
+// what was observed.
+func (r *Runner) pass(ctx context.Context, p Plan, dir string) (out Outcome, st *run, err error) {
 	st = &run{plan: p, dir: dir, started: r.now(), calls: newCallLog()}
-	out, err = r.pass(ctx, st)
-	return out, st, err
-}
-
-func (r *Runner) pass(ctx context.Context, st *run) (out Outcome, err error) {
-	p, dir := st.plan, st.dir
-
-	r.phase("load", "%s", p.SkillPath)
-	st.skill, err = skill.Load(p.SkillPath, skill.Options{})
-	if err != nil {
-		return out, fmt.Errorf("load skill: %w", err)
+	if err := r.prepare(st); err != nil {
+		return out, st, err
 	}
-	st.home, err = canaryfs.Build(canaryfs.Options{User: p.User, Hostname: p.Hostname, Seed: p.Seed, Now: st.started, Persona: p.Persona})
-	if err != nil {
-		return out, fmt.Errorf("seed home: %w", err)
-	}
-	st.fixtures, err = st.home.AddFixtures()
-	if err != nil {
-		return out, fmt.Errorf("seed home: %w", err)
-	}
-	st.system, err = newSystem(p, st.home.Hostname, st.started)
-	if err != nil {
-		return out, err
-	}
-	st.skillDir = skillDirIn(st.home.HomeDir, skillSlug(st.skill))
-	st.jailCfg, err = r.jailConfig(p)
-	if err != nil {
-		return out, err
-	}
-	for _, f := range st.skill.Files {
-		netcapture.AddPackageHints(&st.jailCfg, f.Content) // versions the skill pins are served
-	}
-
-	runErr := r.safeExecute(ctx, st)
+	runErr := r.observe(ctx, st)
 	if ctx.Err() != nil && !errors.Is(runErr, context.Canceled) {
 		// Interrupted: the trace did not finish what it meant to observe.
 		runErr = errors.Join(runErr, context.Cause(ctx))
 	}
-
-	// Whatever happened, take down what this trace created, on a fresh
-	// bounded context so that Ctrl-C still cleans up.
 	out.Kept, err = r.cleanup(ctx, st)
 	runErr = errors.Join(runErr, err)
 
 	r.phase("report", "rules and report")
-	status, msg := traceStatus(ctx, runErr, st)
-	meta := reports.Meta{
-		TraceID:   p.TraceID,
-		Version:   r.Version,
-		Skill:     st.skill,
-		Driver:    reports.Driver{Kind: p.Driver.Kind, Provider: p.Driver.Provider, Model: p.Driver.Model},
-		Prompt:    p.Prompt,
-		StartedAt: st.started,
-		Duration:  r.now().Sub(st.started),
-		Status:    status,
-		Error:     msg,
-		Sandbox: reports.Sandbox{
-			Image: st.image, User: st.home.User, Hostname: st.home.Hostname, Home: st.home.HomeDir, Persona: p.Persona,
-			Limits: reports.Limits{
-				TimeoutMS: p.Limits.Timeout.Milliseconds(), MemoryBytes: p.Limits.Memory, PIDs: p.Limits.PIDs,
-				CPUs: float64(p.Limits.NanoCPUs) / 1e9, OutputBytes: p.Limits.OutputBytes,
-				Turns: p.Limits.Turns, Tokens: p.Limits.Tokens,
-			},
-		},
-		Canaries:    st.home.Set,
-		SkillDir:    st.skillDir,
-		Home:        st.home.HomeDir,
-		MarkerPath:  st.home.HomeDir + "/" + st.jailCfg.Marker.Path,
-		MarkerToken: st.jailCfg.Marker.Token,
-	}
-	timeline := trace.Merge(st.events)
-	timeline = append(timeline, spoolHitEvents(st.home.Set, timeline, st.spoolHits)...)
-	out.Report = reports.Analyze(meta, timeline, reports.Options{IncludeCanaryValues: r.IncludeSecrets})
+	meta := r.meta(ctx, st, runErr)
+	res := analyse(st, meta)
+	out.Report = reports.Build(meta, res, reports.Options{IncludeCanaryValues: r.IncludeSecrets})
 	out.Transcript = st.transcr.Bytes()
-	if dir != "" {
-		if werr := reports.WriteRunDir(dir, out.Report, out.Transcript); werr != nil {
-			runErr = errors.Join(runErr, fmt.Errorf("write run folder %s: %w", dir, werr))
-		}
-	}
-	return out, runErr
+	runErr = errors.Join(runErr, writeRunDir(dir, out))
+	return out, st, runErr
 }
 
 // ErrInternal marks a panic inside sandboxctl during a trace.
 var ErrInternal = errors.New("internal error")
 
-// safeExecute runs execute and turns a panic into an error, so that the
-// containers are still removed and a report is still written.
-func (r *Runner) safeExecute(ctx context.Context, st *run) (err error) {
+// observe runs the stages that need containers: image, jail, sandbox,
+// drive, collect. The trace's deadline starts once the image is there. A
+// panic in them becomes an ErrInternal error, so that the containers are
+// still removed and a report is still written. Containers it created are
+// in st for cleanup.
+func (r *Runner) observe(ctx context.Context, st *run) (err error) {
 	defer func() {
 		if v := recover(); v != nil {
 			err = fmt.Errorf("%w: %v\n%s", ErrInternal, v, debug.Stack())
 		}
 	}()
-	return r.execute(ctx, st)
-}
-
-// traceStatus maps how the trace ended to the report's status.
-func traceStatus(ctx context.Context, err error, st *run) (reports.Status, string) {
-	switch {
-	case ctx.Err() != nil:
-		return reports.StatusCancelled, "interrupted"
-	case st.deadline || errors.Is(err, ErrTimeout) || errors.Is(st.loopErr, ErrTimeout) || st.loop.Stop == agent.StopWall:
-		return reports.StatusTimeout, "trace deadline reached"
-	case err != nil:
-		return reports.StatusError, err.Error()
-	case st.loopErr != nil:
-		return reports.StatusError, st.loopErr.Error()
+	if err := r.ensureImage(ctx, st); err != nil {
+		return err
 	}
-	return reports.StatusCompleted, ""
-}
-
-// execute creates the containers, runs the agent loop and collects the
-// events into st. Containers it created are in st for cleanup.
-func (r *Runner) execute(ctx context.Context, st *run) error {
-	p := st.plan
-	st.image = p.Image
-	if st.image == "" {
-		r.phase("image", "checking the sandbox image")
-		img, err := r.Runtime.EnsureImage(ctx, r.ImageProgress)
-		if err != nil {
-			return fmt.Errorf("sandbox image: %w", err)
-		}
-		st.image = img
-	}
-
-	// The trace's deadline starts once the image is there.
-	tctx, cancel := context.WithTimeoutCause(ctx, p.Limits.Timeout, ErrTimeout)
+	tctx, cancel := context.WithTimeoutCause(ctx, st.plan.Limits.Timeout, ErrTimeout)
 	defer cancel()
-
 	if err := r.startJail(tctx, st); err != nil {
 		return fmt.Errorf("start jail: %w", causeOf(tctx, err))
 	}
 	if err := r.startSandbox(tctx, st); err != nil {
 		return fmt.Errorf("start sandbox: %w", causeOf(tctx, err))
 	}
-	st.resources = startSampler(tctx, st.sandbox, time.Second)
-	if p.Unwatched {
-		st.procs = startProcSampler(tctx, st.sandbox, r.now)
-	}
-
-	r.phase("agent", "%s driver", p.Driver.Kind)
-	loopErr := r.drive(tctx, st)
-	st.loopErr = causeOf(tctx, loopErr)
-	st.deadline = errors.Is(context.Cause(tctx), ErrTimeout)
-
-	// Collect on a fresh context: the trace's may have ended.
-	r.phase("collect", "syscall logs, file diff, resources")
-	budget := 60 * time.Second
-	if ctx.Err() != nil {
-		budget = 15 * time.Second
-	}
-	cctx, ccancel := context.WithTimeout(context.WithoutCancel(ctx), budget+p.Limits.Grace)
-	defer ccancel()
-	st.grace = graceLeft(tctx, p.Limits.Grace, ctx.Err() != nil)
-	err := r.collect(cctx, st)
-	if st.loopErr != nil && st.exhausted && !errors.Is(st.loopErr, ErrTimeout) {
-		// The skill used up the sandbox's pids or memory, which the tool
-		// server shares: losing it is the skill's doing and the trace's
-		// result (the resource event says which limit), not a failure to
-		// observe what came before.
-		st.events = append(st.events, trace.Event{Time: r.now(), Source: trace.SourceResource, Type: trace.TypeJailNotice,
-			Data: &trace.Notice{Message: "agent loop ended: the sandbox's resources were exhausted by the skill: " + st.loopErr.Error()}})
-		st.loopErr = nil
-	}
-	// A trace that ran into its deadline is a result (status timeout), not
-	// a failure to observe; a driver or tool server that failed is.
-	if st.loopErr != nil && !errors.Is(st.loopErr, ErrTimeout) {
-		err = errors.Join(st.loopErr, err)
-	}
-	return err
+	r.runAgent(tctx, st)
+	return r.collectAll(ctx, tctx, st)
 }
 
 // causeOf returns the trace's deadline cause instead of a bare

@@ -1,6 +1,10 @@
 package orchestrator
 
 import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
 	"strings"
 
 	"github.com/sandboxctl/sandboxctl/reports"
@@ -55,4 +59,32 @@ func unwatchedPlan(p Plan, first *run) Plan {
 	}
 	up.Seed = nil // fresh tokens: a sighting names its pass
 	return up
+}
+
+// unwatchedPass runs the unwatched pass after the watched pass (out, st)
+// for the reason why, and combines both reports into out's (rewriting the
+// run folder dir). The unwatched pass's own report goes to its
+// reports.UnwatchedDir.
+func (r *Runner) unwatchedPass(ctx context.Context, p Plan, dir string, out Outcome, watched *run, why string) (Outcome, error) {
+	r.phase("stealth", "unwatched pass (%s)", why)
+	up := unwatchedPlan(p, watched)
+	udir := ""
+	if dir != "" {
+		udir = filepath.Join(dir, reports.UnwatchedDir)
+	}
+	uout, second, uerr := r.pass(ctx, up, udir)
+	out.Kept = append(out.Kept, uout.Kept...)
+	if uerr != nil {
+		uerr = fmt.Errorf("unwatched pass: %w", uerr)
+	}
+	if uout.Report == nil {
+		return out, uerr
+	}
+	wp := reports.Pass{Tracer: reports.TracerStrace, TraceID: p.TraceID}
+	upass := reports.Pass{Tracer: reports.TracerNone, TraceID: up.TraceID, Reason: why, Dir: reports.UnwatchedDir}
+	if second.procs != nil {
+		upass.SampledProcs, upass.TracedProcesses = second.procs.counts()
+	}
+	out.Report = reports.Combine(out.Report, uout.Report, wp, upass)
+	return out, errors.Join(uerr, writeRunDir(dir, out))
 }
