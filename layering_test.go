@@ -33,11 +33,12 @@ var internalRules = map[string][]string{
 	"persona":    {},
 	"strace":     {"trace"},
 	"netcapture": {"trace"},
-	"mcptools":   {"trace", "internal/capbuf"},
-	"agent":      {"trace", "skill"},
-	"rules":      {"trace", "canary", "skill", "persona"},
+	"mcptools":   {"trace", "toolspec", "internal/capbuf"},
+	"agent":      {"trace", "skill", "toolspec"},
+	"rules":      {"trace", "canary", "skill", "persona", "toolspec"},
 	"reports":    {"trace", "rules", "canary", "skill", "safetext"},
 	"safetext":   {},
+	"toolspec":   {},
 }
 
 // TestLayering fails on an import edge the design does not allow, and on

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/sandboxctl/sandboxctl/canary"
+	"github.com/sandboxctl/sandboxctl/toolspec"
 	"github.com/sandboxctl/sandboxctl/trace"
 )
 
@@ -141,7 +142,7 @@ func ScanCanaries(set *canary.Set, events []trace.Event) []trace.Event {
 		case *trace.ToolCall:
 			ch := ChannelArgv
 			where := d.Tool
-			if d.Tool == "write_file" || d.Tool == "edit_file" {
+			if d.Tool == toolspec.WriteFile || d.Tool == toolspec.EditFile {
 				ch = ChannelFile
 				var a struct {
 					Path string `json:"path"`

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/sandboxctl/sandboxctl/canary"
+	"github.com/sandboxctl/sandboxctl/toolspec"
 	"github.com/sandboxctl/sandboxctl/trace"
 )
 
@@ -388,7 +389,7 @@ func decodeArgs(d *trace.ToolCall) toolArgs {
 
 // toolCommand returns the shell command of a bash tool call.
 func toolCommand(d *trace.ToolCall) string {
-	if d.Tool != "bash" {
+	if d.Tool != toolspec.Bash {
 		return ""
 	}
 	return decodeArgs(d).Command
@@ -402,11 +403,11 @@ func (c *ctx) toolFileOps(e *trace.Event, d *trace.ToolCall) {
 	p := c.resolve(a.Path)
 	failed := d.IsError || d.ExitCode != 0
 	switch d.Tool {
-	case "read_file":
-		c.files = append(c.files, fileOp{ev: e, op: opRead, path: p, failed: failed, proc: "read_file"})
-	case "write_file", "edit_file":
+	case toolspec.ReadFile:
+		c.files = append(c.files, fileOp{ev: e, op: opRead, path: p, failed: failed, proc: toolspec.ReadFile})
+	case toolspec.WriteFile, toolspec.EditFile:
 		c.files = append(c.files, fileOp{ev: e, op: opWrite, path: p, failed: failed, proc: d.Tool})
-	case "list_directory", "search_files":
+	case toolspec.ListDirectory, toolspec.SearchFiles:
 		c.files = append(c.files, fileOp{ev: e, op: opList, path: p, failed: failed, proc: d.Tool})
 	}
 }
