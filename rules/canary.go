@@ -14,27 +14,22 @@ import (
 	"github.com/sandboxctl/sandboxctl/trace"
 )
 
-// Canary hit channels.
+// Canary hit channels: trace's, under the names the rules have always
+// used.
 const (
-	ChannelHTTP       = "http"
-	ChannelDNS        = "dns"
-	ChannelTCP        = "tcp"
-	ChannelUDP        = "udp"
-	ChannelTLS        = "tls"
-	ChannelFile       = "file"
-	ChannelArgv       = "argv"
-	ChannelToolOutput = "tool_output"
-	ChannelSMTP       = "smtp"
+	ChannelHTTP       = trace.ChannelHTTP
+	ChannelDNS        = trace.ChannelDNS
+	ChannelTCP        = trace.ChannelTCP
+	ChannelUDP        = trace.ChannelUDP
+	ChannelTLS        = trace.ChannelTLS
+	ChannelFile       = trace.ChannelFile
+	ChannelArgv       = trace.ChannelArgv
+	ChannelToolOutput = trace.ChannelToolOutput
+	ChannelSMTP       = trace.ChannelSMTP
 )
 
 // networkChannel reports whether a token seen on ch has left the sandbox.
-func networkChannel(ch string) bool {
-	switch ch {
-	case ChannelHTTP, ChannelDNS, ChannelTCP, ChannelUDP, ChannelTLS, ChannelSMTP:
-		return true
-	}
-	return false
-}
+func networkChannel(ch string) bool { return trace.LeftSandbox(ch) }
 
 const maxWhere = 200
 

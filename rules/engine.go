@@ -129,7 +129,7 @@ type ctx struct {
 	findMap map[string]*Finding
 	order   []string
 	byRule  map[string][]*Finding
-	windows []callWindow
+	windows trace.CallWindows
 	// aliases maps a name a file was given during the trace (a hard or
 	// symbolic link, a hard link found by its identity at the end) to the
 	// path it stands for; madeHere holds the paths the trace created,
@@ -159,12 +159,6 @@ func (c *ctx) found(id string) []*Finding {
 		panic(fmt.Sprintf("rules: %s reads the findings of %s without declaring it in After", c.current.ID, id))
 	}
 	return c.byRule[id]
-}
-
-// A callWindow is when a tool call ran.
-type callWindow struct {
-	id         string
-	start, end time.Time
 }
 
 // A cmdRef is one command line: an exec's argv, a shell's -c script, or a
@@ -211,6 +205,7 @@ func newCtx(in Input, events []trace.Event) *ctx {
 		c.home = "/home/user"
 	}
 	c.tree = trace.BuildTree(events)
+	c.windows = trace.NewCallWindows(events)
 	c.nameFiles(events)
 	for i := range events {
 		e := &events[i]
@@ -220,11 +215,6 @@ func newCtx(in Input, events []trace.Event) *ctx {
 			c.exercised = true
 			if d.ID != "" {
 				c.calls[d.ID] = d
-				start := d.Started
-				if start.IsZero() {
-					start = e.Time
-				}
-				c.windows = append(c.windows, callWindow{d.ID, start, start.Add(d.Duration)})
 			}
 			if cmd := toolCommand(d); cmd != "" {
 				c.cmds = append(c.cmds, cmdRef{ev: e, text: cmd, fail: d.ExitCode != 0 || d.IsError})
@@ -530,17 +520,9 @@ func (c *ctx) hit(r *Rule, key string, msg string, evs ...*trace.Event) *Finding
 	return f
 }
 
-// callAt returns the id of the tool call running at t (the latest to
-// start, when calls overlap), or "".
-func (c *ctx) callAt(t time.Time) string {
-	id := ""
-	for _, w := range c.windows {
-		if !t.Before(w.start) && !t.After(w.end) {
-			id = w.id
-		}
-	}
-	return id
-}
+// callAt returns the id of the tool call running at t, or ""
+// (trace.CallWindows).
+func (c *ctx) callAt(t time.Time) string { return c.windows.At(t) }
 
 func (c *ctx) result() []Finding {
 	out := make([]Finding, 0, len(c.order))
