@@ -37,7 +37,6 @@ var (
 	jsImportRE  = regexp.MustCompile(`(?:require\(\s*|from\s+|import\s+|import\(\s*)['"](\.{1,2}/[^'"]+)['"]`)
 	shSourceRE  = regexp.MustCompile(`(?m)(?:^|[;&|]\s*)(?:source|\.)\s+["']?([^\s"';]+)`)
 	rbRequireRE = regexp.MustCompile(`require(?:_relative)?\s*\(?\s*['"]([^'"]+)['"]`)
-	mainBlockRE = regexp.MustCompile(`if\s+__name__\s*==\s*['"]__main__['"]`)
 	makeRuleRE  = regexp.MustCompile(`(?m)^([A-Za-z0-9_][\w./-]*)\s*:(?:[^=]|$)`)
 	consoleRE   = regexp.MustCompile(`(?m)^\s*["']?([\w.-]+)["']?\s*=\s*["']([\w.]+):([\w.]+)["']`)
 	setupEntry  = regexp.MustCompile(`["']([\w.-]+)\s*=\s*([\w.]+):([\w.]+)["']`)
@@ -102,9 +101,7 @@ func (p *planner) entryPoints() {
 		dir := path.Dir(f.Path)
 		files := append([]string{pj.Main}, pj.bins()...)
 		for _, s := range pj.Scripts {
-			for _, w := range strings.Fields(s) {
-				files = append(files, w)
-			}
+			files = append(files, strings.Fields(s)...)
 		}
 		for _, x := range files {
 			covered[path.Clean(path.Join(dir, x))] = true

@@ -94,7 +94,8 @@ func (d *Driver) Next(ctx context.Context, prev []agent.Exchange) (agent.Step, e
 		Messages:    d.messages,
 		Tools:       openaiTools(),
 		Temperature: d.cfg.Temperature,
-		MaxTokens:   d.cfg.MaxTokens,
+		//lint:ignore SA1019 max_tokens is what OpenAI-compatible servers (Ollama, vLLM, llama.cpp) read
+		MaxTokens: d.cfg.MaxTokens,
 	}
 	resp, err := d.client.CreateChatCompletion(ctx, req)
 	if err != nil {
