@@ -172,6 +172,8 @@ func (r *Runner) pass(ctx context.Context, p Plan, dir string) (out Outcome, st 
 		// Interrupted: the trace did not finish what it meant to observe.
 		runErr = errors.Join(runErr, context.Cause(ctx))
 	}
+	// Whatever happened, take down what this trace created, on a fresh
+	// bounded context so that Ctrl-C still cleans up.
 	out.Kept, err = r.cleanup(ctx, st)
 	runErr = errors.Join(runErr, err)
 
