@@ -14,13 +14,14 @@ build: ## build the static bin/sandboxctl
 test: ## all tests; Docker ones skip without an engine (fail with SANDBOXCTL_REQUIRE_DOCKER=1)
 	CGO_ENABLED=1 $(GO) test -race -timeout 40m ./...
 
-test-short: ## unit tests only, no Docker
+test-short: ## unit tests only: no Docker test runs (testenv.RequireDocker skips under -short)
 	CGO_ENABLED=1 $(GO) test -race -short ./...
 
-lint: ## gofmt, go vet and the layering check
+lint: ## gofmt, go vet, staticcheck (pinned in go.mod) and the layering check
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
-	$(GO) test -run TestLayering .
+	$(GO) tool staticcheck ./...
+	$(GO) test -count=1 -run 'TestLayering|TestPromises' .
 
 golden: ## rewrite golden files of the packages that have them
 	$(GO) test ./reports/ ./canaryfs/ ./strace/ ./agent/ ./cmd/sandboxctl/ -update

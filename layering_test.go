@@ -13,8 +13,9 @@ import (
 
 const module = "github.com/sandboxctl/sandboxctl"
 
-// importRules says which of our packages may import a third-party module
-// (STYLE.md §1). A module not listed may be imported by anyone.
+// importRules says which of our packages may import a third-party module:
+// one package wraps each SDK, so that its types stop at that package. A
+// module not listed may be imported by anyone.
 var importRules = map[string][]string{
 	"github.com/moby/moby":              {"orchestrator/docker"},
 	"github.com/miekg/dns":              {"netcapture"},
@@ -24,7 +25,8 @@ var importRules = map[string][]string{
 }
 
 // internalRules lists, for packages with a fixed place in the pipeline, the
-// only packages of this module they may import.
+// only packages of this module they may import. A key covers its
+// subpackages unless a longer key names them.
 var internalRules = map[string][]string{
 	"trace":      {},
 	"canary":     {},
@@ -33,11 +35,26 @@ var internalRules = map[string][]string{
 	"persona":    {},
 	"strace":     {"trace"},
 	"netcapture": {"trace"},
-	"mcptools":   {"trace"},
-	"agent":      {"trace", "skill"},
-	"rules":      {"trace", "canary", "skill", "persona"},
+	"mcptools":   {"trace", "toolspec", "internal/capbuf"},
+	"agent":      {"trace", "skill", "toolspec"},
+	"rules":      {"trace", "canary", "skill", "persona", "toolspec"},
 	"reports":    {"trace", "rules", "canary", "skill", "safetext"},
 	"safetext":   {},
+	"toolspec":   {},
+	// internal/capbuf is a leaf; internal/testenv is test support (no
+	// production package may import it: see TestLayering).
+	"internal/capbuf": {},
+}
+
+// rulesFor returns the internalRules entry of pkg: the longest key it is
+// under.
+func rulesFor(pkg string) (allowed []string, key string, ok bool) {
+	for k, v := range internalRules {
+		if (pkg == k || strings.HasPrefix(pkg, k+"/")) && len(k) > len(key) {
+			allowed, key, ok = v, k, true
+		}
+	}
+	return allowed, key, ok
 }
 
 // TestLayering fails on an import edge the design does not allow, and on
@@ -64,8 +81,11 @@ func TestLayering(t *testing.T) {
 				continue
 			}
 			dep := strings.TrimPrefix(imp, module+"/")
-			if allowed, ok := internalRules[topLevel(pkg)]; ok && topLevel(dep) != topLevel(pkg) && !underAny(dep, allowed) {
+			if allowed, key, ok := rulesFor(pkg); ok && !underAny(dep, []string{key}) && !underAny(dep, allowed) {
 				t.Errorf("%s imports %s; it may import only %v of this module", pkg, dep, allowed)
+			}
+			if underAny(dep, []string{"internal/testenv"}) {
+				t.Errorf("%s imports %s, which is test support", pkg, dep)
 			}
 		}
 	}
@@ -77,7 +97,7 @@ func TestLayering(t *testing.T) {
 			return err
 		}
 		// cmd/ and bench/ hold commands; internal/testenv is test support.
-		if d.IsDir() && (path == "cmd" || path == "bench" || path == "internal" || strings.HasPrefix(d.Name(), ".") && path != ".") {
+		if d.IsDir() && (path == "cmd" || path == "bench" || path == "internal/testenv" || strings.HasPrefix(d.Name(), ".") && path != ".") {
 			return filepath.SkipDir
 		}
 		if d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
@@ -97,13 +117,6 @@ func TestLayering(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-}
-
-func topLevel(pkg string) string {
-	if i := strings.IndexByte(pkg, '/'); i >= 0 {
-		return pkg[:i]
-	}
-	return pkg
 }
 
 func underAny(pkg string, roots []string) bool {

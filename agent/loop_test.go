@@ -13,12 +13,13 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/sandboxctl/sandboxctl/agent"
 	"github.com/sandboxctl/sandboxctl/agent/agenttest"
+	"github.com/sandboxctl/sandboxctl/toolspec"
 	"github.com/sandboxctl/sandboxctl/trace"
 )
 
 func bash(cmd string) agent.Proposal {
 	args, _ := json.Marshal(map[string]string{"command": cmd})
-	return agent.Proposal{ToolCall: agent.ToolCall{Name: agent.ToolBash, Arguments: args}}
+	return agent.Proposal{ToolCall: agent.ToolCall{Name: toolspec.Bash, Arguments: args}}
 }
 
 func records(t *testing.T, b []byte) []map[string]any {

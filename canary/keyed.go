@@ -414,10 +414,12 @@ func (f *finder) decrypted(c evpCipher, key, iv, ct []byte, enc, outer Encoding,
 		cipher.NewCTR(blk, iv).XORKeyStream(out, ct)
 	case "ofb":
 		out = make([]byte, len(ct))
-		cipher.NewOFB(blk, iv).XORKeyStream(out, ct) //nolint:staticcheck // openssl enc -aes-*-ofb
+		//lint:ignore SA1019 the format read is openssl enc -aes-*-ofb
+		cipher.NewOFB(blk, iv).XORKeyStream(out, ct)
 	case "cfb":
 		out = make([]byte, len(ct))
-		cipher.NewCFBDecrypter(blk, iv).XORKeyStream(out, ct) //nolint:staticcheck // openssl enc -aes-*-cfb
+		//lint:ignore SA1019 the format read is openssl enc -aes-*-cfb
+		cipher.NewCFBDecrypter(blk, iv).XORKeyStream(out, ct)
 	}
 	if len(out) < MinNeedle {
 		return

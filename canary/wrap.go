@@ -126,7 +126,6 @@ func shortRuns(data []byte, probes []int) []run {
 			w, s, e = pe-ps, ps, pe
 		}
 		if w < minShortWrap {
-			p = max(p, e)
 			continue
 		}
 		for {
@@ -156,7 +155,6 @@ func shortRuns(data []byte, probes []int) []run {
 		// Nor does encoded data repeat a line.
 		if len(parts) < 2 || total < minShortRun || len(parts) == 2 && w < 11 ||
 			string(data[parts[0][0]:parts[0][1]]) == string(data[parts[1][0]:parts[1][1]]) {
-			p = max(p, e)
 			continue
 		}
 		r := run{n: total}
@@ -175,7 +173,6 @@ func shortRuns(data []byte, probes []int) []run {
 		// digits; hex: digits and letters) of one alphabet; a list of
 		// words does not.
 		if bits.OnesCount8(kinds) < 2 || r.url && r.std {
-			p = max(p, e)
 			continue
 		}
 		r.parts = slices.Clone(parts)

@@ -11,6 +11,7 @@ import (
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/sandboxctl/sandboxctl/toolspec"
 )
 
 // Result is one tool call's outcome as the host sees it.
@@ -57,6 +58,24 @@ func NewClient(ctx context.Context, w io.Writer, r io.Reader) (*Client, error) {
 type nopCloser struct{ io.Writer }
 
 func (nopCloser) Close() error { return nil }
+
+// Tools lists the tools the server offers, as it serves them: names,
+// descriptions and argument schemas (re-encoded from the wire).
+func (c *Client) Tools(ctx context.Context) ([]toolspec.Spec, error) {
+	res, err := c.c.ListTools(ctx, mcp.ListToolsRequest{})
+	if err != nil {
+		return nil, fmt.Errorf("list tools: %w", err)
+	}
+	out := make([]toolspec.Spec, 0, len(res.Tools))
+	for _, t := range res.Tools {
+		schema, err := json.Marshal(t.InputSchema)
+		if err != nil {
+			return nil, fmt.Errorf("list tools: schema of %s: %w", t.Name, err)
+		}
+		out = append(out, toolspec.Spec{Name: t.Name, Description: t.Description, Parameters: schema})
+	}
+	return out, nil
+}
 
 // Call runs tool name with args (a JSON object) as call id. A tool that ran
 // and failed is a Result with IsError, not an error; the error is for

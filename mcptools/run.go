@@ -14,6 +14,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/sandboxctl/sandboxctl/internal/capbuf"
 )
 
 // A job is one tool call's child process.
@@ -40,30 +42,6 @@ type outcome struct {
 
 func (o outcome) truncated() bool {
 	return o.stdoutBytes > int64(len(o.stdout)) || o.stderrBytes > int64(len(o.stderr))
-}
-
-// capBuf keeps the first max bytes written to it and counts the rest.
-type capBuf struct {
-	mu    sync.Mutex
-	buf   []byte
-	max   int
-	total int64
-}
-
-func (b *capBuf) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	b.total += int64(len(p))
-	if room := b.max - len(b.buf); room > 0 {
-		b.buf = append(b.buf, p[:min(room, len(p))]...)
-	}
-	return len(p), nil
-}
-
-func (b *capBuf) snapshot() ([]byte, int64) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return append([]byte(nil), b.buf...), b.total
 }
 
 // tracers tracks the strace (or shim) processes this server started, so
@@ -220,8 +198,8 @@ func (s *toolServer) run(ctx context.Context, j job) (outcome, error) {
 	}()
 	s.tracers.add(cmd.Process, waited)
 
-	stdout := &capBuf{max: cfg.MaxOutput}
-	stderr := &capBuf{max: cfg.MaxOutput}
+	stdout := capbuf.New(cfg.MaxOutput)
+	stderr := capbuf.New(cfg.MaxOutput)
 	outDone, errDone := make(chan struct{}), make(chan struct{})
 	// The pipes end when the last process holding them exits: possibly a
 	// background process long after this call returned. Until then they are
@@ -304,8 +282,8 @@ func (s *toolServer) run(ctx context.Context, j job) (outcome, error) {
 			outDone, errDone = nil, nil
 		}
 	}
-	out.stdout, out.stdoutBytes = stdout.snapshot()
-	out.stderr, out.stderrBytes = stderr.snapshot()
+	out.stdout, out.stdoutBytes = stdout.Snapshot()
+	out.stderr, out.stderrBytes = stderr.Snapshot()
 	out.duration = time.Since(start)
 	return out, nil
 }

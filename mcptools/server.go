@@ -16,17 +16,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
-)
-
-// Tool names. Drivers and tests rely on them.
-const (
-	ToolBash          = "bash"
-	ToolReadFile      = "read_file"
-	ToolWriteFile     = "write_file"
-	ToolEditFile      = "edit_file"
-	ToolListDirectory = "list_directory"
-	ToolSearchFiles   = "search_files"
-	ToolFetchURL      = "fetch_url"
+	"github.com/sandboxctl/sandboxctl/toolspec"
 )
 
 // MetaCallID is the _meta key under which the host passes a call's id.
@@ -89,40 +79,14 @@ type toolDef struct {
 	handler server.ToolHandlerFunc
 }
 
+// tools is the catalogue (toolspec), each tool served with its schema as
+// is, so that the server offers exactly what the model is shown.
 func (s *toolServer) tools() []toolDef {
-	path := mcp.WithString("path", mcp.Required(), mcp.Description("File path, absolute or relative to the home directory"))
-	return []toolDef{
-		{mcp.NewTool(ToolBash,
-			mcp.WithDescription("Run a shell command with bash -c in the home directory. Returns stdout, stderr and the exit code."),
-			mcp.WithString("command", mcp.Required(), mcp.Description("The command line")),
-			mcp.WithNumber("timeout_s", mcp.Description("Timeout in seconds (default 120)")),
-		), s.handle(ToolBash)},
-		{mcp.NewTool(ToolReadFile,
-			mcp.WithDescription("Read a text file."), path), s.handle(ToolReadFile)},
-		{mcp.NewTool(ToolWriteFile,
-			mcp.WithDescription("Write a file, creating it and its parent folders, replacing its content."), path,
-			mcp.WithString("content", mcp.Required(), mcp.Description("The new content")),
-		), s.handle(ToolWriteFile)},
-		{mcp.NewTool(ToolEditFile,
-			mcp.WithDescription("Replace the one occurrence of old with new in a file."), path,
-			mcp.WithString("old", mcp.Required(), mcp.Description("Text to replace; must occur exactly once")),
-			mcp.WithString("new", mcp.Required(), mcp.Description("Replacement text")),
-		), s.handle(ToolEditFile)},
-		{mcp.NewTool(ToolListDirectory,
-			mcp.WithDescription("List a directory: folders end with /, files show their size."), path), s.handle(ToolListDirectory)},
-		{mcp.NewTool(ToolSearchFiles,
-			mcp.WithDescription("Search files under path (default: home) whose name matches pattern (a glob, or a substring) and lines matching pattern as a regular expression."),
-			mcp.WithString("pattern", mcp.Required(), mcp.Description("Glob, substring or regular expression")),
-			mcp.WithString("path", mcp.Description("Folder to search")),
-		), s.handle(ToolSearchFiles)},
-		{mcp.NewTool(ToolFetchURL,
-			mcp.WithDescription("Fetch a URL over HTTP(S) and return the status, headers and body."),
-			mcp.WithString("url", mcp.Required(), mcp.Description("http or https URL")),
-			mcp.WithString("method", mcp.Description("HTTP method (default GET)")),
-			mcp.WithObject("headers", mcp.Description("Request headers"), mcp.AdditionalProperties(map[string]any{"type": "string"})),
-			mcp.WithString("body", mcp.Description("Request body")),
-		), s.handle(ToolFetchURL)},
+	var defs []toolDef
+	for _, t := range toolspec.All() {
+		defs = append(defs, toolDef{mcp.NewToolWithRawSchema(t.Name, t.Description, t.Parameters), s.handle(t.Name)})
 	}
+	return defs
 }
 
 // callID returns a file-name-safe, unique id for a call: the host's
@@ -180,7 +144,7 @@ func (s *toolServer) handle(name string) server.ToolHandlerFunc {
 			return s.refuse(id, name+": "+msg), nil
 		}
 		j := job{callID: id, timeout: s.cfg.Timeout}
-		if name == ToolBash {
+		if name == toolspec.Bash {
 			j.argv = []string{"/bin/bash", "-c", a.Command}
 			if a.TimeoutS != nil && *a.TimeoutS > 0 {
 				j.timeout = min(time.Duration(*a.TimeoutS*float64(time.Second)), s.cfg.MaxTimeout)
@@ -220,30 +184,30 @@ func expandHome(p, home string) (string, bool) {
 // validate checks a tool's required arguments; it returns what is wrong.
 func validate(name string, a toolArgs) string {
 	switch name {
-	case ToolBash:
+	case toolspec.Bash:
 		if strings.TrimSpace(a.Command) == "" {
 			return "command is required"
 		}
 		if a.TimeoutS != nil && *a.TimeoutS < 0 {
 			return "timeout_s must not be negative"
 		}
-	case ToolReadFile, ToolListDirectory:
+	case toolspec.ReadFile, toolspec.ListDirectory:
 		if a.Path == "" {
 			return "path is required"
 		}
-	case ToolWriteFile:
+	case toolspec.WriteFile:
 		if a.Path == "" || a.Content == nil {
 			return "path and content are required"
 		}
-	case ToolEditFile:
+	case toolspec.EditFile:
 		if a.Path == "" || a.Old == nil || a.New == nil {
 			return "path, old and new are required"
 		}
-	case ToolSearchFiles:
+	case toolspec.SearchFiles:
 		if a.Pattern == "" {
 			return "pattern is required"
 		}
-	case ToolFetchURL:
+	case toolspec.FetchURL:
 		if a.URL == "" {
 			return "url is required"
 		}

@@ -17,6 +17,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/sandboxctl/sandboxctl/toolspec"
 )
 
 // Caps of the file tools, inside the sandbox.
@@ -66,17 +68,17 @@ func Tool(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 	w := bufio.NewWriter(stdout)
 	defer w.Flush()
 	switch name {
-	case "read_file":
+	case toolspec.ReadFile:
 		err = readFile(w, a.Path)
-	case "write_file":
+	case toolspec.WriteFile:
 		err = writeFile(w, a.Path, a.Content)
-	case "edit_file":
+	case toolspec.EditFile:
 		err = editFile(w, a.Path, a.Old, a.New)
-	case "list_directory":
+	case toolspec.ListDirectory:
 		err = listDirectory(w, a.Path)
-	case "search_files":
+	case toolspec.SearchFiles:
 		err = searchFiles(w, a.Pattern, a.Path)
-	case "fetch_url":
+	case toolspec.FetchURL:
 		err = fetchURL(ctx, w, a)
 	default:
 		fmt.Fprintf(stderr, "unknown tool %q\n", name)

@@ -128,7 +128,7 @@ func parseNFLOG(b []byte) []nflogPacket {
 // Netlink constants of NFLOG (linux/netfilter/nfnetlink_log.h).
 const (
 	nfnlSubsysULOG  = 4
-	nflogMsgPacket  = nfnlSubsysULOG<<8 | 0
+	nflogMsgPacket  = nfnlSubsysULOG << 8 // | NFULNL_MSG_PACKET (0)
 	nflogMsgConfig  = nfnlSubsysULOG<<8 | 1
 	nfulaPayload    = 9
 	nfulaCfgCmd     = 1

@@ -13,5 +13,7 @@
 // netcapture must never send a packet anywhere: it never dials, never
 // resolves upstream, never tunnels a CONNECT. Every path answers from the
 // sink or refuses. It imports nothing of this module but trace, and knows
-// nothing of canaries: the orchestrator scans its events.
+// nothing of canaries: the rules scan its events for planted tokens
+// (rules.ScanCanaries, with the rest of the timeline), and the
+// orchestrator scans the payloads it spooled.
 package netcapture

@@ -7,14 +7,11 @@ import (
 	"encoding/base64"
 	"errors"
 	"io"
-	"log"
 	"net"
 	"net/http"
 	"strconv"
 	"strings"
 	"time"
-
-	"golang.org/x/net/http2"
 )
 
 // HTTP/1 connection policy: every byte a client sends on a connection is
@@ -241,14 +238,7 @@ func (ss *session) serveH2CUpgrade(c *metaConn, req *http.Request, m connMeta) {
 		ss.untrack(c)
 		c.Close()
 	}()
-	srv := &http2.Server{IdleTimeout: 30 * time.Second, MaxReadFrameSize: 1 << 20}
-	srv.ServeConn(c, &http2.ServeConnOpts{
-		Context:        context.WithValue(context.WithValue(ss.ctx, sessKey, ss), metaKey, m),
-		Handler:        http.HandlerFunc(ss.s.serveHTTP),
-		BaseConfig:     &http.Server{ReadTimeout: httpReadTimeout, WriteTimeout: httpReadTimeout, ErrorLog: log.New(io.Discard, "", 0)},
-		UpgradeRequest: req,
-		Settings:       settings,
-	})
+	ss.serveHTTP2Conn(c, m, req, settings)
 }
 
 // exchangeUnfinished is exchange, also telling whether the request's body

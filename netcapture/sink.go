@@ -22,7 +22,6 @@ import (
 
 	"github.com/elazarl/goproxy"
 	"github.com/sandboxctl/sandboxctl/trace"
-	"golang.org/x/net/http2"
 )
 
 // TCP sink policy: every accepted connection ends in exactly one of three
@@ -101,7 +100,7 @@ func (s *Sink) newProxy() *goproxy.ProxyHttpServer {
 	refuse := func(context.Context, string, string) (net.Conn, error) {
 		return nil, errors.New("netcapture never dials")
 	}
-	p.Tr = &http.Transport{DialContext: refuse, Proxy: nil}
+	p.Tr = &http.Transport{DialContext: refuse, Proxy: nil} // promises:allow: its dialler refuses
 	p.ConnectDial = func(string, string) (net.Conn, error) { return nil, errors.New("netcapture never dials") }
 	p.ConnectDialWithReq = nil
 	p.NonproxyHandler = http.HandlerFunc(s.serveHTTP)
@@ -273,11 +272,10 @@ func (ss *session) closeAll() {
 
 // chanListener is a net.Listener whose connections are handed to it.
 type chanListener struct {
-	ch     chan net.Conn
-	done   chan struct{}
-	once   sync.Once
-	addr   net.Addr
-	closed error
+	ch   chan net.Conn
+	done chan struct{}
+	once sync.Once
+	addr net.Addr
 }
 
 func (l *chanListener) Accept() (net.Conn, error) {
@@ -577,12 +575,7 @@ func (ss *session) serveH2(tc net.Conn, m connMeta) {
 	}()
 	w := &httpWatch{capN: ss.s.cfg.FirstBytesCap}
 	m.watch = w
-	srv := &http2.Server{IdleTimeout: 30 * time.Second, MaxReadFrameSize: 1 << 20}
-	srv.ServeConn(tc, &http2.ServeConnOpts{
-		Context:    context.WithValue(context.WithValue(ss.ctx, sessKey, ss), metaKey, m),
-		Handler:    http.HandlerFunc(ss.s.serveHTTP),
-		BaseConfig: &http.Server{ReadTimeout: httpReadTimeout, WriteTimeout: httpReadTimeout, ErrorLog: log.New(io.Discard, "", 0)},
-	})
+	ss.serveHTTP2Conn(tc, m, nil, nil)
 }
 
 // catchAll records a raw flow: its first bytes (capped), its size, and the

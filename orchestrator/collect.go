@@ -2,7 +2,6 @@ package orchestrator
 
 import (
 	"archive/tar"
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -13,12 +12,10 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
-	"github.com/sandboxctl/sandboxctl/canaryfs"
+	"github.com/sandboxctl/sandboxctl/internal/capbuf"
 	"github.com/sandboxctl/sandboxctl/persona"
-	"github.com/sandboxctl/sandboxctl/skill"
 	"github.com/sandboxctl/sandboxctl/strace"
 	"github.com/sandboxctl/sandboxctl/trace"
 )
@@ -30,11 +27,42 @@ const (
 	maxStraceLine = 64 << 10
 )
 
+// collectAll is the collect stage of a pass. It runs on a fresh context
+// (the trace's, tctx, may have ended) bounded by a budget plus the grace
+// period, shorter when ctx was cancelled. A loop that ended because the
+// skill exhausted the sandbox is a result, not a failure; a loop that
+// failed otherwise is the stage's error too.
+func (r *Runner) collectAll(ctx, tctx context.Context, st *run) error {
+	r.phase("collect", "syscall logs, file diff, resources")
+	budget := 60 * time.Second
+	if ctx.Err() != nil {
+		budget = 15 * time.Second
+	}
+	cctx, ccancel := context.WithTimeout(context.WithoutCancel(ctx), budget+st.plan.Limits.Grace)
+	defer ccancel()
+	st.grace = graceLeft(tctx, st.plan.Limits.Grace, ctx.Err() != nil)
+	err := r.collect(cctx, st)
+	if st.loopErr != nil && st.exhausted && !errors.Is(st.loopErr, ErrTimeout) {
+		// The skill used up the sandbox's pids or memory, which the tool
+		// server shares: losing it is the skill's doing and the trace's
+		// result (the resource event says which limit), not a failure to
+		// observe what came before.
+		st.events = append(st.events, trace.Event{Time: r.now(), Source: trace.SourceResource, Type: trace.TypeJailNotice,
+			Data: &trace.Notice{Message: "agent loop ended: the sandbox's resources were exhausted by the skill: " + st.loopErr.Error()}})
+		st.loopErr = nil
+	}
+	// A trace that ran into its deadline is a result (status timeout), not
+	// a failure to observe; a driver or tool server that failed is.
+	if st.loopErr != nil && !errors.Is(st.loopErr, ErrTimeout) {
+		err = errors.Join(st.loopErr, err)
+	}
+	return err
+}
+
 // collect gathers the events of a trace that ran: the tool calls, the
 // syscall logs (after ending the tracers so they are complete), the file
 // diff, resource use and the jail's stream.
 func (r *Runner) collect(ctx context.Context, st *run) error {
-	var errs []error
 	st.events = append(st.events, st.calls.all()...)
 
 	// Sampling ends before the grace period: the freeze runs as an exec,
@@ -50,99 +78,118 @@ func (r *Runner) collect(ctx context.Context, st *run) error {
 	}
 	r.endSkill(ctx, st, st.grace)
 	if st.resources != nil {
-		res.MemoryLimit, res.PIDsLimit = st.plan.Limits.Memory, st.plan.Limits.PIDs
-		cg := r.cgroupFigures(ctx, st.sandbox)
-		res.PeakMemory = max(res.PeakMemory, cg.memPeak)
-		if cg.pidsMaxHits > 0 {
-			res.Exceeded = append(res.Exceeded, "pids")
-		}
-		if cg.oomKills > 0 {
-			res.OOMKilled = true
-		}
-		if s, err := st.sandbox.State(ctx); err == nil && s.OOMKilled {
-			res.OOMKilled = true
-		}
-		// A process killed by the cgroup's OOM killer does not mark the
-		// container; usage at the limit does.
-		if res.OOMKilled || cg.memFailures > 0 || res.MemoryLimit > 0 && res.PeakMemory >= res.MemoryLimit*95/100 {
-			res.Exceeded = append(res.Exceeded, "memory")
-		}
-		if cg.pidsMaxHits == 0 && res.PIDsLimit > 0 && res.PeakPIDs >= res.PIDsLimit*9/10 {
-			res.Exceeded = append(res.Exceeded, "pids") // sampled: the counters were not readable
-		}
-		for _, c := range st.loop.Calls {
-			if c.Result.Truncated {
-				res.Exceeded = append(res.Exceeded, "output")
-				break
-			}
-		}
-		res.OutputBytes = st.loop.OutputBytes
-		st.exhausted = slices.Contains(res.Exceeded, "pids") || slices.Contains(res.Exceeded, "memory")
-		st.events = append(st.events, trace.Event{Time: r.now(), Source: trace.SourceResource, Type: trace.TypeResource, Data: &res})
+		r.resourceEvent(ctx, st, res)
 	}
-
+	var err error
 	if st.sandbox != nil {
-		t0 := time.Now()
-		if !st.plan.Unwatched {
-			sys, err := r.syscalls(ctx, st)
-			r.log().Debug("collect: syscall logs", "took", time.Since(t0))
-			if err != nil {
-				errs = append(errs, fmt.Errorf("syscall logs: %w", err))
-			}
-			st.events = append(st.events, sys...)
-		}
-
-		// Before anything reads the home as root (the changed files are
-		// copied out next): the planted files' state says whether they were
-		// read, and by which other names they can be found.
-		ends, err := r.plantedState(ctx, st)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("planted files: %w", err))
-		}
-		st.events = append(st.events, st.planted...)
-		st.events = append(st.events, ends...)
-
-		changed, err := r.changedFiles(ctx, st)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("changed files: %w", err))
-		}
-		st.events = append(st.events, changed...)
-
-		r.log().Debug("collect: changed files", "took", time.Since(t0))
-		rootfs, err := r.rootfsChanges(ctx, st)
-		r.log().Debug("collect: rootfs", "took", time.Since(t0))
-		if err != nil {
-			errs = append(errs, fmt.Errorf("root file system changes: %w", err))
-		}
-
-		if r.EngineDiff {
-			// The engine's diff is read host-side, out of the sandbox's
-			// reach. On storage drivers without a native diff
-			// (fuse-overlayfs) it walks the whole image and holds up the
-			// engine's other work on the container, so it is opt-in.
-			d, err := st.sandbox.Diff(ctx)
-			r.log().Debug("collect: engine diff", "took", time.Since(t0))
-			if err != nil {
-				errs = append(errs, fmt.Errorf("file diff: %w", err))
-			}
-			seen := map[string]bool{}
-			now := r.now()
-			for _, c := range filterDiff(d) {
-				seen[c.Path] = true
-				st.events = append(st.events, trace.Event{Time: now, Source: trace.SourceFSDiff, Type: trace.TypeFSChange,
-					Data: &trace.FSChange{Path: c.Path, Kind: c.Kind}})
-			}
-			rootfs = slices.DeleteFunc(rootfs, func(e trace.Event) bool { return seen[e.Data.(*trace.FSChange).Path] })
-		}
-		st.events = append(st.events, rootfs...)
+		err = r.sandboxEvidence(ctx, st)
 	}
-
 	if st.jailEv != nil {
 		ev := r.jailEvents(ctx, st)
 		st.events = append(st.events, ev.events...)
 		st.spoolHits = ev.hits
 	}
+	return err
+}
+
+// resourceEvent completes the sampled figures res with the cgroup's own
+// counters and the limits, says which limits the skill reached, and adds
+// the resource event.
+func (r *Runner) resourceEvent(ctx context.Context, st *run, res trace.Resource) {
+	res.MemoryLimit, res.PIDsLimit = st.plan.Limits.Memory, st.plan.Limits.PIDs
+	cg := r.cgroupFigures(ctx, st.sandbox)
+	res.PeakMemory = max(res.PeakMemory, cg.memPeak)
+	if cg.pidsMaxHits > 0 {
+		res.Exceeded = append(res.Exceeded, "pids")
+	}
+	if cg.oomKills > 0 {
+		res.OOMKilled = true
+	}
+	if s, err := st.sandbox.State(ctx); err == nil && s.OOMKilled {
+		res.OOMKilled = true
+	}
+	// A process killed by the cgroup's OOM killer does not mark the
+	// container; usage at the limit does.
+	if res.OOMKilled || cg.memFailures > 0 || res.MemoryLimit > 0 && res.PeakMemory >= res.MemoryLimit*95/100 {
+		res.Exceeded = append(res.Exceeded, "memory")
+	}
+	if cg.pidsMaxHits == 0 && res.PIDsLimit > 0 && res.PeakPIDs >= res.PIDsLimit*9/10 {
+		res.Exceeded = append(res.Exceeded, "pids") // sampled: the counters were not readable
+	}
+	for _, c := range st.loop.Calls {
+		if c.Result.Truncated {
+			res.Exceeded = append(res.Exceeded, "output")
+			break
+		}
+	}
+	res.OutputBytes = st.loop.OutputBytes
+	st.exhausted = slices.Contains(res.Exceeded, "pids") || slices.Contains(res.Exceeded, "memory")
+	st.events = append(st.events, trace.Event{Time: r.now(), Source: trace.SourceResource, Type: trace.TypeResource, Data: &res})
+}
+
+// sandboxEvidence reads what the sandbox holds: the syscall logs (watched
+// pass), the planted files' end state, the changed files, and the changes
+// to the root file system (with the engine's diff when asked for).
+func (r *Runner) sandboxEvidence(ctx context.Context, st *run) error {
+	var errs []error
+	t0 := time.Now()
+	if !st.plan.Unwatched {
+		sys, err := r.syscalls(ctx, st)
+		r.log().Debug("collect: syscall logs", "took", time.Since(t0))
+		if err != nil {
+			errs = append(errs, fmt.Errorf("syscall logs: %w", err))
+		}
+		st.events = append(st.events, sys...)
+	}
+
+	// Before anything reads the home as root (the changed files are
+	// copied out next): the planted files' state says whether they were
+	// read, and by which other names they can be found.
+	ends, err := r.plantedState(ctx, st)
+	if err != nil {
+		errs = append(errs, fmt.Errorf("planted files: %w", err))
+	}
+	st.events = append(st.events, st.planted...)
+	st.events = append(st.events, ends...)
+
+	changed, err := r.changedFiles(ctx, st)
+	if err != nil {
+		errs = append(errs, fmt.Errorf("changed files: %w", err))
+	}
+	st.events = append(st.events, changed...)
+
+	r.log().Debug("collect: changed files", "took", time.Since(t0))
+	rootfs, err := r.rootfsChanges(ctx, st)
+	r.log().Debug("collect: rootfs", "took", time.Since(t0))
+	if err != nil {
+		errs = append(errs, fmt.Errorf("root file system changes: %w", err))
+	}
+	if r.EngineDiff {
+		rootfs, err = r.engineDiff(ctx, st, rootfs)
+		r.log().Debug("collect: engine diff", "took", time.Since(t0))
+		if err != nil {
+			errs = append(errs, fmt.Errorf("file diff: %w", err))
+		}
+	}
+	st.events = append(st.events, rootfs...)
 	return errors.Join(errs...)
+}
+
+// engineDiff adds the engine's diff of the sandbox to st's events and
+// returns the rootfs changes it does not already name. The engine's diff
+// is read host-side, out of the sandbox's reach. On storage drivers
+// without a native diff (fuse-overlayfs) it walks the whole image and
+// holds up the engine's other work on the container, so it is opt-in.
+func (r *Runner) engineDiff(ctx context.Context, st *run, rootfs []trace.Event) ([]trace.Event, error) {
+	d, err := st.sandbox.Diff(ctx)
+	seen := map[string]bool{}
+	now := r.now()
+	for _, c := range filterDiff(d) {
+		seen[c.Path] = true
+		st.events = append(st.events, trace.Event{Time: now, Source: trace.SourceFSDiff, Type: trace.TypeFSChange,
+			Data: &trace.FSChange{Path: c.Path, Kind: c.Kind}})
+	}
+	return slices.DeleteFunc(rootfs, func(e trace.Event) bool { return seen[e.Data.(*trace.FSChange).Path] }), err
 }
 
 // plantedState runs identityScript and returns the end state of every
@@ -151,10 +198,10 @@ func (r *Runner) plantedState(ctx context.Context, st *run) ([]trace.Event, erro
 	if len(st.planted) == 0 {
 		return nil, nil
 	}
-	var out bytes.Buffer
+	out := capbuf.New(8 << 20)
 	_, err := st.sandbox.Exec(ctx, ExecSpec{
 		Argv: []string{"/bin/sh", "-c", identityScript}, User: "0:0", Env: []string{"HOME_DIR=" + st.home.HomeDir},
-		Stdout: &limitedBuffer{max: 8 << 20, buf: &out}, Stderr: io.Discard,
+		Stdout: out, Stderr: io.Discard,
 	})
 	if err != nil {
 		return nil, err
@@ -171,10 +218,10 @@ const rootfsScript = `find / -xdev -cnewer "$STAMP" \( -type f -o -type d -o -ty
 // rootfsChanges runs rootfsScript and turns its lines (untrusted) into
 // fs_change events.
 func (r *Runner) rootfsChanges(ctx context.Context, st *run) ([]trace.Event, error) {
-	var out bytes.Buffer
+	out := capbuf.New(1 << 20)
 	_, err := st.sandbox.Exec(ctx, ExecSpec{
 		Argv: []string{"/bin/sh", "-c", rootfsScript}, User: "0:0", Env: []string{"STAMP=" + stampPath},
-		Stdout: &limitedBuffer{max: 1 << 20, buf: &out}, Stderr: io.Discard,
+		Stdout: out, Stderr: io.Discard,
 	})
 	if err != nil {
 		return nil, err
@@ -211,10 +258,10 @@ func parseRootfs(out string, now time.Time) []trace.Event {
 // syscalls ends the tracers, copies the per-call strace logs out and parses
 // them host-side.
 func (r *Runner) syscalls(ctx context.Context, st *run) ([]trace.Event, error) {
-	var stderr bytes.Buffer
+	stderr := capbuf.New(4 << 10)
 	code, err := st.sandbox.Exec(ctx, ExecSpec{
 		Argv: []string{AgentBin, "__flush", "--log-dir", CallLogDir}, User: "0:0",
-		Stdout: io.Discard, Stderr: &limitedBuffer{max: 4 << 10, buf: &stderr},
+		Stdout: io.Discard, Stderr: stderr,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("end tracers: %w", err)
@@ -374,44 +421,6 @@ func setupPath(p string) bool {
 	return strings.Contains(p, "/certifi/") || strings.HasSuffix(p, "/certifi")
 }
 
-// cleanup removes the containers of the trace on a fresh bounded context,
-// unless the plan keeps them; it returns the names of kept containers.
-func (r *Runner) cleanup(ctx context.Context, st *run) ([]string, error) {
-	if st.plan.Keep {
-		var kept []string
-		for _, sb := range []Sandbox{st.sandbox, st.jail} {
-			if sb != nil {
-				kept = append(kept, sb.ID())
-			}
-		}
-		if st.jailEv != nil {
-			st.jailEv.stop()
-		}
-		return kept, nil
-	}
-	r.phase("cleanup", "removing containers")
-	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.teardown())
-	defer cancel()
-	var errs []error
-	if st.sandbox != nil {
-		if err := st.sandbox.Remove(cctx); err != nil {
-			errs = append(errs, fmt.Errorf("remove sandbox %s: %w", st.sandbox.ID(), err))
-		}
-	}
-	if st.jail != nil {
-		if err := st.jail.Remove(cctx); err != nil {
-			errs = append(errs, fmt.Errorf("remove jail %s: %w", st.jail.ID(), err))
-		}
-	}
-	if st.jailEv != nil {
-		st.jailEv.stop()
-	}
-	if st.procs != nil {
-		st.procs.stop() // ended by collect already, unless the pass failed before it
-	}
-	return nil, errors.Join(errs...)
-}
-
 // cgroupScript prints the container's own cgroup counters (v1 or v2), which
 // are exact where sampling from outside is not. Run as root in the sandbox.
 const cgroupScript = `cd /sys/fs/cgroup 2>/dev/null || exit 0
@@ -430,9 +439,9 @@ type cgroupCounts struct {
 // cgroupFigures reads the counters; a sandbox too exhausted to run the
 // script gives zeros, and the sampled figures stand.
 func (r *Runner) cgroupFigures(ctx context.Context, sb Sandbox) cgroupCounts {
-	var out bytes.Buffer
+	out := capbuf.New(16 << 10)
 	if _, err := sb.Exec(ctx, ExecSpec{Argv: []string{"/bin/sh", "-c", cgroupScript}, User: "0:0",
-		Stdout: &limitedBuffer{max: 16 << 10, buf: &out}, Stderr: io.Discard}); err != nil {
+		Stdout: out, Stderr: io.Discard}); err != nil {
 		return cgroupCounts{}
 	}
 	return parseCgroup(out.String())
@@ -466,124 +475,4 @@ func parseCgroup(out string) cgroupCounts {
 		}
 	}
 	return c
-}
-
-// resourceSampler samples a container's resource use until stopped.
-type resourceSampler struct {
-	mu     sync.Mutex
-	res    trace.Resource
-	cancel context.CancelFunc
-	done   chan struct{}
-}
-
-func startSampler(ctx context.Context, sb Sandbox, every time.Duration) *resourceSampler {
-	s := &resourceSampler{done: make(chan struct{})}
-	sctx, cancel := context.WithCancel(ctx)
-	s.cancel = cancel
-	go func() {
-		defer close(s.done)
-		t := time.NewTicker(every)
-		defer t.Stop()
-		for {
-			s.sample(sctx, sb)
-			select {
-			case <-sctx.Done():
-				return
-			case <-t.C:
-			}
-		}
-	}()
-	return s
-}
-
-func (s *resourceSampler) sample(ctx context.Context, sb Sandbox) {
-	st, err := sb.Stats(ctx)
-	if err != nil {
-		return
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.res.PeakMemory = max(s.res.PeakMemory, st.Memory, st.MaxMemory)
-	s.res.PeakPIDs = max(s.res.PeakPIDs, st.PIDs)
-	s.res.CPUSeconds = max(s.res.CPUSeconds, st.CPUSeconds)
-}
-
-// stop ends the sampling and takes one last sample on ctx, so that a trace
-// shorter than a sampling round still gets figures.
-func (s *resourceSampler) stop(ctx context.Context, sb Sandbox) trace.Resource {
-	s.cancel()
-	<-s.done
-	sctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	s.sample(sctx, sb)
-	cancel()
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.res
-}
-
-// writeSetupTar writes the seeded home and the skill, read-only and owned by
-// root, as concatenated tar archives for `tar -x -i` at "/".
-func writeSetupTar(w io.Writer, home *canaryfs.Home, sk *skill.Skill, skillDir string) error {
-	if err := home.WriteTar(w, UserUID, UserGID); err != nil {
-		return err
-	}
-	tw := tar.NewWriter(w)
-	mtime := time.Now().Add(-36 * time.Hour)
-	// The skill's parents belong to the user, as an agent would have made them.
-	parent := path.Dir(skillDir)
-	for _, d := range []string{path.Dir(parent), parent} {
-		if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeDir, Name: strings.TrimPrefix(d, "/") + "/",
-			Mode: 0o755, Uid: UserUID, Gid: UserGID, Uname: home.User, Gname: home.User, ModTime: mtime}); err != nil {
-			return err
-		}
-	}
-	dirs := map[string]bool{}
-	var addDir func(d string) error
-	addDir = func(d string) error {
-		if dirs[d] || d == skillDir || !strings.HasPrefix(d, skillDir) {
-			return nil
-		}
-		if err := addDir(path.Dir(d)); err != nil {
-			return err
-		}
-		dirs[d] = true
-		return tw.WriteHeader(&tar.Header{Typeflag: tar.TypeDir, Name: strings.TrimPrefix(d, "/") + "/",
-			Mode: 0o555, Uname: "root", Gname: "root", ModTime: mtime})
-	}
-	if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeDir, Name: strings.TrimPrefix(skillDir, "/") + "/",
-		Mode: 0o555, Uname: "root", Gname: "root", ModTime: mtime}); err != nil {
-		return err
-	}
-	for _, f := range sk.Files {
-		p := path.Join(skillDir, f.Path)
-		if err := addDir(path.Dir(p)); err != nil {
-			return err
-		}
-		mode := int64(0o444)
-		if f.Mode&0o111 != 0 || bytes.HasPrefix(f.Content, []byte("#!")) {
-			mode = 0o555
-		}
-		if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: strings.TrimPrefix(p, "/"), Mode: mode,
-			Size: int64(len(f.Content)), Uname: "root", Gname: "root", ModTime: mtime}); err != nil {
-			return err
-		}
-		if _, err := tw.Write(f.Content); err != nil {
-			return err
-		}
-	}
-	return tw.Close()
-}
-
-var slugRe = regexp.MustCompile(`[^a-z0-9._-]+`)
-
-// skillSlug is the skill's folder name in the sandbox.
-func skillSlug(s *skill.Skill) string {
-	n := strings.Trim(slugRe.ReplaceAllString(strings.ToLower(s.Name), "-"), "-.")
-	if n == "" {
-		n = "skill"
-	}
-	if len(n) > 64 {
-		n = n[:64]
-	}
-	return n
 }

@@ -1,6 +1,10 @@
-// Package orchestrator is the only package that knows the order of a trace's
-// steps: load, plan, image, jail, seeded home, sandbox, driver loop, events,
-// rules, report, cleanup.
+// Package orchestrator is the only package that knows the order of a
+// trace's stages: plan, image, jail, sandbox, drive, collect, teardown,
+// analyse, report. Runner.Run reads as that pipeline (its doc lists the
+// stages), and each stage is a file of its own (plan.go, image.go, jail.go,
+// sandbox.go, drive.go, collect.go, teardown.go, analyse.go, report.go);
+// stealth.go adds the unwatched pass. The orchestrator calls the rules
+// (rules.Evaluate) and then the report builder (reports.Build) itself.
 //
 // It declares the Runtime and Sandbox it needs; orchestrator/docker
 // implements them on the Docker Engine API and orchestrator/runtimetest fakes

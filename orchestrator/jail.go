@@ -4,15 +4,20 @@ import (
 	"archive/tar"
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
 	"path"
 	"sync"
 	"time"
 
 	"github.com/sandboxctl/sandboxctl/canary"
+	"github.com/sandboxctl/sandboxctl/internal/capbuf"
 	"github.com/sandboxctl/sandboxctl/netcapture"
 	"github.com/sandboxctl/sandboxctl/rules"
 	"github.com/sandboxctl/sandboxctl/trace"
@@ -50,21 +55,20 @@ type jailStream struct {
 	ready  chan struct{}
 	sealed chan struct{} // the jail closed its event log
 	done   chan struct{} // the stream ended (the jail exited, or stop)
-	mu     sync.Mutex
-	stderr bytes.Buffer
+	stderr *capbuf.Buffer
 	cancel context.CancelFunc
 }
 
 // followJail starts reading the jail's status stream. The reader ends when
 // the jail's main process ends or cancel is called.
 func followJail(ctx context.Context, jail Sandbox) *jailStream {
-	js := &jailStream{ready: make(chan struct{}), sealed: make(chan struct{}), done: make(chan struct{})}
+	js := &jailStream{ready: make(chan struct{}), sealed: make(chan struct{}), done: make(chan struct{}),
+		stderr: capbuf.New(16 << 10)}
 	lctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	js.cancel = cancel
 	pr, pw := io.Pipe()
-	stderr := &limitedBuffer{max: 16 << 10, buf: &js.stderr}
 	go func() {
-		err := jail.Logs(lctx, pw, &lockedWriter{mu: &js.mu, w: stderr})
+		err := jail.Logs(lctx, pw, js.stderr)
 		pw.CloseWithError(err)
 	}()
 	go func() {
@@ -101,25 +105,11 @@ func (js *jailStream) stop() {
 }
 
 func (js *jailStream) stderrTail() string {
-	js.mu.Lock()
-	defer js.mu.Unlock()
 	s := js.stderr.String()
 	if s == "" {
 		return "no output"
 	}
 	return tail(s, 500)
-}
-
-// lockedWriter serialises writes to w under mu.
-type lockedWriter struct {
-	mu *sync.Mutex
-	w  io.Writer
-}
-
-func (l *lockedWriter) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.w.Write(p)
 }
 
 // jailEvidence is what was read back from the jail.
@@ -148,9 +138,8 @@ func (r *Runner) jailEvents(ctx context.Context, st *run) jailEvidence {
 	case <-js.done:
 		// The jail exited already: whatever it wrote is all there is.
 	default:
-		var stderr bytes.Buffer
 		if _, err := st.jail.Exec(ctx, ExecSpec{Argv: []string{"/bin/sh", "-c", "kill -s " + sig + " 1"}, User: "0:0",
-			Stdout: io.Discard, Stderr: &limitedBuffer{max: 1 << 10, buf: &stderr}}); err != nil {
+			Stdout: io.Discard, Stderr: io.Discard}); err != nil {
 			r.log().Warn("jail: close the event log", "err", err)
 		}
 		select {
@@ -259,4 +248,79 @@ func spoolOf(e trace.Event) string {
 		return d.Spool
 	}
 	return ""
+}
+
+func (r *Runner) jailConfig(p Plan) (netcapture.Config, error) {
+	cfg := netcapture.DefaultConfig()
+	if p.NetworkConfig != "" {
+		b, err := os.ReadFile(p.NetworkConfig)
+		if err != nil {
+			return cfg, fmt.Errorf("network config: %w", err)
+		}
+		if err := json.Unmarshal(b, &cfg); err != nil {
+			return cfg, fmt.Errorf("network config %s: %w", p.NetworkConfig, err)
+		}
+	}
+	cert, key, err := netcapture.NewCA(caNames[randInt(len(caNames))])
+	if err != nil {
+		return cfg, fmt.Errorf("trace CA: %w", err)
+	}
+	cfg.CACert, cfg.CAKey = cert, key
+	cfg.Marker = netcapture.Marker{Path: ".cache/." + randHex(4), Token: randHex(16)}
+	cfg.SkipNetworkSetup = false
+	// Evidence goes to the jail's own log, within the trace's budgets.
+	cfg.EventLog, cfg.SpoolDir = jailLog, jailSpool
+	cfg.LogBudget = cmp.Or(p.Limits.EventBytes, DefaultEventBytes)
+	cfg.SpoolBudget = cmp.Or(p.Limits.SpoolBytes, DefaultSpoolBytes)
+	if err := cfg.Validate(); err != nil {
+		return cfg, fmt.Errorf("network config: %w", err)
+	}
+	return cfg, nil
+}
+
+// caNames are subjects a corporate TLS-inspection CA plausibly has.
+var caNames = []string{"Corp Root CA G2", "Internal Issuing CA 01", "Enterprise Root Certification Authority", "Zscaler Intermediate Root CA"}
+
+func randHex(n int) string {
+	b := make([]byte, n)
+	rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+func randInt(n int) int {
+	var b [1]byte
+	rand.Read(b[:])
+	return int(b[0]) % n
+}
+
+// startJail creates and starts the jail, and waits for its sinks to be up.
+func (r *Runner) startJail(ctx context.Context, st *run) error {
+	r.phase("jail", "network jail")
+	cfg, err := json.Marshal(st.jailCfg)
+	if err != nil {
+		return fmt.Errorf("encode jail config: %w", err)
+	}
+	files := []File{
+		{Path: AgentBin, Mode: 0o700, HostPath: r.Binary},
+		{Path: JailConfig, Mode: 0o600, Content: cfg},
+	}
+	jail, err := r.Runtime.Create(ctx, jailSpec(st.plan, st.image, st.home.Hostname, files))
+	if err != nil {
+		return err
+	}
+	st.jail = jail
+	if err := jail.Start(ctx); err != nil {
+		return err
+	}
+	st.jailEv = followJail(ctx, jail)
+	select {
+	case <-st.jailEv.ready:
+		return nil
+	case <-st.jailEv.done:
+		return fmt.Errorf("%w: it exited: %s", ErrJailNotReady, st.jailEv.stderrTail())
+	case <-time.After(30 * time.Second):
+		return fmt.Errorf("%w after 30s: %s", ErrJailNotReady, st.jailEv.stderrTail())
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }

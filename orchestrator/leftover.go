@@ -2,14 +2,15 @@ package orchestrator
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"strconv"
+	"strings"
 	"time"
 
+	"github.com/sandboxctl/sandboxctl/internal/capbuf"
 	"github.com/sandboxctl/sandboxctl/trace"
 )
 
@@ -37,18 +38,18 @@ func (r *Runner) endSkill(ctx context.Context, st *run, grace time.Duration) {
 }
 
 func (r *Runner) freeze(ctx context.Context, st *run, grace time.Duration) ([]trace.Event, error) {
-	var out, stderr bytes.Buffer
+	out, stderr := capbuf.New(1<<20), capbuf.New(4<<10)
 	t0 := time.Now()
 	code, err := st.sandbox.Exec(ctx, ExecSpec{
 		Argv: []string{AgentBin, "__freeze", "--uid", strconv.Itoa(UserUID), "--log-dir", CallLogDir,
 			"--grace", grace.String()},
-		User: "0:0", Stdout: &limitedBuffer{max: 1 << 20, buf: &out}, Stderr: &limitedBuffer{max: 4 << 10, buf: &stderr},
+		User: "0:0", Stdout: out, Stderr: stderr,
 	})
 	r.log().Debug("collect: grace period and freeze", "took", time.Since(t0), "grace", grace)
 	if err != nil {
 		return nil, fmt.Errorf("end the skill's processes: %w", err)
 	}
-	events := parseLeftovers(&out, r.now())
+	events := parseLeftovers(strings.NewReader(out.String()), r.now())
 	if code != 0 {
 		r.log().Warn("end the skill's processes", "exit", code, "stderr", stderr.String())
 	}

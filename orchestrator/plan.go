@@ -6,7 +6,10 @@ import (
 	"regexp"
 	"time"
 
+	"github.com/sandboxctl/sandboxctl/canaryfs"
+	"github.com/sandboxctl/sandboxctl/netcapture"
 	"github.com/sandboxctl/sandboxctl/persona"
+	"github.com/sandboxctl/sandboxctl/skill"
 )
 
 // Driver kinds.
@@ -172,6 +175,39 @@ func (p Plan) Validate() error {
 		}
 	default:
 		return fmt.Errorf("unknown driver %q (want literal, llm or replay)", p.Driver.Kind)
+	}
+	return nil
+}
+
+// prepare is the plan stage of a pass: it loads the skill, seeds the home
+// (its canaries and fixtures), makes the sandbox's system files and the
+// jail's configuration, all as plain data in st; nothing runs yet.
+func (r *Runner) prepare(st *run) (err error) {
+	p := st.plan
+	r.phase("load", "%s", p.SkillPath)
+	st.skill, err = skill.Load(p.SkillPath, skill.Options{})
+	if err != nil {
+		return fmt.Errorf("load skill: %w", err)
+	}
+	st.home, err = canaryfs.Build(canaryfs.Options{User: p.User, Hostname: p.Hostname, Seed: p.Seed, Now: st.started, Persona: p.Persona})
+	if err != nil {
+		return fmt.Errorf("seed home: %w", err)
+	}
+	st.fixtures, err = st.home.AddFixtures()
+	if err != nil {
+		return fmt.Errorf("seed home: %w", err)
+	}
+	st.system, err = newSystem(p, st.home.Hostname, st.started)
+	if err != nil {
+		return err
+	}
+	st.skillDir = skillDirIn(st.home.HomeDir, skillSlug(st.skill))
+	st.jailCfg, err = r.jailConfig(p)
+	if err != nil {
+		return err
+	}
+	for _, f := range st.skill.Files {
+		netcapture.AddPackageHints(&st.jailCfg, f.Content) // versions the skill pins are served
 	}
 	return nil
 }

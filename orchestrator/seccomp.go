@@ -1,5 +1,7 @@
 package orchestrator
 
+//lint:file-ignore SA1019 Syscall.Name is deprecated, but profiles written for older engines still name one syscall in it, and retarget must take it out too
+
 import (
 	"encoding/json"
 	"fmt"

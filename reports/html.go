@@ -185,11 +185,6 @@ func WriteHTML(w io.Writer, r *Report) error {
 		return fmt.Sprintf("+%.3fs", t.Sub(origin).Seconds())
 	}
 	calls := map[string]*htmlCall{}
-	type window struct {
-		id         string
-		start, end time.Time
-	}
-	var windows []window
 	for _, e := range r.Events {
 		d, ok := e.Data.(*trace.ToolCall)
 		if !ok {
@@ -212,12 +207,8 @@ func WriteHTML(w io.Writer, r *Report) error {
 		calls[d.ID] = c
 		v.Shown[e.Seq] = true
 		v.Calls = append(v.Calls, *c)
-		start := d.Started
-		if start.IsZero() {
-			start = e.Time
-		}
-		windows = append(windows, window{d.ID, start, start.Add(d.Duration)})
 	}
+	windows := trace.NewCallWindows(r.Events)
 	for i := range v.Calls {
 		calls[v.Calls[i].ID] = &v.Calls[i]
 	}
@@ -229,11 +220,7 @@ func WriteHTML(w io.Writer, r *Report) error {
 		}
 		c := calls[e.ToolCallID]
 		if c == nil {
-			for _, w := range windows {
-				if !e.Time.Before(w.start) && !e.Time.After(w.end) {
-					c = calls[w.id]
-				}
-			}
+			c = calls[windows.At(e.Time)]
 		}
 		if c == nil {
 			c = &v.Other

@@ -9,6 +9,7 @@ import (
 
 	"github.com/sandboxctl/sandboxctl/rules"
 	"github.com/sandboxctl/sandboxctl/safetext"
+	"github.com/sandboxctl/sandboxctl/trace"
 )
 
 // Text output policy: fits 80 columns (long words are cut, never
@@ -409,7 +410,7 @@ func writeIncidentsText(t *textWriter, r *Report) {
 		shown := 0
 		var rest int
 		for _, e := range in.Evidence {
-			if e.Source == "canary" && len(in.Tokens) > 0 {
+			if e.Source == trace.SourceCanary && len(in.Tokens) > 0 {
 				continue
 			}
 			if shown == maxIncidentEvents {

@@ -10,30 +10,26 @@ import (
 	"strings"
 
 	"github.com/sandboxctl/sandboxctl/canary"
+	"github.com/sandboxctl/sandboxctl/toolspec"
 	"github.com/sandboxctl/sandboxctl/trace"
 )
 
-// Canary hit channels.
+// Canary hit channels: trace's, under the names the rules have always
+// used.
 const (
-	ChannelHTTP       = "http"
-	ChannelDNS        = "dns"
-	ChannelTCP        = "tcp"
-	ChannelUDP        = "udp"
-	ChannelTLS        = "tls"
-	ChannelFile       = "file"
-	ChannelArgv       = "argv"
-	ChannelToolOutput = "tool_output"
-	ChannelSMTP       = "smtp"
+	ChannelHTTP       = trace.ChannelHTTP
+	ChannelDNS        = trace.ChannelDNS
+	ChannelTCP        = trace.ChannelTCP
+	ChannelUDP        = trace.ChannelUDP
+	ChannelTLS        = trace.ChannelTLS
+	ChannelFile       = trace.ChannelFile
+	ChannelArgv       = trace.ChannelArgv
+	ChannelToolOutput = trace.ChannelToolOutput
+	ChannelSMTP       = trace.ChannelSMTP
 )
 
 // networkChannel reports whether a token seen on ch has left the sandbox.
-func networkChannel(ch string) bool {
-	switch ch {
-	case ChannelHTTP, ChannelDNS, ChannelTCP, ChannelUDP, ChannelTLS, ChannelSMTP:
-		return true
-	}
-	return false
-}
+func networkChannel(ch string) bool { return trace.LeftSandbox(ch) }
 
 const maxWhere = 200
 
@@ -141,7 +137,7 @@ func ScanCanaries(set *canary.Set, events []trace.Event) []trace.Event {
 		case *trace.ToolCall:
 			ch := ChannelArgv
 			where := d.Tool
-			if d.Tool == "write_file" || d.Tool == "edit_file" {
+			if d.Tool == toolspec.WriteFile || d.Tool == toolspec.EditFile {
 				ch = ChannelFile
 				var a struct {
 					Path string `json:"path"`

@@ -15,15 +15,77 @@ type ruleDef struct {
 	match func(c *ctx)
 }
 
-var (
-	registry  []*ruleDef
-	evalOrder []*ruleDef // registry sorted by dependencies, then id
-)
+// registry holds every rule, in the order the families defined them;
+// evalOrder is registry sorted by dependencies, then id.
+var registry, evalOrder = buildCatalog(families)
 
+// defined collects the rules def defines while buildCatalog runs.
+var defined []*ruleDef
+
+// A family adds its rules with def.
+type family struct {
+	name string
+	add  func()
+}
+
+// families lists every family of rules. Their order here changes nothing:
+// the order rules run in comes from Rule.After, then the id (orderByDeps),
+// and TestFamilyOrderIrrelevant checks it.
+var families = []family{
+	{"credentials", credRules},
+	{"macos", macRules},
+	{"execution", execRules},
+	{"shells", shellRules},
+	{"persistence", persistRules},
+	{"probes", probeRules},
+	{"reconnaissance", reconRules},
+	{"network", netRules},
+	{"privilege", privRules},
+	{"destruction", destroyRules},
+	{"self-modification", selfRules},
+	{"remote", remoteRules},
+	{"hidden-text", hiddenRules},
+	{"policy", policyRules},
+	{"budgets", budgetRules},
+	{"agent", agentRules},
+	{"resources", resourceRules},
+	{"tracer", tracerRules},
+	{"evasion", evadeRules},
+	{"exfiltration", exfilRules},
+	{"packages", pkgRules},
+}
+
+// buildCatalog registers the rules of fams, attaches their notes and
+// returns them in evaluation order. A duplicate id, a dependency on an
+// unknown rule or a dependency cycle is a bug in this package: it panics
+// when the package loads, so every test fails.
+func buildCatalog(fams []family) (all, order []*ruleDef) {
+	defined = nil
+	for _, f := range fams {
+		f.add()
+	}
+	all, defined = defined, nil
+	seen := map[string]bool{}
+	for _, d := range all {
+		if seen[d.ID] {
+			panic(fmt.Sprintf("rules: duplicate rule id %s", d.ID))
+		}
+		seen[d.ID] = true
+	}
+	applyNotes(all)
+	order, err := orderByDeps(all)
+	if err != nil {
+		panic("rules: " + err.Error())
+	}
+	return all, order
+}
+
+// def defines rule r with matcher m; only a family's add function calls it,
+// while buildCatalog runs.
 func def(r Rule, m func(c *ctx, r *Rule)) *Rule {
 	d := &ruleDef{Rule: r}
 	d.match = func(c *ctx) { m(c, &d.Rule) }
-	registry = append(registry, d)
+	defined = append(defined, d)
 	return &d.Rule
 }
 
@@ -55,46 +117,10 @@ func Lookup(id string) (Rule, bool) {
 	return Rule{}, false
 }
 
-func init() {
-	// Families, in evaluation order: the base observations first, then the
-	// rules that combine them.
-	credRules()
-	macRules()
-	execRules()
-	shellRules()
-	persistRules()
-	probeRules()
-	reconRules()
-	netRules()
-	privRules()
-	destroyRules()
-	selfRules()
-	remoteRules()
-	hiddenRules()
-	policyRules()
-	budgetRules()
-	agentRules()
-	resourceRules()
-	tracerRules()
-	evadeRules()
-	exfilRules() // builds on credential and environment findings
-	pkgRules()
-	// The ids must be unique.
-	seen := map[string]bool{}
-	for _, d := range registry {
-		if seen[d.ID] {
-			panic(fmt.Sprintf("rules: duplicate rule id %s", d.ID))
-		}
-		seen[d.ID] = true
-	}
-	applyNotes()
-	evalOrder = orderByDeps(registry)
-}
-
 // orderByDeps sorts rules so that each runs after the rules it reads
-// (Rule.After), ties broken by id; a dependency cycle or an unknown id is a
-// bug and panics.
-func orderByDeps(defs []*ruleDef) []*ruleDef {
+// (Rule.After), ties broken by id. It fails on a dependency cycle and on a
+// dependency on a rule that is not in defs.
+func orderByDeps(defs []*ruleDef) ([]*ruleDef, error) {
 	byID := map[string]*ruleDef{}
 	for _, d := range defs {
 		byID[d.ID] = d
@@ -103,27 +129,32 @@ func orderByDeps(defs []*ruleDef) []*ruleDef {
 	slices.SortFunc(sorted, func(a, b *ruleDef) int { return strings.Compare(a.ID, b.ID) })
 	var out []*ruleDef
 	state := map[string]int{} // 1 visiting, 2 done
-	var visit func(d *ruleDef)
-	visit = func(d *ruleDef) {
+	var visit func(d *ruleDef) error
+	visit = func(d *ruleDef) error {
 		switch state[d.ID] {
 		case 1:
-			panic(fmt.Sprintf("rules: dependency cycle through %s", d.ID))
+			return fmt.Errorf("dependency cycle through %s", d.ID)
 		case 2:
-			return
+			return nil
 		}
 		state[d.ID] = 1
 		for _, id := range d.After {
 			dep := byID[id]
 			if dep == nil {
-				panic(fmt.Sprintf("rules: %s runs after unknown rule %s", d.ID, id))
+				return fmt.Errorf("%s runs after unknown rule %s", d.ID, id)
 			}
-			visit(dep)
+			if err := visit(dep); err != nil {
+				return err
+			}
 		}
 		state[d.ID] = 2
 		out = append(out, d)
+		return nil
 	}
 	for _, d := range sorted {
-		visit(d)
+		if err := visit(d); err != nil {
+			return nil, err
+		}
 	}
-	return out
+	return out, nil
 }

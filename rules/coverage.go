@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/sandboxctl/sandboxctl/persona"
+	"github.com/sandboxctl/sandboxctl/toolspec"
 	"github.com/sandboxctl/sandboxctl/trace"
 )
 
@@ -108,7 +109,7 @@ var informational = set("echo", "printf", "cd", "pwd", "ls", "cat", "head", "tai
 // secret); writing is.
 func (c *ctx) decisiveStep(tc *trace.ToolCall, facts *shellFacts) bool {
 	switch tc.Tool {
-	case "read_file", "list_directory", "search_files":
+	case toolspec.ReadFile, toolspec.ListDirectory, toolspec.SearchFiles:
 		p := c.resolve(decodeArgs(tc).Path)
 		for _, ps := range []pathSet{c.tokenLocations(), credentialPaths, walletPaths, browserPaths, systemSecretPaths} {
 			if _, ok := c.matchPath(ps, p); ok {
@@ -116,7 +117,7 @@ func (c *ctx) decisiveStep(tc *trace.ToolCall, facts *shellFacts) bool {
 			}
 		}
 		return false
-	case "bash":
+	case toolspec.Bash:
 	default:
 		return true
 	}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/sandboxctl/sandboxctl/canary"
+	"github.com/sandboxctl/sandboxctl/toolspec"
 	"github.com/sandboxctl/sandboxctl/trace"
 )
 
@@ -128,7 +129,7 @@ type ctx struct {
 	findMap map[string]*Finding
 	order   []string
 	byRule  map[string][]*Finding
-	windows []callWindow
+	windows trace.CallWindows
 	// aliases maps a name a file was given during the trace (a hard or
 	// symbolic link, a hard link found by its identity at the end) to the
 	// path it stands for; madeHere holds the paths the trace created,
@@ -158,12 +159,6 @@ func (c *ctx) found(id string) []*Finding {
 		panic(fmt.Sprintf("rules: %s reads the findings of %s without declaring it in After", c.current.ID, id))
 	}
 	return c.byRule[id]
-}
-
-// A callWindow is when a tool call ran.
-type callWindow struct {
-	id         string
-	start, end time.Time
 }
 
 // A cmdRef is one command line: an exec's argv, a shell's -c script, or a
@@ -210,6 +205,7 @@ func newCtx(in Input, events []trace.Event) *ctx {
 		c.home = "/home/user"
 	}
 	c.tree = trace.BuildTree(events)
+	c.windows = trace.NewCallWindows(events)
 	c.nameFiles(events)
 	for i := range events {
 		e := &events[i]
@@ -219,11 +215,6 @@ func newCtx(in Input, events []trace.Event) *ctx {
 			c.exercised = true
 			if d.ID != "" {
 				c.calls[d.ID] = d
-				start := d.Started
-				if start.IsZero() {
-					start = e.Time
-				}
-				c.windows = append(c.windows, callWindow{d.ID, start, start.Add(d.Duration)})
 			}
 			if cmd := toolCommand(d); cmd != "" {
 				c.cmds = append(c.cmds, cmdRef{ev: e, text: cmd, fail: d.ExitCode != 0 || d.IsError})
@@ -388,7 +379,7 @@ func decodeArgs(d *trace.ToolCall) toolArgs {
 
 // toolCommand returns the shell command of a bash tool call.
 func toolCommand(d *trace.ToolCall) string {
-	if d.Tool != "bash" {
+	if d.Tool != toolspec.Bash {
 		return ""
 	}
 	return decodeArgs(d).Command
@@ -402,11 +393,11 @@ func (c *ctx) toolFileOps(e *trace.Event, d *trace.ToolCall) {
 	p := c.resolve(a.Path)
 	failed := d.IsError || d.ExitCode != 0
 	switch d.Tool {
-	case "read_file":
-		c.files = append(c.files, fileOp{ev: e, op: opRead, path: p, failed: failed, proc: "read_file"})
-	case "write_file", "edit_file":
+	case toolspec.ReadFile:
+		c.files = append(c.files, fileOp{ev: e, op: opRead, path: p, failed: failed, proc: toolspec.ReadFile})
+	case toolspec.WriteFile, toolspec.EditFile:
 		c.files = append(c.files, fileOp{ev: e, op: opWrite, path: p, failed: failed, proc: d.Tool})
-	case "list_directory", "search_files":
+	case toolspec.ListDirectory, toolspec.SearchFiles:
 		c.files = append(c.files, fileOp{ev: e, op: opList, path: p, failed: failed, proc: d.Tool})
 	}
 }
@@ -529,17 +520,9 @@ func (c *ctx) hit(r *Rule, key string, msg string, evs ...*trace.Event) *Finding
 	return f
 }
 
-// callAt returns the id of the tool call running at t (the latest to
-// start, when calls overlap), or "".
-func (c *ctx) callAt(t time.Time) string {
-	id := ""
-	for _, w := range c.windows {
-		if !t.Before(w.start) && !t.After(w.end) {
-			id = w.id
-		}
-	}
-	return id
-}
+// callAt returns the id of the tool call running at t, or ""
+// (trace.CallWindows).
+func (c *ctx) callAt(t time.Time) string { return c.windows.At(t) }
 
 func (c *ctx) result() []Finding {
 	out := make([]Finding, 0, len(c.order))

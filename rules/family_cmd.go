@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/sandboxctl/sandboxctl/toolspec"
 	"github.com/sandboxctl/sandboxctl/trace"
 )
 
@@ -251,7 +252,7 @@ func reconRules() {
 			commandMatch(reHomeSweep, "sweep", "secret sweep: ")(c, r)
 			for i := range c.events {
 				e := &c.events[i]
-				if d, ok := e.Data.(*trace.ToolCall); ok && d.Tool == "search_files" {
+				if d, ok := e.Data.(*trace.ToolCall); ok && d.Tool == toolspec.SearchFiles {
 					a := decodeArgs(d)
 					if reSecretPattern.MatchString(a.Pattern) {
 						c.hit(r, "sweep", "search_files for "+short(a.Pattern), e)

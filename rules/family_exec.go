@@ -515,7 +515,7 @@ func execRules() {
 				if reQuarantine.MatchString(cm.text) {
 					c.hit(r, cm.ev.ToolCallID, "macOS tooling: "+short(cm.text), cm.ev)
 				}
-				if cm.argv != nil && len(cm.argv) > 1 && path.Base(cm.argv[0]) == "base64" && slices.Contains(cm.argv[1:], "-D") {
+				if len(cm.argv) > 1 && path.Base(cm.argv[0]) == "base64" && slices.Contains(cm.argv[1:], "-D") {
 					c.hit(r, cm.ev.ToolCallID, "macOS base64 -D"+failedNote(cm.fail)+": "+short(cm.text), cm.ev)
 				}
 			}

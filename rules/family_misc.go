@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"strings"
 
+	"github.com/sandboxctl/sandboxctl/toolspec"
 	"github.com/sandboxctl/sandboxctl/trace"
 )
 
@@ -66,13 +67,13 @@ func hiddenRules() {
 
 // toolNames maps the sandbox's MCP tools to the names allowed-tools uses.
 var toolNames = map[string][]string{
-	"bash":           {"Bash"},
-	"read_file":      {"Read"},
-	"write_file":     {"Write"},
-	"edit_file":      {"Edit", "MultiEdit"},
-	"list_directory": {"LS", "Glob"},
-	"search_files":   {"Grep", "Glob"},
-	"fetch_url":      {"WebFetch"},
+	toolspec.Bash:          {"Bash"},
+	toolspec.ReadFile:      {"Read"},
+	toolspec.WriteFile:     {"Write"},
+	toolspec.EditFile:      {"Edit", "MultiEdit"},
+	toolspec.ListDirectory: {"LS", "Glob"},
+	toolspec.SearchFiles:   {"Grep", "Glob"},
+	toolspec.FetchURL:      {"WebFetch"},
 }
 
 // allowedEntry is one parsed allowed-tools entry: "Bash(git:*)" gives
@@ -118,7 +119,7 @@ func allows(entries []allowedEntry, tool, command string) bool {
 			if !strings.EqualFold(e.Name, n) {
 				continue
 			}
-			if e.Spec == "" || tool != "bash" {
+			if e.Spec == "" || tool != toolspec.Bash {
 				return true
 			}
 			prefix := strings.TrimSpace(strings.TrimRight(strings.TrimSuffix(strings.TrimSuffix(e.Spec, ":*"), "*"), " :"))
@@ -204,9 +205,9 @@ func remoteRules() {
 				}
 				fetched := ""
 				switch {
-				case d.Tool == "fetch_url":
+				case d.Tool == toolspec.FetchURL:
 					fetched = d.Stdout
-				case d.Tool == "bash" && fetchCommand(a.Command):
+				case d.Tool == toolspec.Bash && fetchCommand(a.Command):
 					fetched = d.Stdout
 				}
 				if fetched == "" {

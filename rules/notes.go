@@ -118,8 +118,8 @@ var ruleNotes = map[string]struct{ needs, twins []string }{
 	"SBX-TRACER-002": {[]string{evOpen}, []string{"atime moved by a traced read", "atime moved by a read through a hard link"}},
 }
 
-func applyNotes() {
-	for _, d := range registry {
+func applyNotes(defs []*ruleDef) {
+	for _, d := range defs {
 		if n, ok := ruleNotes[d.ID]; ok {
 			d.Needs, d.Twins = n.needs, n.twins
 		}

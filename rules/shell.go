@@ -845,7 +845,7 @@ func (a *shAnalyzer) stmt(s *syntax.Stmt, facts *shellFacts, depth int) {
 					}
 				}
 			}
-		case syntax.RdrOut, syntax.AppOut, syntax.RdrAll, syntax.ClbOut:
+		case syntax.RdrOut, syntax.AppOut, syntax.RdrAll, syntax.RdrClob:
 			if netSource(c) && w.known && w.text != "" && !strings.HasPrefix(w.text, "/dev/") && (r.N == nil || r.N.Value == "1") {
 				us := fetchURLs(c)
 				facts.Downloads = append(facts.Downloads, download{Path: w.text, URL: first(us), Fetcher: c.Name})

@@ -11,6 +11,7 @@ import (
 
 	"github.com/sandboxctl/sandboxctl/agent"
 	"github.com/sandboxctl/sandboxctl/skill"
+	"github.com/sandboxctl/sandboxctl/toolspec"
 )
 
 // Bundled entry points: after the instructions, the driver runs what a skill
@@ -36,7 +37,6 @@ var (
 	jsImportRE  = regexp.MustCompile(`(?:require\(\s*|from\s+|import\s+|import\(\s*)['"](\.{1,2}/[^'"]+)['"]`)
 	shSourceRE  = regexp.MustCompile(`(?m)(?:^|[;&|]\s*)(?:source|\.)\s+["']?([^\s"';]+)`)
 	rbRequireRE = regexp.MustCompile(`require(?:_relative)?\s*\(?\s*['"]([^'"]+)['"]`)
-	mainBlockRE = regexp.MustCompile(`if\s+__name__\s*==\s*['"]__main__['"]`)
 	makeRuleRE  = regexp.MustCompile(`(?m)^([A-Za-z0-9_][\w./-]*)\s*:(?:[^=]|$)`)
 	consoleRE   = regexp.MustCompile(`(?m)^\s*["']?([\w.-]+)["']?\s*=\s*["']([\w.]+):([\w.]+)["']`)
 	setupEntry  = regexp.MustCompile(`["']([\w.-]+)\s*=\s*([\w.]+):([\w.]+)["']`)
@@ -101,9 +101,7 @@ func (p *planner) entryPoints() {
 		dir := path.Dir(f.Path)
 		files := append([]string{pj.Main}, pj.bins()...)
 		for _, s := range pj.Scripts {
-			for _, w := range strings.Fields(s) {
-				files = append(files, w)
-			}
+			files = append(files, strings.Fields(s)...)
 		}
 		for _, x := range files {
 			covered[path.Clean(path.Join(dir, x))] = true
@@ -381,7 +379,7 @@ func (p *planner) entryScript(f *skill.File, file string, line int, reason strin
 		file, line = p.anchor()
 	}
 	if f.Binary {
-		p.emit(agent.ToolBash, "cd "+shellQuote(p.dir)+" && ./"+shellQuote(f.Path), file, line, reason, true, envReads(string(f.Content), false))
+		p.emit(toolspec.Bash, "cd "+shellQuote(p.dir)+" && ./"+shellQuote(f.Path), file, line, reason, true, envReads(string(f.Content), false))
 		return
 	}
 	in := interpreter(*f)
@@ -397,21 +395,21 @@ func (p *planner) entryScript(f *skill.File, file string, line int, reason strin
 	reads := envReads(string(f.Content), false)
 	src := string(f.Content)
 	if args, ok := textUsage(p.codeTexts(), path.Base(f.Path)); ok {
-		p.emit(agent.ToolBash, "cd "+shellQuote(p.dir)+" && "+run+" "+args, file, line, reason, true, reads)
+		p.emit(toolspec.Bash, "cd "+shellQuote(p.dir)+" && "+run+" "+args, file, line, reason, true, reads)
 		return
 	}
 	u := staticUsage(src)
 	hint := cmpOr(p.vals.defaultKind, kindFromExts(src))
 	if !u.takesArgs {
-		p.emit(agent.ToolBash, "cd "+shellQuote(p.dir)+" && "+run, file, line, reason, false, reads)
+		p.emit(toolspec.Bash, "cd "+shellQuote(p.dir)+" && "+run, file, line, reason, false, reads)
 		return
 	}
 	// Ask the script how it is called, then call it so.
-	p.emit(agent.ToolBash, "cd "+shellQuote(p.dir)+" && "+run+" --help", file, line, agent.ReasonUsageProbe, false, reads)
+	p.emit(toolspec.Bash, "cd "+shellQuote(p.dir)+" && "+run+" --help", file, line, agent.ReasonUsageProbe, false, reads)
 	tail, unfilled := p.vals.render(u.args, hint)
 	call := func(tail string, unfilled []string) agent.Proposal {
 		cmd := "cd " + shellQuote(p.dir) + " && " + strings.TrimSpace(run+" "+tail)
-		tc := agent.ToolCall{Name: agent.ToolBash, SkillFile: file, SkillLine: line, PlanReason: reason}
+		tc := agent.ToolCall{Name: toolspec.Bash, SkillFile: file, SkillLine: line, PlanReason: reason}
 		if len(unfilled) > 0 {
 			tc.Arguments = encodeArgs(map[string]any{"command": cmd})
 			return agent.Proposal{ToolCall: tc, Reject: rejectText(unfilled)}
@@ -466,7 +464,7 @@ func (p *planner) npmUnit(f *skill.File, pj pkgJSON) {
 	if len(pj.Dependencies)+len(pj.DevDependencies) > 0 {
 		setup, w := p.workCopy(dir)
 		where = w
-		p.emit(agent.ToolBash, setup+" && cd "+shellQuote(w)+" && npm install --ignore-scripts --no-audit --no-fund", file, line, agent.ReasonDependency, false, nil)
+		p.emit(toolspec.Bash, setup+" && cd "+shellQuote(w)+" && npm install --ignore-scripts --no-audit --no-fund", file, line, agent.ReasonDependency, false, nil)
 	}
 	cd := "cd " + shellQuote(where) + " && "
 	reads := envReads(string(f.Content), true)
@@ -493,7 +491,7 @@ func (p *planner) npmUnit(f *skill.File, pj pkgJSON) {
 			p.npmMain(f, pj, cd, file, line, scriptReads, ran)
 		}
 		ran = append(ran, cmd)
-		p.emit(agent.ToolBash, cd+"npm run "+name, file, line, agent.ReasonEntryPoint, false, scriptReads(cmd))
+		p.emit(toolspec.Bash, cd+"npm run "+name, file, line, agent.ReasonEntryPoint, false, scriptReads(cmd))
 	}
 	if startRuns == "" && pj.Scripts["test"] == "" {
 		p.npmMain(f, pj, cd, file, line, scriptReads, ran)
@@ -544,20 +542,20 @@ func (p *planner) npmMain(f *skill.File, pj pkgJSON, cd, file string, line int, 
 		p.ran[g.Path] = true
 		run := "node " + shellQuote(m)
 		if args, ok := textUsage(p.codeTexts(), path.Base(m)); ok {
-			p.emit(agent.ToolBash, cd+run+" "+args, file, line, agent.ReasonEntryPoint, true, reads(m))
+			p.emit(toolspec.Bash, cd+run+" "+args, file, line, agent.ReasonEntryPoint, true, reads(m))
 			continue
 		}
 		u := staticUsage(string(g.Content))
 		tail, unfilled := p.vals.render(u.args, cmpOr(p.vals.defaultKind, kindFromExts(string(g.Content))))
 		if len(unfilled) > 0 {
-			p.reject(agent.ToolBash, map[string]any{"command": cd + run + " " + tail}, file, line, agent.ReasonEntryPoint, unfilled)
+			p.reject(toolspec.Bash, map[string]any{"command": cd + run + " " + tail}, file, line, agent.ReasonEntryPoint, unfilled)
 			continue
 		}
 		r := agent.ReasonEntryPoint
 		if tail != "" {
 			r = agent.ReasonPlaceholder
 		}
-		p.emit(agent.ToolBash, strings.TrimSpace(cd+run+" "+tail), file, line, r, false, reads(m))
+		p.emit(toolspec.Bash, strings.TrimSpace(cd+run+" "+tail), file, line, r, false, reads(m))
 	}
 }
 
@@ -569,7 +567,7 @@ func (p *planner) makeUnit(f *skill.File, target string) {
 	if target != "" {
 		p.notes = append(p.notes, f.Path+": default target "+target)
 	}
-	p.emit(agent.ToolBash, cmd, file, line, agent.ReasonEntryPoint, false, envReads(string(f.Content), true))
+	p.emit(toolspec.Bash, cmd, file, line, agent.ReasonEntryPoint, false, envReads(string(f.Content), true))
 }
 
 // pythonPackageUnit installs a Python package (which runs setup.py) and
@@ -579,7 +577,7 @@ func (p *planner) pythonPackageUnit(f *skill.File, scripts [][3]string) {
 	dir := path.Dir(f.Path)
 	setup, w := p.workCopy(dir)
 	if !p.textRan("pip install") {
-		p.emit(agent.ToolBash, setup+" && cd "+shellQuote(w)+" && python3 -m pip install --user --break-system-packages --no-build-isolation .", file, line, agent.ReasonDependency, false, nil)
+		p.emit(toolspec.Bash, setup+" && cd "+shellQuote(w)+" && python3 -m pip install --user --break-system-packages --no-build-isolation .", file, line, agent.ReasonDependency, false, nil)
 	}
 	for _, sc := range scripts {
 		run := "PYTHONPATH=src:. python3 -c " + shellQuote("import sys; sys.argv[0] = '"+sc[0]+"'; from "+sc[1]+" import "+sc[2]+"; sys.exit("+sc[2]+"())")
@@ -593,10 +591,10 @@ func (p *planner) pythonPackageUnit(f *skill.File, scripts [][3]string) {
 		}
 		cd := "cd " + shellQuote(path.Join(p.dir, dir)) + " && "
 		if args, ok := textUsage(p.codeTexts(), sc[0]); ok {
-			p.emit(agent.ToolBash, cd+run+" "+args, file, line, agent.ReasonEntryPoint, true, reads)
+			p.emit(toolspec.Bash, cd+run+" "+args, file, line, agent.ReasonEntryPoint, true, reads)
 			continue
 		}
-		p.emit(agent.ToolBash, cd+run, file, line, agent.ReasonEntryPoint, false, reads)
+		p.emit(toolspec.Bash, cd+run, file, line, agent.ReasonEntryPoint, false, reads)
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 
 	"github.com/sandboxctl/sandboxctl/agent"
 	"github.com/sandboxctl/sandboxctl/skill"
+	"github.com/sandboxctl/sandboxctl/toolspec"
 )
 
 // A file block is a code block the text says to save as a file: "Create
@@ -80,10 +81,10 @@ func (p *planner) fileBlock(file string, b skill.Block, before []string) bool {
 	}
 	content := strings.Join(b.Lines, "\n") + "\n"
 	if appendTo {
-		p.push(agent.ToolBash, map[string]any{"command": appendCommand(dest, content)}, file, b.Line, agent.ReasonFileBlock, "")
+		p.push(toolspec.Bash, map[string]any{"command": appendCommand(dest, content)}, file, b.Line, agent.ReasonFileBlock, "")
 		return true
 	}
-	p.push(agent.ToolWriteFile, map[string]any{"path": dest, "content": content}, file, b.Line, agent.ReasonFileBlock, "")
+	p.push(toolspec.WriteFile, map[string]any{"path": dest, "content": content}, file, b.Line, agent.ReasonFileBlock, "")
 	return true
 }
 

@@ -12,6 +12,7 @@ import (
 
 	"github.com/sandboxctl/sandboxctl/agent"
 	"github.com/sandboxctl/sandboxctl/skill"
+	"github.com/sandboxctl/sandboxctl/toolspec"
 )
 
 // Config configures the literal driver. Only SkillDir matters for the
@@ -267,7 +268,7 @@ func (p *planner) bash(cmd, file string, line int, reason string) {
 	p.commands = append(p.commands, cmd)
 	f := p.vals.fill(cmd, true)
 	if len(f.unfilled) > 0 {
-		p.reject(agent.ToolBash, map[string]any{"command": p.inDir(cmd, p.scriptRefs(cmd))}, file, line, reason, f.unfilled)
+		p.reject(toolspec.Bash, map[string]any{"command": p.inDir(cmd, p.scriptRefs(cmd))}, file, line, reason, f.unfilled)
 		p.trackCd(cmd)
 		return
 	}
@@ -287,7 +288,7 @@ func (p *planner) bash(cmd, file string, line int, reason string) {
 		p.ran[r] = true
 		reads = append(reads, envReads(string(p.s.File(r).Content), false)...)
 	}
-	p.emit(agent.ToolBash, p.inDir(text, refs), file, line, reason, false, reads)
+	p.emit(toolspec.Bash, p.inDir(text, refs), file, line, reason, false, reads)
 	p.noteAssignments(text)
 	p.trackCd(f.text)
 }
@@ -570,7 +571,7 @@ func (p *planner) prose(file string, n int, lines []string, i int) {
 			continue
 		}
 		p.read[f.Path] = true
-		p.push(agent.ToolReadFile, map[string]any{"path": path.Join(p.dir, f.Path)}, file, n, agent.ReasonReference, "")
+		p.push(toolspec.ReadFile, map[string]any{"path": path.Join(p.dir, f.Path)}, file, n, agent.ReasonReference, "")
 		p.doc(p.s.File(f.Path))
 	}
 	for _, u := range urlRE.FindAllString(raw, -1) {
@@ -579,7 +580,7 @@ func (p *planner) prose(file string, n int, lines []string, i int) {
 			continue
 		}
 		p.fetched[u] = true
-		p.tool(agent.ToolFetchURL, "url", u, file, n, agent.ReasonProseURL)
+		p.tool(toolspec.FetchURL, "url", u, file, n, agent.ReasonProseURL)
 	}
 	noURLs := urlRE.ReplaceAllString(raw, " ")
 	for _, m := range pathRE.FindAllStringSubmatch(noURLs, -1) {
@@ -589,9 +590,9 @@ func (p *planner) prose(file string, n int, lines []string, i int) {
 			continue
 		}
 		if strings.HasSuffix(fp, "/") {
-			p.tool(agent.ToolListDirectory, "path", fp, file, n, agent.ReasonProsePath)
+			p.tool(toolspec.ListDirectory, "path", fp, file, n, agent.ReasonProsePath)
 		} else {
-			p.tool(agent.ToolReadFile, "path", fp, file, n, agent.ReasonProsePath)
+			p.tool(toolspec.ReadFile, "path", fp, file, n, agent.ReasonProsePath)
 		}
 	}
 }

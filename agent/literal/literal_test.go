@@ -15,6 +15,7 @@ import (
 	"github.com/sandboxctl/sandboxctl/agent/agenttest"
 	"github.com/sandboxctl/sandboxctl/agent/literal"
 	"github.com/sandboxctl/sandboxctl/skill"
+	"github.com/sandboxctl/sandboxctl/toolspec"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/skills/*.golden.json")
@@ -247,7 +248,7 @@ func TestWorkdir(t *testing.T) {
 			calls, _ := literal.Plan(s, literal.Config{SkillDir: "/home/u/.agents/skills/wd", Home: "/home/u", Workdir: tc.workdir})
 			var got []string
 			for _, c := range calls {
-				if c.Name != agent.ToolBash {
+				if c.Name != toolspec.Bash {
 					continue
 				}
 				var a struct{ Command string }

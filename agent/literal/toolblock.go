@@ -5,6 +5,7 @@ import (
 
 	"github.com/sandboxctl/sandboxctl/agent"
 	"github.com/sandboxctl/sandboxctl/skill"
+	"github.com/sandboxctl/sandboxctl/toolspec"
 )
 
 // A tool block is a code block written as tool calls, the way agent
@@ -19,20 +20,20 @@ import (
 
 // pseudoTools maps the names skills write to the driver's tools.
 var pseudoTools = map[string]string{
-	"write_file": agent.ToolWriteFile, "create_file": agent.ToolWriteFile, "Write": agent.ToolWriteFile,
-	"edit_file": agent.ToolEditFile, "str_replace": agent.ToolEditFile, "Edit": agent.ToolEditFile,
-	"read_file": agent.ToolReadFile, "Read": agent.ToolReadFile,
-	"bash": agent.ToolBash, "Bash": agent.ToolBash, "run_command": agent.ToolBash, "execute_command": agent.ToolBash,
-	"fetch_url": agent.ToolFetchURL, "WebFetch": agent.ToolFetchURL,
+	"write_file": toolspec.WriteFile, "create_file": toolspec.WriteFile, "Write": toolspec.WriteFile,
+	"edit_file": toolspec.EditFile, "str_replace": toolspec.EditFile, "Edit": toolspec.EditFile,
+	"read_file": toolspec.ReadFile, "Read": toolspec.ReadFile,
+	"bash": toolspec.Bash, "Bash": toolspec.Bash, "run_command": toolspec.Bash, "execute_command": toolspec.Bash,
+	"fetch_url": toolspec.FetchURL, "WebFetch": toolspec.FetchURL,
 }
 
 // argNames are the names each tool's arguments go by, in positional order.
 var argNames = map[string][][]string{
-	agent.ToolWriteFile: {{"path", "file_path", "filename", "file"}, {"content", "contents", "text"}},
-	agent.ToolEditFile:  {{"path", "file_path", "filename", "file"}, {"old", "old_string", "old_str"}, {"new", "new_string", "new_str"}},
-	agent.ToolReadFile:  {{"path", "file_path", "filename", "file"}},
-	agent.ToolBash:      {{"command", "cmd"}},
-	agent.ToolFetchURL:  {{"url"}},
+	toolspec.WriteFile: {{"path", "file_path", "filename", "file"}, {"content", "contents", "text"}},
+	toolspec.EditFile:  {{"path", "file_path", "filename", "file"}, {"old", "old_string", "old_str"}, {"new", "new_string", "new_str"}},
+	toolspec.ReadFile:  {{"path", "file_path", "filename", "file"}},
+	toolspec.Bash:      {{"command", "cmd"}},
+	toolspec.FetchURL:  {{"url"}},
 }
 
 type pseudoCall struct {
@@ -53,10 +54,10 @@ func (p *planner) toolBlock(file string, b skill.Block) bool {
 	for _, c := range calls {
 		a := c.args
 		switch c.tool {
-		case agent.ToolBash:
+		case toolspec.Bash:
 			p.bash(a[0], file, b.Line, agent.ReasonToolBlock)
-		case agent.ToolFetchURL:
-			p.tool(agent.ToolFetchURL, "url", a[0], file, b.Line, agent.ReasonToolBlock)
+		case toolspec.FetchURL:
+			p.tool(toolspec.FetchURL, "url", a[0], file, b.Line, agent.ReasonToolBlock)
 		default:
 			dest := p.fileDest(a[0])
 			if dest == "" {
@@ -64,9 +65,9 @@ func (p *planner) toolBlock(file string, b skill.Block) bool {
 			}
 			args := map[string]any{"path": dest}
 			switch c.tool {
-			case agent.ToolWriteFile:
+			case toolspec.WriteFile:
 				args["content"] = a[1]
-			case agent.ToolEditFile:
+			case toolspec.EditFile:
 				args["old"], args["new"] = a[1], a[2]
 			}
 			p.push(c.tool, args, file, b.Line, agent.ReasonToolBlock, "")

@@ -4,7 +4,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-	"github.com/sandboxctl/sandboxctl/agent"
+	"github.com/sandboxctl/sandboxctl/toolspec"
 )
 
 func TestParseToolCalls(t *testing.T) {
@@ -16,16 +16,16 @@ func TestParseToolCalls(t *testing.T) {
 	}{
 		{name: "write with a triple-quoted body",
 			src:  "write_file(\".claude/settings.json\", '''{\n  \"debug\": true\n}''')",
-			want: []pseudoCall{{agent.ToolWriteFile, []string{".claude/settings.json", "{\n  \"debug\": true\n}"}}}, ok: true},
+			want: []pseudoCall{{toolspec.WriteFile, []string{".claude/settings.json", "{\n  \"debug\": true\n}"}}}, ok: true},
 		{name: "edit by keyword, escapes and a comment",
 			src:  "# step 1\nedit_file(\"Dockerfile\",\n  old_string='A=1\\nB=2',\n  new_string=\"C=\\\"3\\\"\")\n",
-			want: []pseudoCall{{agent.ToolEditFile, []string{"Dockerfile", "A=1\nB=2", "C=\"3\""}}}, ok: true},
+			want: []pseudoCall{{toolspec.EditFile, []string{"Dockerfile", "A=1\nB=2", "C=\"3\""}}}, ok: true},
 		{name: "two calls, adjacent literals joined, a raw string",
 			src: "read_file(path='~/.gitconfig')\nbash(command='echo ' \"hi\")\nWrite(file_path='a.txt', content=r'x\\ny')",
-			want: []pseudoCall{{agent.ToolReadFile, []string{"~/.gitconfig"}}, {agent.ToolBash, []string{"echo hi"}},
-				{agent.ToolWriteFile, []string{"a.txt", "x\\ny"}}}, ok: true},
+			want: []pseudoCall{{toolspec.ReadFile, []string{"~/.gitconfig"}}, {toolspec.Bash, []string{"echo hi"}},
+				{toolspec.WriteFile, []string{"a.txt", "x\\ny"}}}, ok: true},
 		{name: "trailing comma", src: "fetch_url('https://example.com/a',)",
-			want: []pseudoCall{{agent.ToolFetchURL, []string{"https://example.com/a"}}}, ok: true},
+			want: []pseudoCall{{toolspec.FetchURL, []string{"https://example.com/a"}}}, ok: true},
 		{name: "not a tool: ordinary python", src: "import os\nprint(os.getcwd())"},
 		{name: "a known tool among other code", src: "x = 1\nwrite_file('a', 'b')"},
 		{name: "a missing argument", src: "write_file('a.txt')"},

@@ -75,6 +75,7 @@ func Check(ctx context.Context, cfg Config) (CheckResult, error) {
 		Tools: []openai.Tool{{Type: openai.ToolTypeFunction, Function: &openai.FunctionDefinition{
 			Name: "ping", Description: "Replies to a ping.",
 			Parameters: json.RawMessage(`{"type":"object","properties":{"word":{"type":"string"}},"required":["word"]}`)}}},
+		//lint:ignore SA1019 max_tokens is what OpenAI-compatible servers (Ollama, vLLM, llama.cpp) read
 		MaxTokens: 64,
 	})
 	res.Latency = time.Since(start)

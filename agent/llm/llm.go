@@ -11,6 +11,7 @@ import (
 	openai "github.com/sashabaranov/go-openai"
 
 	"github.com/sandboxctl/sandboxctl/agent"
+	"github.com/sandboxctl/sandboxctl/toolspec"
 )
 
 // A Driver is the llm agent.Driver. It keeps the conversation; use one per run.
@@ -56,8 +57,9 @@ func (d *Driver) Secrets() []string {
 }
 
 func openaiTools() []openai.Tool {
-	out := make([]openai.Tool, 0, len(agent.Tools))
-	for _, t := range agent.Tools {
+	tools := toolspec.All()
+	out := make([]openai.Tool, 0, len(tools))
+	for _, t := range tools {
 		out = append(out, openai.Tool{Type: openai.ToolTypeFunction, Function: &openai.FunctionDefinition{
 			Name: t.Name, Description: t.Description, Parameters: t.Parameters}})
 	}
@@ -92,7 +94,8 @@ func (d *Driver) Next(ctx context.Context, prev []agent.Exchange) (agent.Step, e
 		Messages:    d.messages,
 		Tools:       openaiTools(),
 		Temperature: d.cfg.Temperature,
-		MaxTokens:   d.cfg.MaxTokens,
+		//lint:ignore SA1019 max_tokens is what OpenAI-compatible servers (Ollama, vLLM, llama.cpp) read
+		MaxTokens: d.cfg.MaxTokens,
 	}
 	resp, err := d.client.CreateChatCompletion(ctx, req)
 	if err != nil {
@@ -149,12 +152,8 @@ func proposal(tc openai.ToolCall) agent.Proposal {
 	} else {
 		p.Arguments, _ = json.Marshal(obj)
 	}
-	if !agent.KnownTool(tc.Function.Name) {
-		names := make([]string, len(agent.Tools))
-		for i, t := range agent.Tools {
-			names[i] = t.Name
-		}
-		p.Reject = fmt.Sprintf("error: there is no tool named %q; the tools are %s", tc.Function.Name, strings.Join(names, ", "))
+	if !toolspec.Known(tc.Function.Name) {
+		p.Reject = fmt.Sprintf("error: there is no tool named %q; the tools are %s", tc.Function.Name, strings.Join(toolspec.Names(), ", "))
 	}
 	return p
 }

@@ -3,14 +3,17 @@ package llm_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"io"
 	"os"
 	"os/user"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/sandboxctl/sandboxctl/agent"
 	"github.com/sandboxctl/sandboxctl/agent/llm"
 	"github.com/sandboxctl/sandboxctl/mcptools"
@@ -117,5 +120,59 @@ func TestMultiTurnThroughMCP(t *testing.T) {
 	}
 	if bytes.Contains(tr.Bytes(), []byte(fakeKey)) {
 		t.Error("API key in the transcript")
+	}
+}
+
+// TestModelSeesServedTools: the tools in the request the model gets (names,
+// descriptions, argument schemas) are exactly the tools the MCP server in
+// the sandbox serves (which lists them by name).
+func TestModelSeesServedTools(t *testing.T) {
+	c, _ := startTools(t)
+	served, err := c.Tools(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := newServer(t, "mcp")
+	d, err := llm.New(llm.Config{Provider: "custom", BaseURL: srv.URL, Model: "test-model", APIKey: fakeKey,
+		Skill: testSkill(t), BackoffBase: time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.Next(t.Context(), nil); err != nil {
+		t.Fatal(err)
+	}
+	reqs := srv.Requests()
+	if len(reqs) == 0 {
+		t.Fatal("the model got no request")
+	}
+	type tool struct {
+		Name        string
+		Description string
+		Parameters  any
+	}
+	var shown []tool
+	list, _ := reqs[0]["tools"].([]any)
+	for _, x := range list {
+		fn, _ := x.(map[string]any)["function"].(map[string]any)
+		name, _ := fn["name"].(string)
+		desc, _ := fn["description"].(string)
+		shown = append(shown, tool{name, desc, fn["parameters"]})
+	}
+	var want []tool
+	for _, s := range served {
+		var params any
+		if err := json.Unmarshal(s.Parameters, &params); err != nil {
+			t.Fatalf("served schema of %s: %v", s.Name, err)
+		}
+		want = append(want, tool{s.Name, s.Description, params})
+	}
+	if len(want) == 0 {
+		t.Fatal("the server serves no tool")
+	}
+	byName := func(a, b tool) int { return strings.Compare(a.Name, b.Name) }
+	slices.SortFunc(want, byName)
+	slices.SortFunc(shown, byName)
+	if diff := cmp.Diff(want, shown); diff != "" {
+		t.Errorf("tools shown to the model differ from the tools served (-served +shown):\n%s", diff)
 	}
 }

@@ -21,9 +21,9 @@ func TestMain(m *testing.M) {
 	})
 }
 
-// TestScripts runs the CLI scenarios in testdata/script. Scenarios that need
-// a Docker engine start with [!exec:docker] skip or use the requiredocker
-// condition.
+// TestScripts runs the CLI scenarios in testdata/script. None of them needs
+// a Docker engine (the end-to-end tests in e2e_*_test.go do, through
+// testenv.RequireDocker); the "short" condition is true under -short.
 func TestScripts(t *testing.T) {
 	testscript.Run(t, testscript.Params{
 		Dir: "testdata/script",

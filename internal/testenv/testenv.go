@@ -28,18 +28,39 @@ import (
 
 // RequireDocker returns a Runtime on the local engine, closed at the end of
 // the test, or skips the test when no engine answers. With
-// SANDBOXCTL_REQUIRE_DOCKER=1 a missing engine is a failure instead.
+// SANDBOXCTL_REQUIRE_DOCKER=1 a missing engine is a failure instead. Under
+// -short (make test-short) it skips before it asks the engine anything, so
+// that a short run takes the same path whether an engine runs or not.
 func RequireDocker(t testing.TB) *docker.Runtime {
 	t.Helper()
+	require := os.Getenv("SANDBOXCTL_REQUIRE_DOCKER")
+	if msg := DockerGate(testing.Short(), require, nil); msg != "" {
+		t.Skip(msg)
+	}
 	rt, err := docker.New(context.Background(), docker.WithHost(os.Getenv("DOCKER_HOST")))
 	if err != nil {
-		if os.Getenv("SANDBOXCTL_REQUIRE_DOCKER") == "1" {
-			t.Fatalf("docker engine required (SANDBOXCTL_REQUIRE_DOCKER=1): %v", err)
+		if require == "1" {
+			t.Fatal(DockerGate(false, require, err))
 		}
-		t.Skipf("no docker engine: %v", err)
+		t.Skip(DockerGate(false, require, err))
 	}
 	t.Cleanup(func() { rt.Close() })
 	return rt
+}
+
+// DockerGate decides what a test that needs the engine does: "" to run,
+// else why it skips (or, with require "1" and an engine error, why it
+// fails). short wins over require: -short never runs a Docker test.
+func DockerGate(short bool, require string, engineErr error) string {
+	switch {
+	case short:
+		return "needs a Docker engine: skipped under -short"
+	case engineErr != nil && require == "1":
+		return "docker engine required (SANDBOXCTL_REQUIRE_DOCKER=1): " + engineErr.Error()
+	case engineErr != nil:
+		return "no docker engine: " + engineErr.Error()
+	}
+	return ""
 }
 
 var (

@@ -19,6 +19,7 @@ import (
 	"github.com/moby/moby/api/types/container"
 	"github.com/moby/moby/client"
 
+	"github.com/sandboxctl/sandboxctl/internal/capbuf"
 	"github.com/sandboxctl/sandboxctl/orchestrator"
 )
 
@@ -84,12 +85,12 @@ func (s *Sandbox) Start(ctx context.Context) error {
 	pr, pw := io.Pipe()
 	go func() { pw.CloseWithError(writeFilesTar(pw, files)) }() // ends when the tar is written or the pipe is closed
 	defer pr.Close()
-	var stderr limitedBuffer
+	stderr := capbuf.New(4 << 10)
 	code, err := s.Exec(ctx, orchestrator.ExecSpec{
 		Argv:   []string{"tar", "-x", "-p", "--same-owner", "--numeric-owner", "-f", "-", "-C", "/"},
 		User:   "0:0",
 		Stdin:  pr,
-		Stderr: &stderr,
+		Stderr: stderr,
 	})
 	if err != nil {
 		return fmt.Errorf("start container %s: place files: %w", s.short(), err)
@@ -173,12 +174,12 @@ func (s *Sandbox) Exec(ctx context.Context, e orchestrator.ExecSpec) (int, error
 // inside the (running) container instead.
 func (s *Sandbox) CopyIn(ctx context.Context, dir string, r io.Reader) error {
 	if s.onTmpfs(dir) {
-		var stderr limitedBuffer
+		stderr := capbuf.New(4 << 10)
 		code, err := s.Exec(ctx, orchestrator.ExecSpec{
 			Argv:   []string{"tar", "-x", "-p", "--same-owner", "--numeric-owner", "-f", "-", "-C", dir},
 			User:   "0:0",
 			Stdin:  r,
-			Stderr: &stderr,
+			Stderr: stderr,
 		})
 		if err != nil {
 			return fmt.Errorf("copy into %s:%s: %w", s.short(), dir, err)
@@ -216,8 +217,8 @@ func (s *Sandbox) CopyOut(ctx context.Context, p string) (io.ReadCloser, error) 
 func (s *Sandbox) copyOutExec(ctx context.Context, p string) (io.ReadCloser, error) {
 	p = path.Clean(p)
 	// Fail early, with the engine's wording, when p does not exist.
-	var stderr limitedBuffer
-	code, err := s.Exec(ctx, orchestrator.ExecSpec{Argv: []string{"test", "-e", p}, User: "0:0", Stderr: &stderr})
+	stderr := capbuf.New(4 << 10)
+	code, err := s.Exec(ctx, orchestrator.ExecSpec{Argv: []string{"test", "-e", p}, User: "0:0", Stderr: stderr})
 	if err != nil {
 		return nil, fmt.Errorf("copy out of %s:%s: %w", s.short(), p, err)
 	}
@@ -226,12 +227,12 @@ func (s *Sandbox) copyOutExec(ctx context.Context, p string) (io.ReadCloser, err
 	}
 	pr, pw := io.Pipe()
 	go func() { // ends when tar ends, or when the reader is closed (tar's output then fails)
-		var stderr limitedBuffer
+		stderr := capbuf.New(4 << 10)
 		code, err := s.Exec(ctx, orchestrator.ExecSpec{
 			Argv:   []string{"tar", "-c", "-f", "-", "--numeric-owner", "-C", path.Dir(p), path.Base(p)},
 			User:   "0:0",
 			Stdout: pw,
-			Stderr: &stderr,
+			Stderr: stderr,
 		})
 		if err == nil && code != 0 {
 			err = fmt.Errorf("tar exited %d: %s", code, stderr.String())
@@ -444,25 +445,4 @@ func tarHostFile(tw *tar.Writer, hdr *tar.Header, hostPath string) error {
 		return fmt.Errorf("file shrank while copied (%d of %d bytes)", n, fi.Size())
 	}
 	return nil
-}
-
-// limitedBuffer keeps the first 4 KiB written to it.
-type limitedBuffer struct {
-	mu  sync.Mutex
-	buf []byte
-}
-
-func (b *limitedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if room := 4096 - len(b.buf); room > 0 {
-		b.buf = append(b.buf, p[:min(room, len(p))]...)
-	}
-	return len(p), nil
-}
-
-func (b *limitedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return string(b.buf)
 }

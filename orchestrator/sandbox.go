@@ -1,0 +1,176 @@
+package orchestrator
+
+import (
+	"archive/tar"
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"path"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/sandboxctl/sandboxctl/canaryfs"
+	"github.com/sandboxctl/sandboxctl/internal/capbuf"
+	"github.com/sandboxctl/sandboxctl/skill"
+)
+
+// startSandbox creates the sandbox in the jail's namespace, then, as root
+// inside it: removes /.dockerenv, unpacks the seeded home and the skill, and
+// installs the trace CA in every trust store.
+func (r *Runner) startSandbox(ctx context.Context, st *run) error {
+	r.phase("sandbox", "sandbox for %s@%s", st.home.User, st.home.Hostname)
+	files := append([]File{
+		{Path: AgentBin, Mode: 0o700, HostPath: r.Binary},
+		{Path: CAPath, Mode: 0o644, Content: st.jailCfg.CACert},
+	}, passwdFiles(st.home.User, st.home.HomeDir, loginShell(st.home.Env), st.home.Since)...)
+	prof, err := sandboxSeccomp()
+	if err != nil {
+		return err
+	}
+	sb, err := r.Runtime.Create(ctx, sandboxSpec(st.plan, st.image, st.jail.ID(), st.home.HomeDir, files, prof))
+	if err != nil {
+		return err
+	}
+	st.sandbox = sb
+	if err := sb.Start(ctx); err != nil {
+		return err
+	}
+	var payload bytes.Buffer
+	if err := writeSetupTar(&payload, st.home, st.skill, st.skillDir); err != nil {
+		return fmt.Errorf("pack home and skill: %w", err)
+	}
+	if err := writeSystemTar(&payload, st.system); err != nil {
+		return err
+	}
+	stdout, stderr := capbuf.New(8<<20), capbuf.New(64<<10)
+	t0 := time.Now()
+	defer func() { r.log().Debug("sandbox: setup exec", "took", time.Since(t0)) }()
+	code, err := sb.Exec(ctx, ExecSpec{
+		Argv: []string{"/bin/sh", "-c", setupScript},
+		User: "0:0",
+		Env: []string{"CA=" + CAPath, "INSTALL_CA=" + InstallCA, "HOME_DIR=" + st.home.HomeDir,
+			"SINCE=" + strconv.FormatInt(st.home.Since.Unix(), 10), "LIVED_IN=" + livedIn},
+		Stdin:  &payload,
+		Stdout: stdout,
+		Stderr: stderr,
+	})
+	if err != nil {
+		return fmt.Errorf("set up sandbox: %w", err)
+	}
+	if code != 0 {
+		return fmt.Errorf("set up sandbox: exit %d: %s", code, tail(stderr.String(), 400))
+	}
+	st.planted = plantedEvents(st.home, parseIdentities(stdout.String()), r.now())
+	return nil
+}
+
+// setupScript runs as root in the sandbox before the skill: hide the
+// engine's marker file and the tool server's folder (agentd and strace are
+// root's alone), unpack the home, the skill and the system files (tar keeps
+// owners and modes), put the hosts file in place (in place: the engine
+// bind-mounts it), install the trace CA, give the home lived-in access
+// times and the engine's files plausible dates, print the identity of every
+// file of the home (identityScript), and stamp the moment the skill gets
+// control.
+const setupScript = `set -e
+rm -f /.dockerenv
+chmod 0700 /usr/local/lib/agent
+tar -x -i -p -f - -C /
+if [ -f ` + hostsStage + ` ]; then cat ` + hostsStage + ` >/etc/hosts; rm -f ` + hostsStage + `; fi
+"$INSTALL_CA" "$CA" >/dev/null
+python3 -c "$LIVED_IN" "$HOME_DIR" 2>/dev/null || true
+touch -d "@$SINCE" /etc/hostname /etc/hosts 2>/dev/null || true
+up=$(cut -d. -f1 /proc/uptime)
+touch -d "@$(( $(date +%s) - up ))" /etc/resolv.conf 2>/dev/null || true
+` + identityScript + `
+mkdir -p -m 0700 /run/agentd && touch /run/agentd/stamp
+`
+
+// livedIn sets each file's and folder's access time somewhere between its
+// modification time and now (tar leaves them all at the moment of
+// unpacking). Changing them changes the status time too; the stamp comes
+// after, so this is not the trace's doing.
+const livedIn = `import os, random, sys, time
+now = time.time()
+for d, dirs, files in os.walk(sys.argv[1]):
+    for n in files + dirs:
+        p = os.path.join(d, n)
+        try:
+            st = os.lstat(p)
+            if os.path.islink(p):
+                continue
+            m = st.st_mtime
+            os.utime(p, (m + (now - m) * random.random() * 0.9, m), follow_symlinks=False)
+        except OSError:
+            pass
+`
+
+// writeSetupTar writes the seeded home and the skill, read-only and owned by
+// root, as concatenated tar archives for `tar -x -i` at "/".
+func writeSetupTar(w io.Writer, home *canaryfs.Home, sk *skill.Skill, skillDir string) error {
+	if err := home.WriteTar(w, UserUID, UserGID); err != nil {
+		return err
+	}
+	tw := tar.NewWriter(w)
+	mtime := time.Now().Add(-36 * time.Hour)
+	// The skill's parents belong to the user, as an agent would have made them.
+	parent := path.Dir(skillDir)
+	for _, d := range []string{path.Dir(parent), parent} {
+		if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeDir, Name: strings.TrimPrefix(d, "/") + "/",
+			Mode: 0o755, Uid: UserUID, Gid: UserGID, Uname: home.User, Gname: home.User, ModTime: mtime}); err != nil {
+			return err
+		}
+	}
+	dirs := map[string]bool{}
+	var addDir func(d string) error
+	addDir = func(d string) error {
+		if dirs[d] || d == skillDir || !strings.HasPrefix(d, skillDir) {
+			return nil
+		}
+		if err := addDir(path.Dir(d)); err != nil {
+			return err
+		}
+		dirs[d] = true
+		return tw.WriteHeader(&tar.Header{Typeflag: tar.TypeDir, Name: strings.TrimPrefix(d, "/") + "/",
+			Mode: 0o555, Uname: "root", Gname: "root", ModTime: mtime})
+	}
+	if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeDir, Name: strings.TrimPrefix(skillDir, "/") + "/",
+		Mode: 0o555, Uname: "root", Gname: "root", ModTime: mtime}); err != nil {
+		return err
+	}
+	for _, f := range sk.Files {
+		p := path.Join(skillDir, f.Path)
+		if err := addDir(path.Dir(p)); err != nil {
+			return err
+		}
+		mode := int64(0o444)
+		if f.Mode&0o111 != 0 || bytes.HasPrefix(f.Content, []byte("#!")) {
+			mode = 0o555
+		}
+		if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: strings.TrimPrefix(p, "/"), Mode: mode,
+			Size: int64(len(f.Content)), Uname: "root", Gname: "root", ModTime: mtime}); err != nil {
+			return err
+		}
+		if _, err := tw.Write(f.Content); err != nil {
+			return err
+		}
+	}
+	return tw.Close()
+}
+
+var slugRe = regexp.MustCompile(`[^a-z0-9._-]+`)
+
+// skillSlug is the skill's folder name in the sandbox.
+func skillSlug(s *skill.Skill) string {
+	n := strings.Trim(slugRe.ReplaceAllString(strings.ToLower(s.Name), "-"), "-.")
+	if n == "" {
+		n = "skill"
+	}
+	if len(n) > 64 {
+		n = n[:64]
+	}
+	return n
+}
