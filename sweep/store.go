@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -73,10 +74,13 @@ type Store struct {
 	path string
 }
 
-// OpenStore opens (creating it when missing) the state database at path.
+// OpenStore opens (creating it and its folder when missing) the state database at path.
 func OpenStore(ctx context.Context, path string) (*Store, error) {
 	abs, err := filepath.Abs(path)
 	if err != nil {
+		return nil, fmt.Errorf("open state %s: %w", path, err)
+	}
+	if err := os.MkdirAll(filepath.Dir(abs), 0o755); err != nil {
 		return nil, fmt.Errorf("open state %s: %w", path, err)
 	}
 	q := url.Values{}
