@@ -74,7 +74,7 @@ type sweepFlags struct {
 func (f *sweepFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.out, "out", "", "the sweep folder: state, run folders and outputs (required)")
 	fs.IntVar(&f.parallel, "parallel", sweep.DefaultParallel, "traces run at once")
-	fs.BoolVar(&f.resume, "resume", false, "finish the unfinished sweep in --out (after Ctrl-C, kill -9 or a reboot)")
+	fs.BoolVar(&f.resume, "resume", false, "finish the unfinished sweep in --out (after Ctrl-C, kill -9 or a reboot); with SRC, start one when none is unfinished")
 	fs.BoolVar(&f.force, "force", false, "trace every skill, even those judged before under the same key")
 	fs.StringVar(&f.shard, "shard", "", "trace only shard i of N (i/N, by skill hash); merge the shards with sweep merge")
 	fs.DurationVar(&f.budget, "budget", 0, "wall-clock budget of one attempt at a skill, setup included (default: --timeout plus 2m)")
@@ -160,9 +160,12 @@ func runSweep(ctx context.Context, e env, args []string) int {
 	}
 	unfinished := latest != nil && latest.Finished.IsZero()
 	switch {
-	case f.resume && !unfinished:
+	case f.resume && !unfinished && len(srcs) == 0:
 		e.errorf("nothing to resume in %s: no unfinished sweep", f.out)
+		e.hintf("give the sources to start a sweep: with --resume, a sweep starts when none is unfinished")
 		return exitUsage
+	case f.resume && !unfinished:
+		f.resume = false // nothing to finish: start (a retried pod or job passes --resume always)
 	case f.resume:
 		if len(srcs) > 0 && !slices.Equal(srcs, latest.Sources) {
 			e.errorf("the sources differ from the sweep being resumed (%s)", strings.Join(latest.Sources, ", "))
