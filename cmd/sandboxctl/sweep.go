@@ -64,7 +64,7 @@ const exitSkillsFailed = 4
 
 type sweepFlags struct {
 	trace               traceFlags
-	out, shard          string
+	out, shard, prefix  string
 	parallel, attempts  int
 	budget, backoff     time.Duration
 	lease               time.Duration
@@ -80,6 +80,7 @@ func (f *sweepFlags) register(fs *flag.FlagSet) {
 	fs.DurationVar(&f.budget, "budget", 0, "wall-clock budget of one attempt at a skill, setup included (default: --timeout plus 2m)")
 	fs.IntVar(&f.attempts, "attempts", sweep.DefaultMaxAttempts, "attempts at a skill whose trace fails to observe before it is marked failed")
 	fs.DurationVar(&f.backoff, "backoff", sweep.DefaultBackoff, "wait after a failed attempt, doubled after each")
+	fs.StringVar(&f.prefix, "trace-prefix", "sweep", "start of every trace id (on the containers' sandboxctl.trace label)")
 	fs.DurationVar(&f.lease, "lease", sweep.DefaultLeaseTTL, "how long a skill stays claimed by a worker that stopped renewing it")
 	f.trace.registerCorpus(fs)
 }
@@ -269,7 +270,7 @@ func runSweep(ctx context.Context, e env, args []string) int {
 		Dir: f.out, Store: st, RunID: runID,
 		Tracer:   &sweep.PipelineTracer{Runner: runner, Plan: plan},
 		Parallel: f.parallel, Budget: f.budget, MaxAttempts: f.attempts, Backoff: f.backoff, LeaseTTL: f.lease,
-		Owner: sweep.NewOwner(host, os.Getpid()), Dead: sweep.DeadOnHost(host),
+		Owner: sweep.NewOwner(host, os.Getpid()), Dead: sweep.DeadOnHost(host), TraceIDPrefix: f.prefix,
 		Cleanup: func(ctx context.Context, traceID string) error {
 			_, err1 := rt.GC(ctx, traceID)
 			_, err2 := rt.GC(ctx, traceID+"-unwatched")
