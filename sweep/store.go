@@ -161,12 +161,17 @@ func (s *Store) Begin(ctx context.Context, run RunInfo, items []Item, opt BeginO
 	}
 	queued := 0
 	now := time.Now().UnixMilli()
+	keys := map[string]bool{}
 	for i, it := range items {
 		sk, _ := json.Marshal(it.Skill)
 		if _, err := tx.ExecContext(ctx, `INSERT INTO items (run_id, seq, id, key, skill) VALUES (?,?,?,?,?)`,
 			run.ID, i, it.ID, it.Key, string(sk)); err != nil {
 			return 0, fmt.Errorf("begin sweep: item %s: %w", it.ID, err)
 		}
+		if keys[it.Key] {
+			continue // the same content twice: one result
+		}
+		keys[it.Key] = true
 		var status string
 		err := tx.QueryRowContext(ctx, `SELECT status FROM results WHERE key = ?`, it.Key).Scan(&status)
 		switch {

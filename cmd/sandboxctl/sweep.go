@@ -189,6 +189,22 @@ func runSweep(ctx context.Context, e env, args []string) int {
 		e.errorf("%v", err)
 		return exitUsage
 	}
+	// Sources first: a bad one is a usage error, before any engine.
+	var skills []sweep.Skill
+	if !f.resume {
+		skills, err = sweep.Discover(ctx, srcs, sweep.DiscoverOptions{ExtractDir: filepath.Join(f.out, "sources")})
+		if err != nil {
+			e.errorf("%v", err)
+			if errors.Is(err, os.ErrNotExist) {
+				e.hintf("a source is a skill, a folder of skills, a list file or an archive")
+			}
+			return exitUsage
+		}
+		if len(skills) == 0 {
+			e.errorf("the sources hold no skill (a folder with SKILL.md, or .md files)")
+			return exitUsage
+		}
+	}
 	rt, ok := openDocker(ctx, e)
 	if !ok {
 		return exitFailed
@@ -228,14 +244,6 @@ func runSweep(ctx context.Context, e env, args []string) int {
 		runID = latest.ID
 		fmt.Fprintf(e.stderr, "sandboxctl: resuming sweep %s\n", runID)
 	} else {
-		skills, err := sweep.Discover(ctx, srcs, sweep.DiscoverOptions{ExtractDir: filepath.Join(f.out, "sources")})
-		if err != nil {
-			e.errorf("%v", err)
-			if errors.Is(err, os.ErrNotExist) {
-				e.hintf("a source is a skill, a folder of skills, a list file or an archive")
-			}
-			return exitUsage
-		}
 		var items []sweep.Item
 		for _, s := range skills {
 			if !shard.Holds(s) {
