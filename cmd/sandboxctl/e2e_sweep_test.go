@@ -234,14 +234,12 @@ func TestSweepEndToEnd(t *testing.T) {
 				continue
 			}
 			var in struct {
-				Canaries struct {
-					Tokens []struct {
-						Value string `json:"value"`
-					} `json:"tokens"`
+				Canaries []struct {
+					Value string `json:"value"`
 				} `json:"canaries"`
 			}
 			json.Unmarshal(b, &in)
-			for _, tk := range in.Canaries.Tokens {
+			for _, tk := range in.Canaries {
 				if len(tk.Value) >= 12 {
 					values = append(values, tk.Value)
 				}
