@@ -18,6 +18,7 @@ import (
 	"github.com/sandboxctl/sandboxctl/orchestrator"
 	"github.com/sandboxctl/sandboxctl/reports"
 	"github.com/sandboxctl/sandboxctl/rules"
+	"github.com/sandboxctl/sandboxctl/sweep"
 )
 
 // A Tracer runs one skill and returns its report. dir is the run folder to
@@ -29,7 +30,8 @@ type Tracer interface {
 }
 
 // PipelineTracer traces through an orchestrator.Runner, the pipeline of
-// `sandboxctl trace`.
+// `sandboxctl trace`: it is sweep.PipelineTracer, the one place a trace is
+// run for a corpus, with an evaluation's trace ids.
 type PipelineTracer struct {
 	Runner *orchestrator.Runner
 	// Plan is the template of every trace (driver, limits, image, ...):
@@ -45,15 +47,12 @@ type PipelineTracer struct {
 
 // Trace implements Tracer.
 func (t *PipelineTracer) Trace(ctx context.Context, c Case, dir string) (*reports.Report, error) {
-	p := t.Plan
-	p.SkillPath = c.Dir
+	id := traceID(cmp.Or(t.TraceIDPrefix, "eval"), c.Slug)
 	if t.TraceID != nil {
-		p.TraceID = t.TraceID(c)
-	} else {
-		p.TraceID = traceID(cmp.Or(t.TraceIDPrefix, "eval"), c.Slug)
+		id = t.TraceID(c)
 	}
-	out, err := t.Runner.Run(ctx, p, dir)
-	return out.Report, err
+	pt := sweep.PipelineTracer{Runner: t.Runner, Plan: t.Plan}
+	return pt.Trace(ctx, sweep.Job{TraceID: id, SkillPath: c.Dir, RunDir: dir})
 }
 
 var unsafeIDRe = regexp.MustCompile(`[^a-z0-9]+`)
@@ -237,32 +236,9 @@ func resultOf(c Case, rep *reports.Report, err error) Result {
 	}
 	slices.Sort(r.Rules)
 	if rep.Verdict == rules.Malicious || rep.Verdict == rules.Suspicious {
-		r.Deciding = deciding(rep.Findings)
+		r.Deciding = sweep.Deciding(rep.Findings)
 	}
 	return r
-}
-
-// deciding returns the ids of the findings of the worst severity present,
-// and among them of the highest confidence: the ones that set the verdict
-// whatever the exact thresholds of the policy are.
-func deciding(fs []rules.Finding) []string {
-	top, conf := 0, 0
-	for _, f := range fs {
-		if s := f.Severity.Rank(); s > top {
-			top, conf = s, 0
-		}
-		if f.Severity.Rank() == top {
-			conf = max(conf, f.Confidence.Rank())
-		}
-	}
-	ids := []string{}
-	for _, f := range fs {
-		if f.Severity.Rank() == top && f.Confidence.Rank() == conf && !slices.Contains(ids, f.RuleID) {
-			ids = append(ids, f.RuleID)
-		}
-	}
-	slices.Sort(ids)
-	return ids
 }
 
 // RescoreTracer scores the run folders an earlier evaluation kept

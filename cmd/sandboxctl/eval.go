@@ -79,8 +79,12 @@ func (f *evalFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.commit, "commit", "", "source revision recorded with the figures (default: this binary's build revision)")
 	fs.BoolVar(&f.check, "check", false, "exit 1 when a benign skill is judged malicious or a stated expected verdict is not met")
 
-	// The trace settings every skill runs with, as for trace.
-	t := &f.trace
+	f.trace.registerCorpus(fs)
+}
+
+// registerCorpus adds the trace settings every skill of a corpus runs
+// with (eval and sweep), as for trace.
+func (t *traceFlags) registerCorpus(fs *flag.FlagSet) {
 	d := orchestrator.DefaultLimits()
 	fs.StringVar(&t.driver, "driver", "", "who decides the tool calls: literal or llm (default: llm when --model or --provider is set, else literal)")
 	fs.StringVar(&t.provider, "provider", "", "llm provider: openai, openrouter, ollama (or use --base-url)")
