@@ -169,13 +169,13 @@ func TestHTMLInBrowserLinkOpensDetails(t *testing.T) {
 	var before, after bool
 	testenv.VisitPage(t, exe, page,
 		chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
-			v, err := chromedp.Evaluate[bool](target + `.open`)(ctx, tg)
+			v, err := chromedp.Evaluate[bool](target+`.open`)(ctx, tg)
 			before = v
 			return err
 		}),
 		chromedp.Click(`#procs-call_1 a[href="#call-call_1"]`),
 		chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
-			v, err := chromedp.Evaluate[bool](`(() => { const d = ` + target + `; return d.open && location.hash === "#call-call_1"; })()`)(ctx, tg)
+			v, err := chromedp.Evaluate[bool](`(() => { const d = `+target+`; return d.open && location.hash === "#call-call_1"; })()`)(ctx, tg)
 			after = v
 			return err
 		}),
