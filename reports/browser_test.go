@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/chromedp/chromedp"
 
@@ -46,7 +47,7 @@ const pageFactsJS = `(() => {
     narrative: (document.getElementById("narrative") || {textContent: ""}).textContent,
     incidents: all(".incident").map(e => ({kind: e.dataset.kind, title: e.querySelector("b").textContent,
       tokens: e.querySelectorAll("li.token").length, dest: (e.querySelector(".dest") || {textContent: ""}).textContent})),
-    flows: all(".flow").map(e => e.dataset.token),
+    flows: all(".flow-token").map(e => e.dataset.token),
     flowSent: all(".flows .box.sent").map(e => e.textContent),
     lanes: Object.fromEntries(all("#timeline-svg g.lane").map(g => [g.dataset.lane, g.querySelectorAll("rect.mark").length])),
     bands: all("#timeline-svg rect.band").length,
@@ -175,9 +176,16 @@ func TestHTMLInBrowserLinkOpensDetails(t *testing.T) {
 		}),
 		chromedp.Click(`#procs-call_1 a[href="#call-call_1"]`),
 		chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
-			v, err := chromedp.Evaluate[bool](`(() => { const d = `+target+`; return d.open && location.hash === "#call-call_1"; })()`)(ctx, tg)
-			after = v
-			return err
+			// the hashchange handler runs after the click returns
+			for range 40 {
+				v, err := chromedp.Evaluate[bool](`(() => { const d = `+target+`; return d.open && location.hash === "#call-call_1"; })()`)(ctx, tg)
+				if err != nil || v {
+					after = v
+					return err
+				}
+				time.Sleep(50 * time.Millisecond)
+			}
+			return nil
 		}),
 	)
 	if before {

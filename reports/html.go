@@ -400,9 +400,20 @@ func htmlIncidents(r *Report, fs []htmlFinding, shown map[int64]bool, fileIdx ma
 	var out []htmlIncident
 	for _, in := range r.Incidents {
 		hi := htmlIncident{Incident: in, Anchor: "inc-" + in.ID, Elsewhere: in.Pass == rules.PassUnwatched}
+		// one link per rule, to its first finding: "SBX-EXFIL-001 ×16"
+		n := map[string]int{}
 		for _, i := range in.Findings {
-			if i >= 0 && i < len(fs) {
+			if i < 0 || i >= len(fs) {
+				continue
+			}
+			if n[fs[i].RuleID] == 0 {
 				hi.Links = append(hi.Links, htmlRef{Text: fs[i].RuleID, Href: "#" + fs[i].Anchor})
+			}
+			n[fs[i].RuleID]++
+		}
+		for j := range hi.Links {
+			if c := n[hi.Links[j].Text]; c > 1 {
+				hi.Links[j].Text += fmt.Sprintf(" ×%d", c)
 			}
 		}
 		for _, id := range in.ToolCallIDs {

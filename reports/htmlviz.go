@@ -84,27 +84,21 @@ type htmlTick struct {
 	Anchor string // text-anchor
 }
 
-// laneOf returns the timeline lane of an event, or "".
+// laneOf returns the timeline lane of an event, or "" for the events that
+// are not the skill's activity (the jail's notices, the planted files'
+// identities, budgets, resource figures).
 func laneOf(e trace.Event) string {
-	switch e.Source {
-	case trace.SourceCanary:
+	switch e.Type {
+	case trace.TypeCanaryHit:
 		return "canary"
-	case trace.SourceDNS, trace.SourceHTTP, trace.SourceTCP, trace.SourceUDP, trace.SourceTLS:
+	case trace.TypeDNSQuery, trace.TypeHTTP, trace.TypeConnection, trace.TypeTLSHello, trace.TypePackage,
+		trace.TypeGit, trace.TypeMail, trace.TypeWSMessage, trace.TypeConnect, trace.TypeSendto, trace.TypeBind:
 		return "net"
-	case trace.SourceFSDiff:
+	case trace.TypeOpen, trace.TypeRead, trace.TypeWrite, trace.TypeUnlink, trace.TypeRename, trace.TypeChmod,
+		trace.TypeMkdir, trace.TypeLink, trace.TypeFSChange:
 		return "file"
-	case trace.SourceSample:
+	case trace.TypeExec, trace.TypeLeftover:
 		return "proc"
-	case trace.SourceSyscall:
-		switch e.Type {
-		case trace.TypeExec, trace.TypeLeftover:
-			return "proc"
-		case trace.TypeOpen, trace.TypeRead, trace.TypeWrite, trace.TypeUnlink, trace.TypeRename, trace.TypeChmod,
-			trace.TypeMkdir, trace.TypeLink:
-			return "file"
-		case trace.TypeConnect, trace.TypeSendto, trace.TypeBind:
-			return "net"
-		}
 	}
 	return ""
 }
@@ -141,17 +135,27 @@ func buildTimeline(r *Report, evRefs map[int64][]string, shown map[int64]bool, c
 			extend(start.Add(d.Duration))
 			continue
 		}
-		if laneOf(e) != "" {
+		// The file-system diff is read after the last call: its time
+		// says when it was collected, not when the file changed, so it
+		// does not stretch the axis (such marks sit at its right end).
+		if laneOf(e) != "" && e.Type != trace.TypeFSChange {
 			extend(e.Time)
 		}
+	}
+	if t0.IsZero() { // nothing ran: an empty axis from the start
+		t0, t1 = r.StartedAt, r.StartedAt
 	}
 	span := t1.Sub(t0)
 	if span <= 0 {
 		span = time.Millisecond
 	}
+	// a little room on both sides, so the first and last marks show
+	pad := span / 50
+	t0, span = t0.Add(-pad), span+2*pad
 	tl.Span = span.Round(time.Millisecond).String()
 	x := func(t time.Time) float64 {
-		return tl.PlotX + tl.PlotW*float64(t.Sub(t0))/float64(span)
+		f := min(max(float64(t.Sub(t0))/float64(span), 0), 1) // clamped to the axis
+		return tl.PlotX + tl.PlotW*f
 	}
 	top := float64(tlBandH)
 	for i, l := range tlLanes {
@@ -192,7 +196,7 @@ func buildTimeline(r *Report, evRefs map[int64][]string, shown map[int64]bool, c
 			continue
 		}
 		li := laneIdx[l]
-		k := int((x(e.Time) - tl.PlotX) / tlBinPx)
+		k := min(int((x(e.Time)-tl.PlotX)/tlBinPx), int(tl.PlotW/tlBinPx)-1)
 		b := bins[li][k]
 		if b == nil {
 			b = &bin{first: e}
@@ -232,19 +236,27 @@ func buildTimeline(r *Report, evRefs map[int64][]string, shown map[int64]bool, c
 			tl.Marks++
 		}
 	}
+	// ticks in the offsets the event rows show: from the trace's start
+	origin := r.StartedAt
+	if origin.IsZero() {
+		origin = t0.Add(pad)
+	}
 	for i := 0; i <= 5; i++ {
-		d := time.Duration(float64(span) * float64(i) / 5)
+		d := t0.Add(time.Duration(float64(span) * float64(i) / 5)).Sub(origin)
 		anchor := "middle"
 		if i == 5 {
 			anchor = "end"
 		}
-		tl.Ticks = append(tl.Ticks, htmlTick{X: tl.PlotX + tl.PlotW*float64(i)/5, Label: "+" + fmtOffset(d), Anchor: anchor})
+		tl.Ticks = append(tl.Ticks, htmlTick{X: tl.PlotX + tl.PlotW*float64(i)/5, Label: signed(fmtOffset(d)), Anchor: anchor})
 	}
 	return tl
 }
 
 // fmtOffset writes a time offset compactly: 850ms, 1.25s, 2m03s.
 func fmtOffset(d time.Duration) string {
+	if d < 0 && d > -1<<62 {
+		return "-" + fmtOffset(-d)
+	}
 	switch {
 	case d < time.Second:
 		return fmt.Sprintf("%dms", d.Milliseconds())
@@ -445,6 +457,13 @@ func buildNetMap(r *Report) htmlNetMap {
 	return m
 }
 
+func signed(s string) string {
+	if strings.HasPrefix(s, "-") {
+		return s
+	}
+	return "+" + s
+}
+
 func byteSize(n int64) string {
 	switch {
 	case n < 1<<10:
@@ -458,19 +477,34 @@ func byteSize(n int64) string {
 // maxFlows caps the token flows drawn.
 const maxFlows = 100
 
-// A htmlFlow is the path of one leaked token: where it was planted, the
-// step that read it, how it was encoded on the way, where it was sent.
+// A htmlFlow is the path of leaked tokens: where they were planted, the
+// step that read them, how they were encoded on the way, where they were
+// sent. Tokens that took the same path (the same read, the same steps, the
+// same destinations) share one flow.
 type htmlFlow struct {
-	TokenID, Kind, Planted string
-	Read                   htmlStep
-	Encoded                []htmlStep
-	Sent                   []htmlStep
+	Tokens  []htmlFlowToken
+	Read    htmlStep
+	Encoded []htmlStep
+	Sent    []htmlStep
+}
+
+type htmlFlowToken struct {
+	ID, Kind, Planted string
 }
 
 type htmlStep struct {
 	Text string
 	Seq  int64 // 0: no event
 	Href bool  // the event has a row on the page
+}
+
+// key identifies a flow's path.
+func (f htmlFlow) key() string {
+	var b strings.Builder
+	for _, s := range append(append([]htmlStep{f.Read}, f.Encoded...), f.Sent...) {
+		fmt.Fprintf(&b, "%d\x00%s\x01", s.Seq, s.Text)
+	}
+	return b.String()
 }
 
 // buildFlows follows each leaked token through the timeline.
@@ -506,21 +540,18 @@ func buildFlows(r *Report, shown map[int64]bool) (flows []htmlFlow, more int) {
 	var envRead htmlStep
 	for _, f := range r.Findings {
 		if (f.RuleID == "SBX-ENV-001" || f.RuleID == "SBX-EXFIL-005") && len(f.Evidence) > 0 && f.Pass != rules.PassUnwatched {
-			envRead = step(f.Evidence[0].Seq, "environment read: "+cut(f.Evidence[0].Summary, 100))
+			envRead = step(f.Evidence[0].Seq, "environment read: "+cut(f.Evidence[0].Summary, 80))
 			break
 		}
 	}
 	home := strings.TrimSuffix(r.Sandbox.Home, "/")
+	index := map[string]int{}
 	for _, p := range r.Canaries.Planted {
 		hs := leaked[p.ID]
 		if len(hs) == 0 {
 			continue
 		}
-		if len(flows) == maxFlows {
-			more++
-			continue
-		}
-		fl := htmlFlow{TokenID: p.ID, Kind: p.Kind, Planted: p.Location}
+		fl := htmlFlow{Tokens: []htmlFlowToken{{ID: p.ID, Kind: p.Kind, Planted: p.Location}}}
 		firstSent := hs[0].EventSeq
 		for _, h := range hs {
 			firstSent = min(firstSent, h.EventSeq)
@@ -558,10 +589,16 @@ func buildFlows(r *Report, shown map[int64]bool) (flows []htmlFlow, more int) {
 		// (a command line, a file, the model's view), then the encodings
 		// it left in.
 		for _, h := range other[p.ID] {
-			if len(fl.Encoded) == 4 {
+			if len(fl.Encoded) == 3 {
 				break
 			}
-			fl.Encoded = append(fl.Encoded, step(h.EventSeq, fmt.Sprintf("%s in %s %s", h.Encoding, h.Channel, cut(h.Where, 80))))
+			where := h.Channel
+			if ev, ok := byseq[h.EventSeq]; ok && h.Channel == "argv" {
+				where = "the command line of " + orWord(procName(ev.PID), "a process")
+			} else if h.Channel == "file" {
+				where = "file " + cut(h.Where, 60)
+			}
+			fl.Encoded = append(fl.Encoded, step(h.EventSeq, h.Encoding+" in "+where))
 		}
 		var encs []string
 		for _, h := range hs {
@@ -588,6 +625,15 @@ func buildFlows(r *Report, shown map[int64]bool) (flows []htmlFlow, more int) {
 			seen[k] = true
 			fl.Sent = append(fl.Sent, step(h.EventSeq, fmt.Sprintf("%s over %s", host, ch)))
 		}
+		if i, ok := index[fl.key()]; ok {
+			flows[i].Tokens = append(flows[i].Tokens, fl.Tokens...)
+			continue
+		}
+		if len(flows) == maxFlows {
+			more++
+			continue
+		}
+		index[fl.key()] = len(flows)
 		flows = append(flows, fl)
 	}
 	return flows, more
