@@ -186,16 +186,15 @@ func runEval(ctx context.Context, e env, args []string) int {
 			return exitFailed
 		}
 		defer rt.Close()
-		bin, _, err := selfBinary()
+		ui := newProgressUI(e.stderr, false)
+		bin, err := sandboxBinary(ctx, e, ui)
 		if err != nil {
-			e.errorf("%v", err)
-			return exitFailed
+			e.warnf("the sandbox gets this dynamically linked binary: %v", err)
 		}
 		if plan.Image == "" {
 			// Build (or find) the image once, before the traces race for it.
-			ref, err := rt.EnsureImage(ctx, prefixWriter{w: e.stderr, prefix: "image: "})
-			if err != nil {
-				e.errorf("build image: %v", err)
+			ref, ok := ensureImage(ctx, e, rt, ui)
+			if !ok {
 				return exitFailed
 			}
 			plan.Image = ref

@@ -236,24 +236,26 @@ func runTrace(ctx context.Context, e env, args []string) int {
 		return exitFailed
 	}
 	defer rt.Close()
-	bin, dynamic, err := selfBinary()
+	tty := e.isTerminal != nil && e.isTerminal()
+	ui := newProgressUI(e.stderr, tty)
+	bin, err := sandboxBinary(ctx, e, ui)
 	if err != nil {
-		e.errorf("%v", err)
-		return exitFailed
-	}
-	if dynamic {
+		if bin == "" {
+			ui.Close()
+			e.errorf("%v", err)
+			return exitFailed
+		}
 		// It runs inside the Debian bookworm sandbox too: fine when the
 		// host's libc is not newer than the image's.
-		e.warnf("this sandboxctl is dynamically linked (built with cgo); the sandbox runs this same binary")
+		e.warnf("this sandboxctl is dynamically linked (built with cgo) and no static copy could be built (%v); the sandbox runs this same binary", err)
 		e.hintf("if the sandbox's tools fail to start, build a static binary: make (CGO_ENABLED=0)")
 	}
 	dir := f.out
 	if dir == "" {
 		dir = defaultOut(p.TraceID, path)
 	}
-
-	tty := e.isTerminal != nil && e.isTerminal()
-	ui := newProgressUI(e.stderr, tty)
+	imgLog := newImageLog(ui, imageLogPath(e))
+	defer imgLog.Close()
 	runner := &orchestrator.Runner{
 		Runtime:        rt,
 		Binary:         bin,
@@ -261,7 +263,7 @@ func runTrace(ctx context.Context, e env, args []string) int {
 		IncludeSecrets: f.includeSecrets,
 		Log:            debugLog(e),
 		EngineDiff:     f.engineDiff,
-		ImageProgress:  imageProgress{ui: ui},
+		ImageProgress:  imgLog,
 		Progress: func(pr orchestrator.Progress) {
 			switch {
 			case pr.Call != nil && pr.Result == nil:
@@ -277,6 +279,7 @@ func runTrace(ctx context.Context, e env, args []string) int {
 	ui.Close()
 	if out.Report == nil {
 		e.errorf("%v", runErr)
+		imageHints(e, runErr, imgLog)
 		return exitFailed
 	}
 	if err := writeFormat(e.stdout, out.Report, f.format, textStyle{color: tty, verbose: f.verbose}); err != nil {
@@ -292,6 +295,7 @@ func runTrace(ctx context.Context, e env, args []string) int {
 	}
 	if runErr != nil {
 		e.errorf("%v", runErr)
+		imageHints(e, runErr, imgLog)
 		if errors.Is(runErr, context.Canceled) || ctx.Err() != nil {
 			e.hintf("interrupted: the containers were removed; the partial report is in %s", dir)
 		}
