@@ -75,10 +75,11 @@ func sandboxBinary(ctx context.Context, e env, ui *progressUI) (string, error) {
 	if _, dyn, err := staticAt(tmp.Name()); err != nil || dyn {
 		return exe, fmt.Errorf("static build in %s: not a static binary (%v)", root, err)
 	}
-	// Older builds of other sources go.
+	// Builds of other sources go after a day (not at once: another
+	// checkout's trace may be copying one now).
 	if old, _ := filepath.Glob(filepath.Join(dir, "agentd-static-*")); len(old) > 0 {
 		for _, o := range old {
-			if o != out {
+			if fi, err := os.Stat(o); err == nil && o != out && time.Since(fi.ModTime()) > 24*time.Hour {
 				os.Remove(o)
 			}
 		}
