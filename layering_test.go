@@ -38,6 +38,7 @@ var internalRules = map[string][]string{
 	"rules":      {"trace", "canary", "skill", "persona"},
 	"reports":    {"trace", "rules", "canary", "skill", "safetext"},
 	"safetext":   {},
+	"userrules":  {"trace", "rules", "reports"},
 }
 
 // TestLayering fails on an import edge the design does not allow, and on

@@ -26,6 +26,7 @@ import (
 	"github.com/sandboxctl/sandboxctl/mcptools"
 	"github.com/sandboxctl/sandboxctl/netcapture"
 	"github.com/sandboxctl/sandboxctl/reports"
+	"github.com/sandboxctl/sandboxctl/rules"
 	"github.com/sandboxctl/sandboxctl/skill"
 	"github.com/sandboxctl/sandboxctl/trace"
 )
@@ -70,6 +71,8 @@ type Runner struct {
 	EngineDiff bool
 	// IncludeSecrets puts planted token values in report.json.
 	IncludeSecrets bool
+	// Extra adds the user's rules to the built-in ones (nil: none).
+	Extra rules.Extra
 }
 
 // Outcome is what Run produced besides the report.
@@ -214,7 +217,7 @@ func (r *Runner) pass(ctx context.Context, st *run) (out Outcome, err error) {
 	}
 	timeline := trace.Merge(st.events)
 	timeline = append(timeline, spoolHitEvents(st.home.Set, timeline, st.spoolHits)...)
-	out.Report = reports.Analyze(meta, timeline, reports.Options{IncludeCanaryValues: r.IncludeSecrets})
+	out.Report = reports.Analyze(meta, timeline, reports.Options{IncludeCanaryValues: r.IncludeSecrets, Extra: r.Extra})
 	out.Transcript = st.transcr.Bytes()
 	if dir != "" {
 		if werr := reports.WriteRunDir(dir, out.Report, out.Transcript); werr != nil {

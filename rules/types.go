@@ -181,6 +181,8 @@ type Input struct {
 	// "cancelled"; "" is completed). A trace that did not complete is
 	// inconclusive unless harm was already proven (docs/verdicts.md).
 	Status string
+	// Extra, when set, adds findings before the verdict (user rules).
+	Extra Extra
 }
 
 // Result is what Evaluate found.

@@ -54,8 +54,9 @@ type e2eReport struct {
 }
 
 // TestExamples traces every bundled example skill through the real CLI, the
-// real engine, the real jail and the literal driver, and checks its verdict,
-// its rules and its exit code, and that nothing is left behind.
+// real engine, the real jail and the literal driver, with the example user
+// rules of examples/rules, and checks its verdict, its rules (built-in and
+// user) and its exit code, and that nothing is left behind.
 func TestExamples(t *testing.T) {
 	if testing.Short() {
 		t.Skip("end-to-end traces skipped in -short mode")
@@ -83,7 +84,9 @@ func TestExamples(t *testing.T) {
 			out := t.TempDir()
 			ctx, cancel := context.WithTimeout(t.Context(), 8*time.Minute)
 			defer cancel()
-			cmd := exec.CommandContext(ctx, bin, "trace", "--out", out, "--format", "json", "--timeout", "4m", dir)
+			// the user rules of examples/rules run too: expect.json names
+			// those that fire, and the clean examples must stay clean
+			cmd := exec.CommandContext(ctx, bin, "trace", "--out", out, "--format", "json", "--timeout", "4m", "--rules", "../../examples/rules", dir)
 			var stderr strings.Builder
 			cmd.Stderr = &stderr
 			stdout, _ := cmd.Output()

@@ -95,6 +95,7 @@ func (f *evalFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&t.image, "image", "", "sandbox image (default: built from the embedded Dockerfile.sandbox)")
 	fs.StringVar(&t.networkConfig, "network-config", "", "JSON file of DNS answers, NXDOMAIN names and HTTP responses for the jail")
 	fs.BoolVar(&t.engineDiff, "engine-diff", false, "also read the engine's host-side file diff (slow on fuse-overlayfs)")
+	fs.StringVar(&t.rules, "rules", "", "also run the rule files (*.yaml) of DIR on every skill, besides the built-in rules and those of ~/.config/sandboxctl/rules (also with --rescore)")
 	t.registerStealth(fs)
 	fs.Int64Var(&t.memory, "memory", d.Memory, "memory limit of each sandbox, bytes")
 	fs.Int64Var(&t.pids, "pids", d.PIDs, "process limit of each sandbox")
@@ -172,6 +173,10 @@ func runEval(ctx context.Context, e env, args []string) int {
 		e.errorf("%v", err)
 		return exitUsage
 	}
+	urules, ok := loadUserRules(e, f.trace.rules)
+	if !ok {
+		return exitUsage
+	}
 
 	var tracer evaluation.Tracer
 	if f.rescore != "" {
@@ -179,7 +184,7 @@ func runEval(ctx context.Context, e env, args []string) int {
 			e.errorf("--keep-runs and --rescore name the same folder: the kept runs would be replaced while read")
 			return exitUsage
 		}
-		tracer = &evaluation.RescoreTracer{From: f.rescore}
+		tracer = &evaluation.RescoreTracer{From: f.rescore, Extra: urules.Extra()}
 	} else {
 		rt, ok := openDocker(ctx, e)
 		if !ok {
@@ -201,7 +206,7 @@ func runEval(ctx context.Context, e env, args []string) int {
 		}
 		tracer = &evaluation.PipelineTracer{
 			Runner: &orchestrator.Runner{
-				Runtime: rt, Binary: bin, Version: version(), Log: debugLog(e), EngineDiff: f.trace.engineDiff,
+				Runtime: rt, Binary: bin, Version: version(), Log: debugLog(e), EngineDiff: f.trace.engineDiff, Extra: urules.Extra(),
 			},
 			Plan: plan,
 		}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -77,9 +78,28 @@ func TestQuickStart(t *testing.T) {
 			t.Errorf("%s warned: %s", cmds[0], l)
 		}
 	}
-	if runs, _ := filepath.Glob(filepath.Join(clone, "runs", "*", "report.html")); len(runs) != 1 {
-		t.Errorf("want one run folder with report.html under runs/ in the clone, found %v", runs)
+	runs, _ := filepath.Glob(filepath.Join(clone, "runs", "*", "report.json"))
+	if len(runs) != 1 {
+		t.Fatalf("want one run folder with report.json under runs/ in the clone, found %v", runs)
 	}
+	// What issue 16 asks of this example with the built-in rules: one
+	// exfiltration incident to webhook.site carrying the 16 tokens, one
+	// SARIF result, a summary on one screen, a page that passes the
+	// browser check.
+	b, err := os.ReadFile(runs[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rep e2eReport
+	if err := json.Unmarshal(b, &rep); err != nil {
+		t.Fatal(err)
+	}
+	var want expectation
+	if err := json.Unmarshal([]byte(`{"incidents": [{"kind": "exfiltration", "destination": "webhook.site", "tokens": 16}]}`), &want); err != nil {
+		t.Fatal(err)
+	}
+	checkIncidents(t, want, rep, filepath.Dir(runs[0]))
+	checkPageInBrowser(t, filepath.Join(filepath.Dir(runs[0]), "report.html"), len(rep.Incidents))
 	mk := exec.CommandContext(ctx, "make", "-n", "test")
 	mk.Dir = clone
 	if out, err := mk.CombinedOutput(); err != nil || !strings.Contains(string(out), "go test") {

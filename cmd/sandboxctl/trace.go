@@ -39,6 +39,7 @@ type traceFlags struct {
 	out, format, failOn                                                     string
 	keep, dryRun, includeSecrets, engineDiff, stealth, stealthAuto, verbose bool
 	user, hostname, seed, image, networkConfig, traceID, persona            string
+	rules                                                                   string
 	memory                                                                  int64
 	pids                                                                    int64
 	cpus                                                                    float64
@@ -81,6 +82,7 @@ func (f *traceFlags) register(fs interface {
 	fs.StringVar(&f.image, "image", "", "sandbox image (default: built from the embedded Dockerfile.sandbox)")
 	fs.StringVar(&f.traceID, "trace-id", "", "id of the trace, on its containers' sandboxctl.trace label (default: a new unique id)")
 	fs.StringVar(&f.networkConfig, "network-config", "", "JSON file of DNS answers, NXDOMAIN names and HTTP responses for the jail")
+	fs.StringVar(&f.rules, "rules", "", "also run the rule files (*.yaml) of DIR, besides the built-in rules and those of ~/.config/sandboxctl/rules (docs/rules.md)")
 	fs.Int64Var(&f.memory, "memory", d.Memory, "memory limit of the sandbox, bytes")
 	fs.Int64Var(&f.pids, "pids", d.PIDs, "process limit of the sandbox")
 	fs.Float64Var(&f.cpus, "cpus", float64(d.NanoCPUs)/1e9, "CPU limit of the sandbox")
@@ -227,6 +229,10 @@ func runTrace(ctx context.Context, e env, args []string) int {
 		skillHint(e, err)
 		return exitUsage
 	}
+	urules, ok := loadUserRules(e, f.rules)
+	if !ok {
+		return exitUsage
+	}
 	if f.dryRun {
 		return dryRun(ctx, e, p, sk)
 	}
@@ -264,6 +270,7 @@ func runTrace(ctx context.Context, e env, args []string) int {
 		Log:            debugLog(e),
 		EngineDiff:     f.engineDiff,
 		ImageProgress:  imgLog,
+		Extra:          urules.Extra(),
 		Progress: func(pr orchestrator.Progress) {
 			switch {
 			case pr.Call != nil && pr.Result == nil:
