@@ -4,7 +4,7 @@ BIN       ?= bin/sandboxctl
 # The binary is copied into the sandbox, so it must be static.
 export CGO_ENABLED = 0
 
-.PHONY: all build test test-short lint golden image bench eval check gc help
+.PHONY: all build test test-short lint golden image quickstart bench eval check gc help
 
 all: build ## build bin/sandboxctl (default)
 
@@ -26,8 +26,19 @@ lint: ## gofmt, go vet, staticcheck (pinned in go.mod) and the layering check
 golden: ## rewrite golden files of the packages that have them
 	$(GO) test ./reports/ ./canaryfs/ ./strace/ ./agent/ ./cmd/sandboxctl/ -update
 
-image: build ## build the sandbox image (no registry pull: debootstrap base from the host's apt mirror)
+image: build ## build the sandbox image (base: debian:bookworm-slim from a registry, else debootstrap from the host's apt mirror)
 	$(BIN) image build
+
+# The README's Quick start block, run verbatim in a fresh clone of HEAD: the
+# trace must exit 1 (the example is malicious), make test 0.
+quickstart: ## clone the repository into a temporary folder and run the README's two quick-start commands there
+	@set -e; dir=$$(mktemp -d); trap 'rm -rf "$$dir"' EXIT; \
+	git clone -q --no-hardlinks . "$$dir/sandboxctl"; cd "$$dir/sandboxctl"; \
+	awk '/^## Quick start/{q=1} q&&/^```sh/{f=1;next} f&&/^```/{exit} f&&NF' README.md > "$$dir/commands"; \
+	want=1; while IFS= read -r c; do \
+	  echo "quickstart: $$c"; rc=0; sh -c "$$c" </dev/null || rc=$$?; \
+	  if [ "$$rc" != "$$want" ]; then echo "quickstart: $$c exited $$rc, want $$want" >&2; exit 1; fi; want=0; \
+	done < "$$dir/commands"; echo "quickstart: ok"
 
 bench: build ## benchmarks that report ratios against a baseline measured in the same run
 	./bench/run.sh

@@ -41,6 +41,7 @@ var internalRules = map[string][]string{
 	"reports":    {"trace", "rules", "canary", "skill", "safetext"},
 	"safetext":   {},
 	"toolspec":   {},
+	"userrules":  {"trace", "rules", "reports"},
 	// internal/capbuf is a leaf; internal/testenv is test support (no
 	// production package may import it: see TestLayering).
 	"internal/capbuf": {},

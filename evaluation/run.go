@@ -247,7 +247,8 @@ func resultOf(c Case, rep *reports.Report, err error) Result {
 // to the rules on the very same traces, in seconds; a change to the
 // sandbox, the jail or the drivers needs new traces.
 type RescoreTracer struct {
-	From string // the earlier evaluation's KeepRuns folder
+	From  string      // the earlier evaluation's KeepRuns folder
+	Extra rules.Extra // the user's rules, besides the built-in ones (nil: none)
 }
 
 // Trace implements Tracer. The earlier run folder is never changed: it is
@@ -272,7 +273,7 @@ func (t *RescoreTracer) Trace(ctx context.Context, c Case, dir string) (*reports
 	if err := os.CopyFS(dir, os.DirFS(src)); err != nil {
 		return nil, fmt.Errorf("rescore %s: copy the kept run: %w", c.ID(), err)
 	}
-	rep, err := reports.Reprocess(dir, reports.ReprocessOptions{})
+	rep, err := reports.Reprocess(dir, reports.ReprocessOptions{Options: reports.Options{Extra: t.Extra}})
 	if err != nil {
 		return nil, fmt.Errorf("rescore %s: %w", c.ID(), err)
 	}

@@ -11,8 +11,10 @@ import (
 // spooled payloads as hits of the events that name them, and runs the rules
 // over it. The rules are pure (rules.Evaluate), so `sandboxctl report
 // --reprocess` reruns this stage on the stored events alone.
-func analyse(st *run, meta reports.Meta) rules.Result {
+func analyse(st *run, meta reports.Meta, extra rules.Extra) rules.Result {
 	timeline := trace.Merge(st.events)
 	timeline = append(timeline, spoolHitEvents(st.home.Set, timeline, st.spoolHits)...)
-	return rules.Evaluate(meta.Input(timeline))
+	in := meta.Input(timeline)
+	in.Extra = extra // the user's rules, if any
+	return rules.Evaluate(in)
 }

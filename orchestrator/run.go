@@ -15,6 +15,7 @@ import (
 	"github.com/sandboxctl/sandboxctl/canaryfs"
 	"github.com/sandboxctl/sandboxctl/netcapture"
 	"github.com/sandboxctl/sandboxctl/reports"
+	"github.com/sandboxctl/sandboxctl/rules"
 	"github.com/sandboxctl/sandboxctl/skill"
 	"github.com/sandboxctl/sandboxctl/trace"
 )
@@ -59,6 +60,8 @@ type Runner struct {
 	EngineDiff bool
 	// IncludeSecrets puts planted token values in report.json.
 	IncludeSecrets bool
+	// Extra adds the user's rules to the built-in ones (nil: none).
+	Extra rules.Extra
 }
 
 // Outcome is what Run produced besides the report.
@@ -179,7 +182,7 @@ func (r *Runner) pass(ctx context.Context, p Plan, dir string) (out Outcome, st 
 
 	r.phase("report", "rules and report")
 	meta := r.meta(ctx, st, runErr)
-	res := analyse(st, meta)
+	res := analyse(st, meta, r.Extra)
 	out.Report = reports.Build(meta, res, reports.Options{IncludeCanaryValues: r.IncludeSecrets})
 	out.Transcript = st.transcr.Bytes()
 	runErr = errors.Join(runErr, writeRunDir(dir, out))

@@ -2,11 +2,14 @@ package reports
 
 import (
 	"cmp"
+	"crypto/sha256"
 	_ "embed"
+	"encoding/base64"
 	"fmt"
 	"html/template"
 	"io"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -15,12 +18,20 @@ import (
 	"github.com/sandboxctl/sandboxctl/trace"
 )
 
-// HTML output policy: one self-contained file, no script, no external
-// stylesheet, font, image or link that a browser would fetch; everything
-// escaped by html/template, then every control, bidi or invisible character
-// made a visible escape by safetext. Tool calls are <details> blocks (open when they
-// hold evidence) so a page of 10,000 events stays light; each call shows at
-// most MaxHTMLEventsPerCall events besides the evidence, and the rest is in
+// HTML output policy: one self-contained file with no external stylesheet,
+// script, font, image or link that a browser would fetch, and a
+// Content-Security-Policy that forbids every fetch (default-src 'none'),
+// so that even a page an attacker managed to shape cannot call out. Its one
+// script (htmlScript, allowed by its hash) only opens the collapsed block a
+// link points into; the page reads the same without it. Pictures are inline
+// SVG (htmlviz.go). Everything is escaped by html/template, then every
+// control, bidi or invisible character made a visible escape by safetext.
+// The page opens with what an analyst acts on: the verdict, the narrative
+// and the incidents, then the token flows, the timeline, the network map
+// and the process tree; the findings, coverage and every event follow.
+// Tool calls are <details> blocks (open when they hold evidence) so a page
+// of 10,000 events stays light; each call shows at most
+// MaxHTMLEventsPerCall events besides the evidence, and the rest is in
 // events.jsonl.
 
 //go:embed report.html.tmpl
@@ -36,10 +47,40 @@ const maxHTMLOutput = 8 << 10
 // maxHTMLLines caps the skill lines shown per file.
 const maxHTMLLines = 5000
 
+// htmlScript is the page's only script: when a link (or the address's
+// fragment) points into a closed <details>, it opens it. It marks the
+// document when it ran, which the browser test checks.
+const htmlScript = `(function () {
+  function reveal() {
+    var id = decodeURIComponent(location.hash.slice(1));
+    var el = id && document.getElementById(id);
+    for (var p = el; p; p = p.parentElement) {
+      if (p.tagName === "DETAILS") { p.open = true; }
+    }
+    if (el) { el.scrollIntoView({block: "center"}); }
+  }
+  window.addEventListener("hashchange", reveal);
+  reveal();
+  document.documentElement.setAttribute("data-script", "ran");
+})();`
+
+// htmlScriptHash is the CSP source that allows htmlScript and nothing else.
+var htmlScriptHash = func() string {
+	sum := sha256.Sum256([]byte(htmlScript))
+	return "'sha256-" + base64.StdEncoding.EncodeToString(sum[:]) + "'"
+}()
+
 var tmpl = template.Must(template.New("report").Funcs(template.FuncMap{
-	"lower": func(s any) string { return strings.ToLower(fmt.Sprint(s)) },
-	"upper": func(s any) string { return strings.ToUpper(fmt.Sprint(s)) },
-	"pair":  func(v htmlView, seq int64) seqRef { return seqRef{V: v, Seq: seq} },
+	"lower":  func(s any) string { return strings.ToLower(fmt.Sprint(s)) },
+	"upper":  func(s any) string { return strings.ToUpper(fmt.Sprint(s)) },
+	"pair":   func(v htmlView, seq int64) seqRef { return seqRef{V: v, Seq: seq} },
+	"f1":     func(x float64) string { return strconv.FormatFloat(x, 'f', 1, 64) },
+	"add":    func(a, b float64) float64 { return a + b },
+	"script": func() template.JS { return template.JS(htmlScript) },
+	"csp": func() template.HTMLAttr {
+		return template.HTMLAttr(`content="default-src 'none'; style-src 'unsafe-inline'; script-src ` + htmlScriptHash +
+			`; base-uri 'none'; form-action 'none'"`)
+	},
 }).Parse(htmlTemplate))
 
 type htmlView struct {
@@ -55,7 +96,35 @@ type htmlView struct {
 	KindCounts []string
 	// Shown holds the seqs that have a row (and an anchor) on the page.
 	Shown map[int64]bool
+
+	Incidents []htmlIncident
+	Flows     []htmlFlow
+	MoreFlows int
+	Timeline  htmlTimeline
+	NetMap    htmlNetMap
+	ProcCalls []htmlProcCall
 }
+
+type htmlIncident struct {
+	Incident
+	Anchor    string
+	Links     []htmlRef // its findings
+	Calls     []htmlRef
+	Locs      []htmlRef
+	Shown     []htmlEvidence
+	MoreEv    int
+	Elsewhere bool
+}
+
+type htmlRef struct{ Text, Href string }
+
+type htmlEvidence struct {
+	rules.Evidence
+	Href bool
+}
+
+// maxIncidentEvidenceHTML caps the evidence lines under an incident card.
+const maxIncidentEvidenceHTML = 8
 
 // seqRef passes the view and one seq to the "seq" template.
 type seqRef struct {
@@ -96,6 +165,8 @@ type htmlProc struct {
 	PID    int
 	Argv   string
 	End    string
+	// Flag: one of the process's events is a finding's evidence.
+	Flag bool
 }
 
 type htmlEvent struct {
@@ -212,7 +283,13 @@ func WriteHTML(w io.Writer, r *Report) error {
 	for i := range v.Calls {
 		calls[v.Calls[i].ID] = &v.Calls[i]
 	}
-	procTrees(r.Events, calls)
+	evPIDs := map[int]bool{}
+	for _, e := range r.Events {
+		if e.PID != 0 && len(evRefs[e.Seq]) > 0 {
+			evPIDs[e.PID] = true
+		}
+	}
+	procTrees(r.Events, calls, evPIDs)
 	v.Other = htmlCall{ID: "other", Anchor: "call-other"}
 	for _, e := range r.Events {
 		if e.Type == trace.TypeToolCall {
@@ -268,6 +345,15 @@ func WriteHTML(w io.Writer, r *Report) error {
 		v.KindCounts = append(v.KindCounts, fmt.Sprintf("%s ×%d", k, n))
 	}
 	slices.SortFunc(v.KindCounts, cmp.Compare)
+	v.Incidents = htmlIncidents(r, v.Findings, v.Shown, fileIdx)
+	v.Flows, v.MoreFlows = buildFlows(r, v.Shown)
+	v.Timeline = buildTimeline(r, evRefs, v.Shown, callFindings)
+	v.NetMap = buildNetMap(r)
+	for _, c := range v.Calls {
+		if len(c.Procs) > 0 {
+			v.ProcCalls = append(v.ProcCalls, htmlProcCall{ID: c.ID, Anchor: "procs-" + c.ID, Tool: c.Tool, Summary: c.Summary, Procs: c.Procs, More: c.MoreProcs})
+		}
+	}
 	var page strings.Builder
 	if err := tmpl.Execute(&page, v); err != nil {
 		return fmt.Errorf("write html report: %w", err)
@@ -295,8 +381,60 @@ func capString(s string, n int) string {
 // maxHTMLProcs caps the processes listed per tool call.
 const maxHTMLProcs = 300
 
-// procTrees lists each call's processes, indented by depth.
-func procTrees(events []trace.Event, calls map[string]*htmlCall) {
+// htmlIncidents links each incident to its findings, tool calls, skill
+// lines and evidence rows.
+func htmlIncidents(r *Report, fs []htmlFinding, shown map[int64]bool, fileIdx map[string]int) []htmlIncident {
+	var out []htmlIncident
+	for _, in := range r.Incidents {
+		hi := htmlIncident{Incident: in, Anchor: "inc-" + in.ID, Elsewhere: in.Pass == rules.PassUnwatched}
+		// one link per rule, to its first finding: "SBX-EXFIL-001 ×16"
+		n := map[string]int{}
+		for _, i := range in.Findings {
+			if i < 0 || i >= len(fs) {
+				continue
+			}
+			if n[fs[i].RuleID] == 0 {
+				hi.Links = append(hi.Links, htmlRef{Text: fs[i].RuleID, Href: "#" + fs[i].Anchor})
+			}
+			n[fs[i].RuleID]++
+		}
+		for j := range hi.Links {
+			if c := n[hi.Links[j].Text]; c > 1 {
+				hi.Links[j].Text += fmt.Sprintf(" ×%d", c)
+			}
+		}
+		for _, id := range in.ToolCallIDs {
+			ref := htmlRef{Text: id}
+			if !hi.Elsewhere {
+				ref.Href = "#call-" + id
+			}
+			hi.Calls = append(hi.Calls, ref)
+		}
+		for _, l := range in.Locations {
+			ref := htmlRef{Text: locString(l)}
+			if idx, ok := fileIdx[l.File]; ok && l.Line > 0 {
+				ref.Href = "#" + lineAnchor(idx, l.Line)
+			}
+			hi.Locs = append(hi.Locs, ref)
+		}
+		for i, e := range in.Evidence {
+			if i == maxIncidentEvidenceHTML {
+				hi.MoreEv = len(in.Evidence) - i + in.More
+				break
+			}
+			hi.Shown = append(hi.Shown, htmlEvidence{Evidence: e, Href: !hi.Elsewhere && shown[e.Seq]})
+		}
+		if len(in.Evidence) <= maxIncidentEvidenceHTML {
+			hi.MoreEv = in.More
+		}
+		out = append(out, hi)
+	}
+	return out
+}
+
+// procTrees lists each call's processes, indented by depth; flag holds the
+// pids whose events are evidence.
+func procTrees(events []trace.Event, calls map[string]*htmlCall, flag map[int]bool) {
 	tree := trace.BuildTree(events)
 	pids := make([]int, 0, len(tree.Procs))
 	for pid := range tree.Procs {
@@ -316,7 +454,7 @@ func procTrees(events []trace.Event, calls map[string]*htmlCall) {
 		if len(c.Procs) >= maxHTMLProcs {
 			c.MoreProcs++
 		} else {
-			hp := htmlProc{Indent: 8 + 18*min(depth, 12), PID: pid, Argv: cut(strings.Join(p.Argv, " "), 240)}
+			hp := htmlProc{Indent: 8 + 18*min(depth, 12), PID: pid, Argv: cut(strings.Join(p.Argv, " "), 240), Flag: flag[pid]}
 			if hp.Argv == "" {
 				hp.Argv = "(fork)"
 			}

@@ -101,6 +101,30 @@ func kindOf(ruleID string) (IncidentKind, groupBy) {
 	return KindOther, byRule
 }
 
+// harmKinds gives a finding of a rule not in incidentKinds (a user's rule)
+// that proves harm the kind and grouping of that harm, so that it joins
+// the incident of the same behaviour.
+var harmKinds = map[rules.Harm]struct {
+	kind IncidentKind
+	by   groupBy
+}{
+	rules.HarmExfil:       {KindExfiltration, byDestination},
+	rules.HarmRemoteCode:  {KindRemoteCode, byDestination},
+	rules.HarmRemoteShell: {KindShell, byDestination},
+	rules.HarmPersistence: {KindPersistence, byPath},
+	rules.HarmSafeguards:  {KindSafeguards, byPath},
+	rules.HarmDestruction: {KindDestruction, byToolCall},
+}
+
+// findingKind is kindOf for a finding.
+func findingKind(f rules.Finding) (IncidentKind, groupBy) {
+	kind, by := kindOf(f.RuleID)
+	if hk, ok := harmKinds[f.Harm]; ok && kind == KindOther {
+		return hk.kind, hk.by
+	}
+	return kind, by
+}
+
 // An Incident is one behaviour: the findings that describe it, its
 // severity (the highest of theirs) and its evidence.
 type Incident struct {
@@ -155,6 +179,13 @@ type groupState struct {
 	findings []rules.Finding
 	hosts    []string // registrable domains it went to
 	seqs     map[int64]bool
+}
+
+// GroupIncidents groups findings over a timeline into incidents, as
+// Incidents does for a report (home is the sandbox user's home): what the
+// user's rules see before the report exists.
+func GroupIncidents(events []trace.Event, findings []rules.Finding, home string) []Incident {
+	return Incidents(&Report{Events: events, Findings: findings, Sandbox: Sandbox{Home: home}})
 }
 
 // Incidents groups the report's findings into incidents, worst first.
@@ -268,7 +299,7 @@ func absorber(groups []*groupState, f rules.Finding, byseq map[int64]trace.Event
 
 // incidentKey returns the grouping key of f and the incident it opens.
 func incidentKey(f rules.Finding, byseq map[int64]trace.Event) (string, Incident) {
-	kind, by := kindOf(f.RuleID)
+	kind, by := findingKind(f)
 	family := f.RuleID
 	if i := strings.LastIndexByte(family, '-'); i > 0 {
 		family = family[:i]

@@ -286,6 +286,9 @@ type Options struct {
 	// IncludeCanaryValues puts the planted tokens' values in report.json
 	// (never in text, SARIF or HTML).
 	IncludeCanaryValues bool
+	// Extra adds findings before the verdict (the user's rules:
+	// userrules.Set.Extra); nil for the built-in rules only.
+	Extra rules.Extra
 }
 
 // Input returns the rules input for meta and events.
@@ -305,7 +308,9 @@ func (m Meta) home() string {
 // Analyze evaluates the rules on a numbered timeline (trace.Merge's output)
 // and builds the report.
 func Analyze(m Meta, events []trace.Event, opt Options) *Report {
-	return Build(m, rules.Evaluate(m.Input(events)), opt)
+	in := m.Input(events)
+	in.Extra = opt.Extra
+	return Build(m, rules.Evaluate(in), opt)
 }
 
 // Build assembles a report from meta data and the rules' result, whose

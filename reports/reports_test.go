@@ -2,8 +2,12 @@ package reports_test
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/base64"
 	"encoding/json"
 	"flag"
+	"html"
+	"net/url"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -366,10 +370,29 @@ func TestHTMLSelfContained(t *testing.T) {
 		t.Fatal(err)
 	}
 	h := buf.String()
-	for _, bad := range []string{"<script", "<link", "<img", "src=", "@import", "url(", `href="http`, "<iframe"} {
+	for _, bad := range []string{"<link", "<img", "src=", "@import", "url(", `href="http`, "<iframe", "<object", "<embed", "fetch(", "XMLHttpRequest", "import("} {
 		if strings.Contains(h, bad) {
 			t.Errorf("HTML holds %q", bad)
 		}
+	}
+	// One inline script, allowed by its hash and nothing else; no fetch
+	// of any kind is allowed.
+	if n := strings.Count(h, "<script"); n != 1 {
+		t.Errorf("HTML holds %d scripts, want 1", n)
+	}
+	csp := regexp.MustCompile(`<meta http-equiv="Content-Security-Policy" content="([^"]+)">`).FindStringSubmatch(h)
+	if csp == nil {
+		t.Fatal("HTML has no CSP meta tag")
+	}
+	script := regexp.MustCompile(`(?s)<script>(.*?)</script>`).FindStringSubmatch(h)
+	sum := sha256.Sum256([]byte(script[1]))
+	for _, want := range []string{"default-src 'none'", "script-src 'sha256-" + base64.StdEncoding.EncodeToString(sum[:]) + "';", "base-uri 'none'", "form-action 'none'"} {
+		if !strings.Contains(csp[1]+";", want) {
+			t.Errorf("CSP %q lacks %q", csp[1], want)
+		}
+	}
+	if strings.Contains(csp[1], "unsafe-eval") || strings.Count(csp[1], "unsafe-inline") != 1 || !strings.Contains(csp[1], "style-src 'unsafe-inline'") {
+		t.Errorf("CSP %q allows more than inline styles", csp[1])
 	}
 	for _, want := range []string{`id="f1"`, `href="#e`, `class="line mark"`, "MALICIOUS"} {
 		if !strings.Contains(h, want) {
@@ -403,10 +426,13 @@ func checkLinks(t *testing.T, name, page string) {
 			if ids[m[1]] {
 				t.Errorf("%s: duplicate id %q", name, m[1])
 			}
-			ids[m[1]] = true
+			ids[html.UnescapeString(m[1])] = true
 		}
 		for _, m := range hrefRe.FindAllStringSubmatch(buf.String(), -1) {
-			if !ids[m[1]] {
+			// a browser matches the fragment as it is, then
+			// percent-decoded (html/template encodes it)
+			dec, _ := url.PathUnescape(m[1])
+			if !ids[m[1]] && !ids[dec] {
 				t.Errorf("%s: link to #%s has no target", name, m[1])
 			}
 		}

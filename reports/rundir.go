@@ -214,7 +214,9 @@ func Reprocess(dir string, opt ReprocessOptions) (*Report, error) {
 	if opt.Canaries != nil {
 		m.Canaries = opt.Canaries
 	}
-	return reprocessPasses(dir, Build(m, rules.Evaluate(m.Input(events)), opt.Options), r, opt)
+	in := m.Input(events)
+	in.Extra = opt.Extra
+	return reprocessPasses(dir, Build(m, rules.Evaluate(in), opt.Options), r, opt)
 }
 
 // Meta recovers the meta data a report was built from (the canary set and

@@ -61,6 +61,10 @@ func Evaluate(in Input) Result {
 	}
 	c.current = nil
 	fs := c.result()
+	if in.Extra != nil {
+		fs = append(fs, in.Extra(in, events, slices.Clone(fs))...)
+		SortFindings(fs)
+	}
 	cov := c.coverage()
 	v, reasons := Decide(fs, c.traceFacts(cov))
 	return Result{Events: events, Findings: fs, Verdict: v, Reasons: reasons, Exercised: c.exercised, Coverage: cov}

@@ -181,6 +181,8 @@ type Input struct {
 	// "cancelled"; "" is completed). A trace that did not complete is
 	// inconclusive unless harm was already proven (docs/verdicts.md).
 	Status string
+	// Extra, when set, adds findings before the verdict (user rules).
+	Extra Extra
 	// Repos are the home's git working trees (absolute) with the number of
 	// files each held outside .git when the trace started, and its origin.
 	Repos map[string]Repo

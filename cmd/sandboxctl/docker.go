@@ -34,15 +34,17 @@ func openDocker(ctx context.Context, e env, opts ...docker.Option) (*docker.Runt
 
 const imageSynopsis = `build [flags]
 
-Builds the sandbox image from the Dockerfile.sandbox embedded in this binary.
-No registry is needed: the base is made with debootstrap from the host's own
-apt mirror (needs root and the debootstrap package), unless --base names an
-image you have or can pull (e.g. debian:bookworm-slim). The tag is a hash of
-the build inputs, so an unchanged image is never rebuilt.`
+Builds the sandbox image from the Dockerfile.sandbox embedded in this binary,
+on a Debian bookworm base: debian:bookworm-slim when it is local or a registry
+answers, else one made with debootstrap from the host's own apt mirror (needs
+root and the debootstrap package); one line says which. --base names another
+base (an image you have or can pull), or ` + docker.DefaultBase + ` for
+debootstrap only. The tag is a hash of the build inputs, so an unchanged image
+is never rebuilt. The build's full output goes to a log file, named on failure.`
 
 func runImage(ctx context.Context, e env, args []string) int {
 	fs := newFlags(e, "image", imageSynopsis)
-	base := fs.String("base", "", "base image (default: the debootstrap base "+docker.DefaultBase+")")
+	base := fs.String("base", "", "base image (default: "+docker.RegistryBase+" when a registry answers, else the debootstrap base "+docker.DefaultBase+")")
 	if code, ok := parseFlags(fs, interspersed(fs, args)); !ok {
 		return code
 	}
@@ -61,12 +63,8 @@ func runImage(ctx context.Context, e env, args []string) int {
 	}
 	defer rt.Close()
 	start := time.Now()
-	ref, err := rt.EnsureImage(ctx, prefixWriter{w: e.stderr, prefix: "image: "})
-	if err != nil {
-		e.errorf("build image: %v", err)
-		if errors.Is(err, context.Canceled) {
-			e.hintf("interrupted: nothing half-built is kept; run the command again to build")
-		}
+	ref, ok := ensureImage(ctx, e, rt, newProgressUI(e.stderr, e.isTerminal != nil && e.isTerminal()))
+	if !ok {
 		return exitFailed
 	}
 	fmt.Fprintf(e.stdout, "%s\n", ref)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -106,7 +107,12 @@ func TestImageBuildInterrupted(t *testing.T) {
 		}
 	})
 
+	// The build's output goes to its log file (the terminal gets phases):
+	// the test watches the log for the toolset step.
+	cache := t.TempDir()
+	buildLog := filepath.Join(cache, "sandboxctl", "image-build.log")
 	cmd := exec.Command(bin, "image", "build", "--base", base)
+	cmd.Env = append(os.Environ(), "XDG_CACHE_HOME="+cache)
 	stderr, _ := cmd.StderrPipe()
 	var stdout strings.Builder
 	cmd.Stdout = &stdout
@@ -119,13 +125,17 @@ func TestImageBuildInterrupted(t *testing.T) {
 	go func() {
 		defer close(done)
 		sc := bufio.NewScanner(stderr)
-		signalled := false
 		for sc.Scan() {
 			lines = append(lines, sc.Text())
-			if !signalled && strings.Contains(sc.Text(), "RUN sh") {
-				signalled = true
+		}
+	}()
+	go func() {
+		for range 360 {
+			if b, _ := os.ReadFile(buildLog); strings.Contains(string(b), "RUN sh") {
 				close(building)
+				return
 			}
+			time.Sleep(500 * time.Millisecond)
 		}
 	}()
 	select {

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/chromedp"
+
 	"github.com/sandboxctl/sandboxctl/internal/testenv"
 )
 
@@ -21,6 +23,17 @@ type expectation struct {
 	Rules   []string `json:"rules"`
 	// Exit is the CLI's exit code with the default --fail-on high.
 	Exit int `json:"exit"`
+	// Incidents, when set, are the report's incidents, worst first (kind,
+	// destination and token count each checked when given); the SARIF
+	// log then has one result per incident.
+	Incidents []struct {
+		Kind        string `json:"kind"`
+		Destination string `json:"destination"`
+		Tokens      int    `json:"tokens"`
+	} `json:"incidents"`
+	// SummaryLines, when set, caps the lines of the text report before its
+	// detail sections (Findings onwards): the summary fits on one screen.
+	SummaryLines int `json:"summary_lines"`
 }
 
 type e2eReport struct {
@@ -31,11 +44,19 @@ type e2eReport struct {
 	Findings []struct {
 		RuleID string `json:"rule_id"`
 	} `json:"findings"`
+	Incidents []struct {
+		Kind        string `json:"kind"`
+		Destination string `json:"destination"`
+		Tokens      []struct {
+			TokenID string `json:"token_id"`
+		} `json:"tokens"`
+	} `json:"incidents"`
 }
 
 // TestExamples traces every bundled example skill through the real CLI, the
-// real engine, the real jail and the literal driver, and checks its verdict,
-// its rules and its exit code, and that nothing is left behind.
+// real engine, the real jail and the literal driver, with the example user
+// rules of examples/rules, and checks its verdict, its rules (built-in and
+// user) and its exit code, and that nothing is left behind.
 func TestExamples(t *testing.T) {
 	if testing.Short() {
 		t.Skip("end-to-end traces skipped in -short mode")
@@ -63,7 +84,9 @@ func TestExamples(t *testing.T) {
 			out := t.TempDir()
 			ctx, cancel := context.WithTimeout(t.Context(), 8*time.Minute)
 			defer cancel()
-			cmd := exec.CommandContext(ctx, bin, "trace", "--out", out, "--format", "json", "--timeout", "4m", dir)
+			// the user rules of examples/rules run too: expect.json names
+			// those that fire, and the clean examples must stay clean
+			cmd := exec.CommandContext(ctx, bin, "trace", "--out", out, "--format", "json", "--timeout", "4m", "--rules", "../../examples/rules", dir)
 			var stderr strings.Builder
 			cmd.Stderr = &stderr
 			stdout, _ := cmd.Output()
@@ -100,6 +123,83 @@ func TestExamples(t *testing.T) {
 					t.Errorf("run folder lacks %s", f)
 				}
 			}
+			checkIncidents(t, want, rep, out)
+			if want.SummaryLines > 0 {
+				txt, err := exec.Command(bin, "report", "--fail-on", "never", out).Output()
+				if err != nil {
+					t.Fatalf("report: %v", err)
+				}
+				head, _, ok := strings.Cut(string(txt), "\nFindings\n")
+				if n := strings.Count(head, "\n") + 1; !ok || n > want.SummaryLines {
+					t.Errorf("text summary is %d lines before its Findings section (found: %t), want at most %d:\n%s", n, ok, want.SummaryLines, txt)
+				}
+			}
+			checkPageInBrowser(t, filepath.Join(out, "report.html"), len(rep.Incidents))
 		})
+	}
+}
+
+// checkIncidents compares the report's incidents with the expected ones and
+// checks the SARIF log has one result per incident.
+func checkIncidents(t *testing.T, want expectation, rep e2eReport, out string) {
+	t.Helper()
+	if want.Incidents == nil {
+		return
+	}
+	if len(rep.Incidents) != len(want.Incidents) {
+		t.Errorf("%d incidents %+v, want %d", len(rep.Incidents), rep.Incidents, len(want.Incidents))
+	}
+	for i, w := range want.Incidents {
+		if i >= len(rep.Incidents) {
+			break
+		}
+		g := rep.Incidents[i]
+		if g.Kind != w.Kind || w.Destination != "" && g.Destination != w.Destination || w.Tokens != 0 && len(g.Tokens) != w.Tokens {
+			t.Errorf("incident %d: %s to %s with %d tokens, want %s to %s with %d", i+1, g.Kind, g.Destination, len(g.Tokens), w.Kind, w.Destination, w.Tokens)
+		}
+	}
+	b, err := os.ReadFile(filepath.Join(out, "report.sarif"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sarif struct {
+		Runs []struct {
+			Results []json.RawMessage `json:"results"`
+		} `json:"runs"`
+	}
+	if err := json.Unmarshal(b, &sarif); err != nil || len(sarif.Runs) != 1 {
+		t.Fatalf("report.sarif: %v (%d runs)", err, len(sarif.Runs))
+	}
+	if n := len(sarif.Runs[0].Results); n != len(rep.Incidents) {
+		t.Errorf("SARIF has %d results, want one per incident (%d)", n, len(rep.Incidents))
+	}
+}
+
+// checkPageInBrowser loads a run's report.html in headless Chromium: no
+// request may leave it, no script error may occur, its script runs and it
+// shows one card per incident. Without Chromium it is skipped, unless
+// required (SANDBOXCTL_REQUIRE_DOCKER or SANDBOXCTL_REQUIRE_BROWSER).
+func checkPageInBrowser(t *testing.T, page string, incidents int) {
+	t.Helper()
+	exe, ok := testenv.LookChromium(t)
+	if !ok {
+		return
+	}
+	var cards int
+	var script string
+	v := testenv.VisitPage(t, exe, page, chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+		var err error
+		cards, err = chromedp.Evaluate[int](`document.querySelectorAll(".incident").length`)(ctx, tg)
+		if err != nil {
+			return err
+		}
+		script, err = chromedp.Evaluate[string](`document.documentElement.getAttribute("data-script") || ""`)(ctx, tg)
+		return err
+	}))
+	for _, p := range v.Problems() {
+		t.Errorf("report.html in the browser: %s", p)
+	}
+	if cards != incidents || script != "ran" {
+		t.Errorf("report.html shows %d incident cards (want %d), script %q (want ran)", cards, incidents, script)
 	}
 }

@@ -99,6 +99,7 @@ func (t *traceFlags) registerCorpus(fs *flag.FlagSet) {
 	fs.StringVar(&t.image, "image", "", "sandbox image (default: built from the embedded Dockerfile.sandbox)")
 	fs.StringVar(&t.networkConfig, "network-config", "", "JSON file of DNS answers, NXDOMAIN names and HTTP responses for the jail")
 	fs.BoolVar(&t.engineDiff, "engine-diff", false, "also read the engine's host-side file diff (slow on fuse-overlayfs)")
+	fs.StringVar(&t.rules, "rules", "", "also run the rule files (*.yaml) of DIR on every skill, besides the built-in rules and those of ~/.config/sandboxctl/rules (also with --rescore)")
 	t.registerStealth(fs)
 	fs.Int64Var(&t.memory, "memory", d.Memory, "memory limit of each sandbox, bytes")
 	fs.Int64Var(&t.pids, "pids", d.PIDs, "process limit of each sandbox")
@@ -176,6 +177,10 @@ func runEval(ctx context.Context, e env, args []string) int {
 		e.errorf("%v", err)
 		return exitUsage
 	}
+	urules, ok := loadUserRules(e, f.trace.rules)
+	if !ok {
+		return exitUsage
+	}
 
 	var tracer evaluation.Tracer
 	if f.rescore != "" {
@@ -183,30 +188,29 @@ func runEval(ctx context.Context, e env, args []string) int {
 			e.errorf("--keep-runs and --rescore name the same folder: the kept runs would be replaced while read")
 			return exitUsage
 		}
-		tracer = &evaluation.RescoreTracer{From: f.rescore}
+		tracer = &evaluation.RescoreTracer{From: f.rescore, Extra: urules.Extra()}
 	} else {
 		rt, ok := openDocker(ctx, e)
 		if !ok {
 			return exitFailed
 		}
 		defer rt.Close()
-		bin, _, err := selfBinary()
+		ui := newProgressUI(e.stderr, false)
+		bin, err := sandboxBinary(ctx, e, ui)
 		if err != nil {
-			e.errorf("%v", err)
-			return exitFailed
+			e.warnf("the sandbox gets this dynamically linked binary: %v", err)
 		}
 		if plan.Image == "" {
 			// Build (or find) the image once, before the traces race for it.
-			ref, err := rt.EnsureImage(ctx, prefixWriter{w: e.stderr, prefix: "image: "})
-			if err != nil {
-				e.errorf("build image: %v", err)
+			ref, ok := ensureImage(ctx, e, rt, ui)
+			if !ok {
 				return exitFailed
 			}
 			plan.Image = ref
 		}
 		tracer = &evaluation.PipelineTracer{
 			Runner: &orchestrator.Runner{
-				Runtime: rt, Binary: bin, Version: version(), Log: debugLog(e), EngineDiff: f.trace.engineDiff,
+				Runtime: rt, Binary: bin, Version: version(), Log: debugLog(e), EngineDiff: f.trace.engineDiff, Extra: urules.Extra(),
 			},
 			Plan: plan,
 		}

@@ -10,7 +10,6 @@ import (
 	"log/slog"
 	"os"
 	"runtime/debug"
-	"strings"
 
 	"github.com/sandboxctl/sandboxctl/agent/llm"
 	"github.com/sandboxctl/sandboxctl/orchestrator"
@@ -70,12 +69,19 @@ func version() string {
 
 // selfBinary is this program's own binary, which is copied into the
 // containers. It must run there: a static binary always does; a dynamically
-// linked one (go run with cgo) only against the image's libc.
+// linked one (go run with cgo) only against the image's libc
+// (sandboxBinary builds a static copy then).
 func selfBinary() (exe string, dynamic bool, err error) {
 	exe, err = os.Executable()
 	if err != nil {
 		return "", false, fmt.Errorf("find own binary: %w", err)
 	}
+	return elfInfo(exe)
+}
+
+// elfInfo checks that the binary at exe is for a sandbox's architecture and
+// says whether it is dynamically linked.
+func elfInfo(exe string) (string, bool, error) {
 	f, err := elf.Open(exe)
 	if err != nil {
 		return "", false, fmt.Errorf("own binary %s: %w", exe, err)
@@ -84,6 +90,7 @@ func selfBinary() (exe string, dynamic bool, err error) {
 	if f.Machine != elf.EM_X86_64 && f.Machine != elf.EM_AARCH64 {
 		return "", false, fmt.Errorf("own binary %s is for %v; the sandbox needs linux/amd64 or arm64", exe, f.Machine)
 	}
+	dynamic := false
 	for _, p := range f.Progs {
 		if p.Type == elf.PT_INTERP {
 			dynamic = true
@@ -118,18 +125,6 @@ func callSummary(args json.RawMessage) string {
 		}
 	}
 	return ""
-}
-
-// imageProgress shows image build output on the progress display.
-type imageProgress struct{ ui *progressUI }
-
-func (p imageProgress) Write(b []byte) (int, error) {
-	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
-		if line = strings.TrimSpace(line); line != "" {
-			p.ui.Phase("image", line)
-		}
-	}
-	return len(b), nil
 }
 
 // dryRun validates everything a trace needs without running anything.

@@ -83,6 +83,18 @@ func (p *progressUI) Phase(phase, msg string) {
 	fmt.Fprintf(p.w, "sandboxctl: %6.1fs %-8s %s\n", time.Since(p.start).Seconds(), phase, p.line)
 }
 
+// Update rewrites the status line on a terminal and prints nothing
+// otherwise: progress within a phase (packages installed so far).
+func (p *progressUI) Update(phase, msg string) {
+	if !p.tty {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.phase, p.line = phase, oneLine(msg)
+	p.redraw()
+}
+
 // Event prints a line that stays (a finished tool call) above the status line.
 func (p *progressUI) Event(msg string) {
 	p.mu.Lock()

@@ -28,6 +28,7 @@ func runReport(ctx context.Context, e env, args []string) int {
 	reprocess := fs.Bool("reprocess", false, "rerun the rules on the stored events and rewrite the reports")
 	failOnS := fs.String("fail-on", "high", "exit 1 on findings at or above this severity, or never")
 	verbose := fs.Bool("verbose", false, "text format: every finding with its evidence and every token, not only the incidents")
+	rulesDir := fs.String("rules", "", "with --reprocess: also run the rule files (*.yaml) of DIR, besides the built-in rules and those of ~/.config/sandboxctl/rules")
 	if code, ok := parseFlags(fs, interspersed(fs, args)); !ok {
 		return code
 	}
@@ -46,8 +47,16 @@ func runReport(ctx context.Context, e env, args []string) int {
 	}
 	dir := fs.Arg(0)
 	var rep *reports.Report
+	if *rulesDir != "" && !*reprocess {
+		e.errorf("--rules needs --reprocess: the stored report holds the rules it ran with")
+		return exitUsage
+	}
 	if *reprocess {
-		rep, err = reports.Reprocess(dir, reports.ReprocessOptions{})
+		urules, ok := loadUserRules(e, *rulesDir)
+		if !ok {
+			return exitUsage
+		}
+		rep, err = reports.Reprocess(dir, reports.ReprocessOptions{Options: reports.Options{Extra: urules.Extra()}})
 		if err == nil {
 			err = reports.WriteRunDir(dir, rep, nil)
 		}

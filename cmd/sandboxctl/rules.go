@@ -3,32 +3,38 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
 
 	"github.com/sandboxctl/sandboxctl/rules"
+	"github.com/sandboxctl/sandboxctl/userrules"
 )
 
 func init() {
 	register(command{name: "rules", short: "list the detection rules, or explain one", run: runRules})
 }
 
-const rulesSynopsis = `[flags] list | explain ID
+const rulesSynopsis = `[flags] list | explain ID | check DIR...
 
-list prints every rule: id, severity, confidence, harm class and title.
-explain prints one rule: what it looks for, the evidence it reads, the rules
-it builds on, the harm it can prove and the benign look-alikes it is tested
-on. Verdict policy: docs/verdicts.md.
+list prints every rule: id, severity, confidence, harm class and title, the
+built-in ones, then the user's (~/.config/sandboxctl/rules and --rules DIR).
+explain prints one built-in rule: what it looks for, the evidence it reads,
+the rules it builds on, the harm it can prove and the benign look-alikes it
+is tested on. check validates rule files (docs/rules.md) and prints every
+problem as FILE:LINE: what is wrong. Verdict policy: docs/verdicts.md.
 
 Examples:
   sandboxctl rules list
   sandboxctl rules list --format json
-  sandboxctl rules explain SBX-EXEC-001`
+  sandboxctl rules explain SBX-EXEC-001
+  sandboxctl rules check examples/rules`
 
 func runRules(ctx context.Context, e env, args []string) int {
 	fs := newFlags(e, "rules", rulesSynopsis)
 	format := fs.String("format", "text", "text or json")
+	rulesDir := fs.String("rules", "", "list: also the user rules of DIR (*.yaml)")
 	if code, ok := parseFlags(fs, interspersed(fs, args)); !ok {
 		return code
 	}
@@ -37,8 +43,34 @@ func runRules(ctx context.Context, e env, args []string) int {
 		return exitUsage
 	}
 	switch {
+	case fs.NArg() >= 2 && fs.Arg(0) == "check":
+		set, err := userrules.LoadDirs(fs.Args()[1:], false)
+		if err != nil {
+			var errs userrules.Errors
+			if errors.As(err, &errs) {
+				for _, x := range errs {
+					e.errorf("%v", x)
+				}
+			} else {
+				e.errorf("%v", err)
+			}
+			return exitFindings
+		}
+		for _, r := range set.Rules {
+			fmt.Fprintf(e.stdout, "%s:%d: %s (%s, on %s) ok\n", r.File, r.Line, r.ID, r.Severity, r.On)
+		}
+		fmt.Fprintf(e.stderr, "sandboxctl: %d rule(s), all valid\n", len(set.Rules))
+		return exitClean
 	case fs.NArg() == 1 && fs.Arg(0) == "list":
 		cat := rules.Catalog()
+		urules, ok := loadUserRules(e, *rulesDir)
+		if !ok {
+			return exitUsage
+		}
+		for _, r := range urules.Rules {
+			cat = append(cat, rules.Rule{ID: r.ID, Title: r.Title, Family: "user", Severity: r.Severity, Confidence: r.Confidence,
+				Technique: r.Technique, Help: r.Description, Harm: r.Harm, Needs: []string{fmt.Sprintf("%s:%d", r.File, r.Line)}})
+		}
 		if *format == "json" {
 			return writeRulesJSON(e, cat)
 		}
@@ -63,7 +95,7 @@ func runRules(ctx context.Context, e env, args []string) int {
 		explainRule(e.stdout, r)
 		return exitClean
 	}
-	e.errorf("rules needs list, or explain and a rule id")
+	e.errorf("rules needs list, explain and a rule id, or check and a folder")
 	return exitUsage
 }
 

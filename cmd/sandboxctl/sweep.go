@@ -210,15 +210,15 @@ func runSweep(ctx context.Context, e env, args []string) int {
 		return exitFailed
 	}
 	defer rt.Close()
-	bin, _, err := selfBinary()
+	pui := newProgressUI(e.stderr, false)
+	bin, err := sandboxBinary(ctx, e, pui)
 	if err != nil {
-		e.errorf("%v", err)
-		return exitFailed
+		e.warnf("the sandbox gets this dynamically linked binary: %v", err)
 	}
 	if plan.Image == "" {
-		ref, err := rt.EnsureImage(ctx, prefixWriter{w: e.stderr, prefix: "image: "})
-		if err != nil {
-			e.errorf("build image: %v", err)
+		// Build (or find) the image once, before the traces race for it.
+		ref, ok := ensureImage(ctx, e, rt, pui)
+		if !ok {
 			return exitFailed
 		}
 		plan.Image = ref

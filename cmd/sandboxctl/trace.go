@@ -39,6 +39,7 @@ type traceFlags struct {
 	out, format, failOn                                                     string
 	keep, dryRun, includeSecrets, engineDiff, stealth, stealthAuto, verbose bool
 	user, hostname, seed, image, networkConfig, traceID, persona            string
+	rules                                                                   string
 	memory                                                                  int64
 	pids                                                                    int64
 	cpus                                                                    float64
@@ -81,6 +82,7 @@ func (f *traceFlags) register(fs interface {
 	fs.StringVar(&f.image, "image", "", "sandbox image (default: built from the embedded Dockerfile.sandbox)")
 	fs.StringVar(&f.traceID, "trace-id", "", "id of the trace, on its containers' sandboxctl.trace label (default: a new unique id)")
 	fs.StringVar(&f.networkConfig, "network-config", "", "JSON file of DNS answers, NXDOMAIN names and HTTP responses for the jail")
+	fs.StringVar(&f.rules, "rules", "", "also run the rule files (*.yaml) of DIR, besides the built-in rules and those of ~/.config/sandboxctl/rules (docs/rules.md)")
 	fs.Int64Var(&f.memory, "memory", d.Memory, "memory limit of the sandbox, bytes")
 	fs.Int64Var(&f.pids, "pids", d.PIDs, "process limit of the sandbox")
 	fs.Float64Var(&f.cpus, "cpus", float64(d.NanoCPUs)/1e9, "CPU limit of the sandbox")
@@ -227,6 +229,10 @@ func runTrace(ctx context.Context, e env, args []string) int {
 		skillHint(e, err)
 		return exitUsage
 	}
+	urules, ok := loadUserRules(e, f.rules)
+	if !ok {
+		return exitUsage
+	}
 	if f.dryRun {
 		return dryRun(ctx, e, p, sk)
 	}
@@ -236,24 +242,26 @@ func runTrace(ctx context.Context, e env, args []string) int {
 		return exitFailed
 	}
 	defer rt.Close()
-	bin, dynamic, err := selfBinary()
+	tty := e.isTerminal != nil && e.isTerminal()
+	ui := newProgressUI(e.stderr, tty)
+	bin, err := sandboxBinary(ctx, e, ui)
 	if err != nil {
-		e.errorf("%v", err)
-		return exitFailed
-	}
-	if dynamic {
+		if bin == "" {
+			ui.Close()
+			e.errorf("%v", err)
+			return exitFailed
+		}
 		// It runs inside the Debian bookworm sandbox too: fine when the
 		// host's libc is not newer than the image's.
-		e.warnf("this sandboxctl is dynamically linked (built with cgo); the sandbox runs this same binary")
+		e.warnf("this sandboxctl is dynamically linked (built with cgo) and no static copy could be built (%v); the sandbox runs this same binary", err)
 		e.hintf("if the sandbox's tools fail to start, build a static binary: make (CGO_ENABLED=0)")
 	}
 	dir := f.out
 	if dir == "" {
 		dir = defaultOut(p.TraceID, path)
 	}
-
-	tty := e.isTerminal != nil && e.isTerminal()
-	ui := newProgressUI(e.stderr, tty)
+	imgLog := newImageLog(ui, imageLogPath(e))
+	defer imgLog.Close()
 	runner := &orchestrator.Runner{
 		Runtime:        rt,
 		Binary:         bin,
@@ -261,7 +269,8 @@ func runTrace(ctx context.Context, e env, args []string) int {
 		IncludeSecrets: f.includeSecrets,
 		Log:            debugLog(e),
 		EngineDiff:     f.engineDiff,
-		ImageProgress:  imageProgress{ui: ui},
+		ImageProgress:  imgLog,
+		Extra:          urules.Extra(),
 		Progress: func(pr orchestrator.Progress) {
 			switch {
 			case pr.Call != nil && pr.Result == nil:
@@ -277,6 +286,7 @@ func runTrace(ctx context.Context, e env, args []string) int {
 	ui.Close()
 	if out.Report == nil {
 		e.errorf("%v", runErr)
+		imageHints(e, runErr, imgLog)
 		return exitFailed
 	}
 	if err := writeFormat(e.stdout, out.Report, f.format, textStyle{color: tty, verbose: f.verbose}); err != nil {
@@ -292,6 +302,7 @@ func runTrace(ctx context.Context, e env, args []string) int {
 	}
 	if runErr != nil {
 		e.errorf("%v", runErr)
+		imageHints(e, runErr, imgLog)
 		if errors.Is(runErr, context.Canceled) || ctx.Err() != nil {
 			e.hintf("interrupted: the containers were removed; the partial report is in %s", dir)
 		}

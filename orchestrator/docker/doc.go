@@ -3,8 +3,9 @@
 // context embedded in the binary.
 //
 // It is the only package that imports the Docker SDK. It never shells out to
-// the docker CLI, never pulls an image unless the caller named a base that is
-// not present locally, never mounts a host path or the Docker socket into a
+// the docker CLI, never pulls an image but the sandbox's base when no image
+// built on it and no base is present locally (RegistryBase, within a
+// timeout, or the base the caller named), never mounts a host path or the Docker socket into a
 // container, never attaches a container to a network that reaches off the
 // machine (only "none" and "container:<id>"), and removes only objects it
 // can identify by id or by the sandboxctl.trace label. It reads no

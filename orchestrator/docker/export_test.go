@@ -58,3 +58,10 @@ func BareRunForTest(ctx context.Context, r *Runtime, image string, labels map[st
 	}
 	return removeContainer(ctx, r.cli, res.ID)
 }
+
+// WithBasesForTest replaces the registry base and the debootstrap base's
+// name, so a test can watch EnsureImage choose between them without
+// touching the real ones.
+func WithBasesForTest(registry, deboot string) Option {
+	return func(c *config) { c.registry, c.deboot = registry, deboot }
+}

@@ -2,6 +2,9 @@ package docker_test
 
 import (
 	"context"
+	"errors"
+	"net"
+	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -110,4 +113,95 @@ func TestEnsureImageUnreachableBase(t *testing.T) {
 	if !strings.Contains(progress.String(), "pulling 127.0.0.1:1/sandboxctl-test/none:1") {
 		t.Errorf("progress = %q", progress.String())
 	}
+}
+
+// TestEnsureImageNoBase: with no base named, a registry that does not
+// answer and a debootstrap that cannot run (no mirror in the apt sources),
+// EnsureImage says in one progress line that it falls back, and fails with
+// one error naming both reasons. Neither base exists: the names are the
+// test's own, so the shared images are never touched.
+func TestEnsureImageNoBase(t *testing.T) {
+	testenv.RequireDocker(t)
+	if os.Geteuid() != 0 {
+		t.Skip("the debootstrap fallback is tried only as root")
+	}
+	rt, err := docker.New(t.Context(), docker.WithScratchDir(t.TempDir()), docker.WithAptRoot(t.TempDir()),
+		docker.WithBasesForTest("127.0.0.1:1/sandboxctl-test/none:1", "sandboxctl-test-nobase:1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rt.Close()
+	var progress strings.Builder
+	start := time.Now()
+	_, err = rt.EnsureImage(t.Context(), &progress)
+	if !errors.Is(err, docker.ErrNoBase) {
+		t.Fatalf("EnsureImage = %v, want ErrNoBase", err)
+	}
+	for _, want := range []string{"pull 127.0.0.1:1/sandboxctl-test/none:1", "debootstrap: no Debian mirror"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q lacks %q", err, want)
+		}
+	}
+	if strings.Contains(err.Error(), "\n") {
+		t.Errorf("error is more than one line: %q", err)
+	}
+	var baseLines []string
+	for _, l := range strings.Split(progress.String(), "\n") {
+		if strings.HasPrefix(l, "base: ") {
+			baseLines = append(baseLines, l)
+		}
+	}
+	if len(baseLines) != 1 || !strings.Contains(baseLines[0], "no registry answered") || !strings.Contains(baseLines[0], "debootstrap") {
+		t.Errorf("progress base lines %q, want one saying debootstrap is the fallback; progress:\n%s", baseLines, progress.String())
+	}
+	if el := time.Since(start); el > 30*time.Second {
+		t.Errorf("EnsureImage took %v to give up", el)
+	}
+}
+
+// TestEnsureImagePullTimeout: a registry that accepts the connection and
+// never answers is given up on at the pull timeout.
+func TestEnsureImagePullTimeout(t *testing.T) {
+	testenv.RequireDocker(t)
+	if os.Geteuid() != 0 {
+		t.Skip("the debootstrap fallback is tried only as root")
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() { // accept and hold, never answer
+		var held []net.Conn
+		defer func() {
+			for _, c := range held {
+				c.Close()
+			}
+		}()
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			held = append(held, c)
+		}
+	}()
+	rt, err := docker.New(t.Context(), docker.WithScratchDir(t.TempDir()), docker.WithAptRoot(t.TempDir()),
+		docker.WithPullTimeout(3*time.Second),
+		docker.WithBasesForTest(ln.Addr().String()+"/sandboxctl-test/none:1", "sandboxctl-test-nobase:1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rt.Close()
+	var progress strings.Builder
+	start := time.Now()
+	_, err = rt.EnsureImage(t.Context(), &progress)
+	el := time.Since(start)
+	if !errors.Is(err, docker.ErrNoBase) {
+		t.Fatalf("EnsureImage = %v, want ErrNoBase", err)
+	}
+	if el > 20*time.Second {
+		t.Errorf("gave up after %v, want about the 3s pull timeout", el)
+	}
+	t.Logf("gave up after %v: %v", el.Round(time.Millisecond), err)
 }

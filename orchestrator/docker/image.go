@@ -119,11 +119,21 @@ func contextTar(files map[string][]byte) ([]byte, error) {
 }
 
 // EnsureImage makes sure the sandbox image for the embedded build context
-// and the configured base exists, and returns its reference. In order:
-// the wanted tag exists: done; the base exists locally: build; the base is
-// DefaultBase: debootstrap it from the host's apt mirror, import it, build;
-// otherwise pull the base, then build. Unchanged inputs never rebuild.
-// Progress lines (build steps, apt output) go to progress.
+// exists, and returns its reference. Unchanged inputs never rebuild.
+//
+// With a base named (WithBase): the image built on it exists: done; the
+// base exists locally: build; the base is DefaultBase: debootstrap it from
+// the host's apt mirror, import it, build; otherwise pull it, then build.
+//
+// With none (the default), either base will do: an image already built on
+// RegistryBase or DefaultBase is used; else a local RegistryBase or
+// DefaultBase is built on; else RegistryBase is pulled, within the pull
+// timeout, and when no registry answers DefaultBase is debootstrapped. One
+// progress line starting "base: " says which; when neither works the error
+// gives both reasons.
+//
+// Progress lines (the base chosen, pull and debootstrap output, build
+// steps, apt output) go to progress.
 func (r *Runtime) EnsureImage(ctx context.Context, progress io.Writer) (string, error) {
 	if progress == nil {
 		progress = io.Discard
@@ -132,12 +142,23 @@ func (r *Runtime) EnsureImage(ctx context.Context, progress io.Writer) (string, 
 	if err != nil {
 		return "", err
 	}
-	base := r.cfg.base
-	ref := ImageRepo + ":" + ContextHash(files, base)[:12]
-	if ok, err := r.imageExists(ctx, ref); err != nil {
-		return "", fmt.Errorf("ensure image: %w", err)
-	} else if ok {
-		return ref, nil
+	bases := []string{r.cfg.base}
+	if r.cfg.base == "" {
+		bases = []string{r.cfg.registry, r.cfg.deboot}
+	}
+	refOf := func(base string) string { return ImageRepo + ":" + ContextHash(files, base)[:12] }
+	built := func() (string, error) {
+		for _, b := range bases {
+			if ok, err := r.imageExists(ctx, refOf(b)); err != nil {
+				return "", fmt.Errorf("ensure image: %w", err)
+			} else if ok {
+				return refOf(b), nil
+			}
+		}
+		return "", nil
+	}
+	if ref, err := built(); ref != "" || err != nil {
+		return ref, err
 	}
 	// Several processes (parallel test binaries, concurrent traces) may
 	// arrive here at once: one builds, the others wait and find the tag.
@@ -146,30 +167,82 @@ func (r *Runtime) EnsureImage(ctx context.Context, progress io.Writer) (string, 
 		return "", fmt.Errorf("ensure image: %w", err)
 	}
 	defer unlock()
-	if ok, err := r.imageExists(ctx, ref); err != nil {
-		return "", fmt.Errorf("ensure image: %w", err)
-	} else if ok {
-		return ref, nil
+	if ref, err := built(); ref != "" || err != nil {
+		return ref, err
 	}
-	ok, err := r.imageExists(ctx, base)
+	base, err := r.ensureBase(ctx, progress, bases, files)
 	if err != nil {
-		return "", fmt.Errorf("ensure image: %w", err)
+		return "", err
 	}
-	switch {
-	case ok:
-	case base == DefaultBase:
-		if err := r.bootstrapBase(ctx, progress, files["bootstrap-base.sh"]); err != nil {
-			return "", fmt.Errorf("ensure image: base %s: %w", base, err)
-		}
-	default:
-		if err := r.pull(ctx, progress, base); err != nil {
-			return "", fmt.Errorf("ensure image: pull base %s: %w", base, err)
-		}
-	}
+	ref := refOf(base)
 	if err := r.build(ctx, progress, files, base, ref); err != nil {
 		return "", fmt.Errorf("ensure image: build %s: %w", ref, err)
 	}
 	return ref, nil
+}
+
+// ErrNoBase is returned by EnsureImage when no base image could be had:
+// none was local, the pull failed and so did debootstrap.
+var ErrNoBase = errors.New("no base image for the sandbox")
+
+// ensureBase makes one of bases exist locally and returns it.
+func (r *Runtime) ensureBase(ctx context.Context, progress io.Writer, bases []string, files map[string][]byte) (string, error) {
+	for _, b := range bases {
+		ok, err := r.imageExists(ctx, b)
+		if err != nil {
+			return "", fmt.Errorf("ensure image: %w", err)
+		}
+		if ok {
+			if len(bases) > 1 {
+				fmt.Fprintf(progress, "base: %s (found locally)\n", b)
+			}
+			return b, nil
+		}
+	}
+	if len(bases) == 1 {
+		base := bases[0]
+		if base == DefaultBase || base == r.cfg.deboot {
+			if err := r.bootstrapBase(ctx, progress, files["bootstrap-base.sh"]); err != nil {
+				return "", fmt.Errorf("ensure image: base %s: %w", base, err)
+			}
+			return base, nil
+		}
+		if err := r.pull(ctx, progress, base); err != nil {
+			return "", fmt.Errorf("ensure image: pull base %s: %w", base, err)
+		}
+		return base, nil
+	}
+	// No base named: a registry's when one answers, else debootstrap.
+	pctx, cancel := context.WithTimeout(ctx, r.cfg.pullWait)
+	pullErr := r.pull(pctx, progress, r.cfg.registry)
+	cancel()
+	if pullErr == nil {
+		fmt.Fprintf(progress, "base: %s, pulled from a registry\n", r.cfg.registry)
+		return r.cfg.registry, nil
+	}
+	if ctx.Err() != nil {
+		return "", ctx.Err()
+	}
+	if errors.Is(pullErr, context.DeadlineExceeded) {
+		pullErr = fmt.Errorf("no answer within %s", r.cfg.pullWait)
+	}
+	fmt.Fprintf(progress, "base: no registry answered (%s), so a Debian base is made with debootstrap from the host's apt mirror\n", oneLineErr(pullErr))
+	if err := r.bootstrapBase(ctx, progress, files["bootstrap-base.sh"]); err != nil {
+		if ctx.Err() != nil {
+			return "", ctx.Err()
+		}
+		return "", fmt.Errorf("%w: pull %s: %v; debootstrap: %w", ErrNoBase, r.cfg.registry, oneLineErr(pullErr), err)
+	}
+	return r.cfg.deboot, nil
+}
+
+// oneLineErr is an error's text on one line, cut at 200 bytes.
+func oneLineErr(err error) string {
+	s := strings.Join(strings.Fields(err.Error()), " ")
+	if len(s) > 200 {
+		s = s[:200] + "…"
+	}
+	return s
 }
 
 func (r *Runtime) scratchDir() string {
@@ -295,10 +368,10 @@ func (r *Runtime) bootstrapBase(ctx context.Context, progress io.Writer, script 
 		return errors.New("no bootstrap-base.sh in the embedded build context")
 	}
 	if os.Geteuid() != 0 {
-		return errors.New("building the base image needs root (debootstrap); run as root once, or build from a registry base: --base debian:bookworm-slim")
+		return errors.New("building the base image needs root (debootstrap): run as root once, or make " + RegistryBase + " available (docker pull, or docker load)")
 	}
 	if _, err := exec.LookPath("debootstrap"); err != nil {
-		return errors.New("debootstrap not found: apt-get install debootstrap, or build from a registry base: --base debian:bookworm-slim")
+		return errors.New("debootstrap not found: apt-get install debootstrap, or make " + RegistryBase + " available (docker pull, or docker load)")
 	}
 	sources, err := ReadAptSources(r.cfg.aptRoot)
 	if err != nil {
@@ -306,7 +379,7 @@ func (r *Runtime) bootstrapBase(ctx context.Context, progress io.Writer, script 
 	}
 	mirror, err := PickMirror(sources, "bookworm")
 	if err != nil {
-		return fmt.Errorf("%w (looked in %s); or build from a registry base: --base debian:bookworm-slim", err, filepath.Join(r.cfg.aptRoot, "etc/apt"))
+		return fmt.Errorf("%w (looked in %s); or make %s available (docker pull, or docker load)", err, filepath.Join(r.cfg.aptRoot, "etc/apt"), RegistryBase)
 	}
 	dir, err := os.MkdirTemp(r.scratchDir(), "sandboxctl-base-")
 	if err != nil {
@@ -330,13 +403,13 @@ func (r *Runtime) bootstrapBase(ctx context.Context, progress io.Writer, script 
 	if err := cmd.Run(); err != nil {
 		return fmt.Errorf("bootstrap-base.sh: %w", err)
 	}
-	fmt.Fprintf(progress, "debootstrap took %s; importing %s\n", time.Since(start).Round(time.Second), DefaultBase)
+	fmt.Fprintf(progress, "debootstrap took %s; importing %s\n", time.Since(start).Round(time.Second), r.cfg.deboot)
 	f, err := os.Open(tarPath)
 	if err != nil {
 		return err
 	}
 	defer f.Close()
-	res, err := r.cli.ImageImport(ctx, client.ImageImportSource{Source: f, SourceName: "-"}, DefaultBase, client.ImageImportOptions{
+	res, err := r.cli.ImageImport(ctx, client.ImageImportSource{Source: f, SourceName: "-"}, r.cfg.deboot, client.ImageImportOptions{
 		Message: "debootstrap --variant=minbase bookworm " + mirror,
 		Changes: []string{
 			"ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",

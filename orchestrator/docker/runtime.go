@@ -33,6 +33,14 @@ const MinAPIVersion = "1.41"
 // pulled.
 const DefaultBase = "sandboxctl-base:bookworm"
 
+// RegistryBase is the base pulled from a registry when no base is named:
+// the same Debian release DefaultBase bootstraps.
+const RegistryBase = "debian:bookworm-slim"
+
+// DefaultPullTimeout bounds the attempt to pull RegistryBase, so that a
+// machine without a registry falls back to debootstrap quickly.
+const DefaultPullTimeout = 45 * time.Second
+
 // LabelImage marks images sandboxctl built or imported. Images are shared
 // between traces, so they carry no trace label and gc leaves them alone.
 const LabelImage = "sandboxctl.image"
@@ -42,10 +50,13 @@ type Option func(*config)
 
 type config struct {
 	host     string
-	base     string
+	base     string // "": RegistryBase, else DefaultBase by debootstrap
 	aptRoot  string
 	scratch  string
 	pingWait time.Duration
+	pullWait time.Duration
+	registry string // RegistryBase, replaced in tests
+	deboot   string // DefaultBase, replaced in tests
 }
 
 // WithHost sets the engine address (a DOCKER_HOST value such as
@@ -53,10 +64,15 @@ type config struct {
 // DefaultHost.
 func WithHost(host string) Option { return func(c *config) { c.host = host } }
 
-// WithBase sets the base image the sandbox image is built FROM. Empty means
-// DefaultBase (debootstrapped locally); "debian:bookworm-slim" suits a
-// machine that can reach Docker Hub.
+// WithBase sets the base image the sandbox image is built FROM. Empty (the
+// default) means RegistryBase when a registry answers, else DefaultBase
+// debootstrapped locally (EnsureImage); DefaultBase means debootstrap only;
+// any other reference is used when local and pulled otherwise.
 func WithBase(ref string) Option { return func(c *config) { c.base = ref } }
+
+// WithPullTimeout bounds the pull of RegistryBase when no base is named
+// (DefaultPullTimeout by default).
+func WithPullTimeout(d time.Duration) Option { return func(c *config) { c.pullWait = d } }
 
 // WithAptRoot sets the folder whose etc/apt sources name the Debian mirror
 // for the debootstrap base ("/" by default).
@@ -79,15 +95,12 @@ var _ orchestrator.Runtime = (*Runtime)(nil)
 // New connects to the engine and negotiates the API version. It returns an
 // error wrapping ErrNoEngine when the engine does not answer.
 func New(ctx context.Context, opts ...Option) (*Runtime, error) {
-	cfg := config{host: DefaultHost, base: DefaultBase, aptRoot: "/", pingWait: 10 * time.Second}
+	cfg := config{host: DefaultHost, aptRoot: "/", pingWait: 10 * time.Second, pullWait: DefaultPullTimeout, registry: RegistryBase, deboot: DefaultBase}
 	for _, o := range opts {
 		o(&cfg)
 	}
 	if cfg.host == "" {
 		cfg.host = DefaultHost
-	}
-	if cfg.base == "" {
-		cfg.base = DefaultBase
 	}
 	cli, err := client.New(client.WithHost(cfg.host))
 	if err != nil {
@@ -112,7 +125,8 @@ func New(ctx context.Context, opts ...Option) (*Runtime, error) {
 // APIVersion is the negotiated engine API version.
 func (r *Runtime) APIVersion() string { return r.cli.ClientVersion() }
 
-// Base is the base image reference the sandbox image is built from.
+// Base is the base image reference the sandbox image is built from, or ""
+// when EnsureImage chooses (a registry's, else debootstrap).
 func (r *Runtime) Base() string { return r.cfg.base }
 
 // Close releases the client's connections.

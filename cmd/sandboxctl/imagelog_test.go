@@ -1,0 +1,83 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// buildOutput is what EnsureImage writes on a cold build with debootstrap:
+// thousands of lines.
+func buildOutput(ok bool) string {
+	var b strings.Builder
+	b.WriteString("pulling debian:bookworm-slim\n")
+	b.WriteString("base: no registry answered (lookup registry-1.docker.io: no such host), so a Debian base is made with debootstrap from the host's apt mirror\n")
+	b.WriteString("bootstrapping a Debian bookworm base from http://deb.example/debian (once)\n")
+	for i := range 400 {
+		fmt.Fprintf(&b, "I: Retrieving pkg%d 1.0\nI: Validating pkg%d 1.0\n", i, i)
+	}
+	for i := range 400 {
+		fmt.Fprintf(&b, "I: Extracting pkg%d...\n", i)
+	}
+	b.WriteString("debootstrap took 43s; importing sandboxctl-base:bookworm\n")
+	b.WriteString("building sandboxctl-sandbox:abc from sandboxctl-base:bookworm\n")
+	b.WriteString("Step 1/9 : ARG BASE=x\n ---> abc\nStep 2/9 : FROM ${BASE}\nStep 7/9 : RUN sh setup.sh\n")
+	for i := range 700 {
+		fmt.Fprintf(&b, "Get:%d http://deb.example/debian bookworm/main pkg%d\n", i, i)
+	}
+	for i := range 700 {
+		fmt.Fprintf(&b, "Unpacking pkg%d (1.0) ...\nSetting up pkg%d (1.0) ...\n", i, i)
+	}
+	if ok {
+		b.WriteString("Successfully built abc\nSuccessfully tagged sandboxctl-sandbox:abc\n")
+	} else {
+		b.WriteString("E: Unable to fetch some archives\n")
+	}
+	return b.String()
+}
+
+func TestImageLog(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		tty, ok  bool
+		maxLines int
+	}{
+		{name: "not a terminal, built", ok: true, maxLines: 10},
+		{name: "not a terminal, failed", maxLines: 10},
+		{name: "terminal, built", tty: true, ok: true, maxLines: 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var out strings.Builder
+			ui := newProgressUI(&out, tc.tty)
+			path := filepath.Join(t.TempDir(), "sandboxctl", "image-build.log")
+			l := newImageLog(ui, path)
+			in := buildOutput(tc.ok)
+			// written in odd-sized pieces, as a stream arrives
+			for i := 0; i < len(in); i += 333 {
+				l.Write([]byte(in[i:min(i+333, len(in))]))
+			}
+			l.Close()
+			ui.Close()
+			got := out.String()
+			lines := strings.Count(got, "\n")
+			if lines > tc.maxLines {
+				t.Errorf("%d lines of %d shown, want at most %d:\n%s", lines, strings.Count(in, "\n"), tc.maxLines, got)
+			}
+			if !strings.Contains(got, "base: no registry answered") {
+				t.Errorf("the base line did not stay:\n%q", got)
+			}
+			if tc.tty && !strings.Contains(got, "package steps") {
+				t.Errorf("the status line never showed the packages:\n%q", got[:min(len(got), 2000)])
+			}
+			log, err := os.ReadFile(path)
+			if err != nil || string(log) != in {
+				t.Errorf("log file holds %d bytes, want the %d written (%v)", len(log), len(in), err)
+			}
+			if failed := l.Failed(); (failed != "") == tc.ok || !tc.ok && failed != path {
+				t.Errorf("Failed() = %q with a build that ok=%t", failed, tc.ok)
+			}
+		})
+	}
+}
