@@ -29,6 +29,19 @@ func commandFlags(t *testing.T) map[string][]string {
 			out[name] = append(out[name], m[1])
 		}
 	}
+	// Subcommands with flags of their own.
+	for _, sc := range [][2]string{{"sweep", "export"}, {"sweep", "merge"}} {
+		var stderr bytes.Buffer
+		run(t.Context(), []string{sc[0], sc[1], "-h"}, env{stdout: &bytes.Buffer{}, stderr: &stderr})
+		name := sc[0] + " " + sc[1]
+		out[name] = []string{}
+		for _, m := range flagLine.FindAllStringSubmatch(stderr.String(), -1) {
+			out[name] = append(out[name], m[1])
+		}
+		if len(out[name]) == 0 {
+			t.Fatalf("sandboxctl %s -h lists no flags:\n%s", name, stderr.String())
+		}
+	}
 	return out
 }
 
@@ -47,7 +60,7 @@ var otherTools = map[string]string{
 var (
 	codeSpan  = regexp.MustCompile("`([^`\n]+)`")
 	flagRe    = regexp.MustCompile(`(?:^|\s)--([a-z][a-z0-9-]*)`)
-	invokeRe  = regexp.MustCompile(`(?:^|[\s(/])sandboxctl\s+([a-z]+)\b`)
+	invokeRe  = regexp.MustCompile(`(?:^|[\s(/])sandboxctl\s+([a-z]+(?:\s+(?:export|merge)\b)?)`)
 	fenceRe   = regexp.MustCompile("(?ms)^```[a-z]*\n(.*?)^```")
 	lineJoins = strings.NewReplacer("\\\n", " ")
 )
@@ -95,7 +108,7 @@ func TestDocsFlagsExist(t *testing.T) {
 				cmd := ""
 				for _, iv := range inv {
 					if iv[1] <= fm[0] {
-						cmd = s[iv[2]:iv[3]]
+						cmd = strings.Join(strings.Fields(s[iv[2]:iv[3]]), " ")
 					}
 				}
 				checked++
