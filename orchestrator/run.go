@@ -67,6 +67,8 @@ type Outcome struct {
 	Transcript []byte
 	// Kept lists the containers left running by Plan.Keep.
 	Kept []string
+	// Phases is how long each stage of the (watched) pass took, in order.
+	Phases []PhaseTime
 }
 
 func (r *Runner) now() time.Time {
@@ -124,6 +126,7 @@ type run struct {
 	deadline  bool          // the trace's deadline ended the agent loop
 	exhausted bool          // the skill used up the sandbox's pids or memory
 	procs     *procSampler  // process sampling, in an unwatched pass
+	clock     *phaseClock
 }
 
 // Run runs a trace: the watched pass and, when the plan's stealth mode asks
@@ -163,10 +166,11 @@ func (r *Runner) Run(ctx context.Context, p Plan, dir string) (Outcome, error) {
 // still run do: the containers are removed and a report is built from
 // what was observed.
 func (r *Runner) pass(ctx context.Context, p Plan, dir string) (out Outcome, st *run, err error) {
-	st = &run{plan: p, dir: dir, started: r.now(), calls: newCallLog()}
+	st = &run{plan: p, dir: dir, started: r.now(), calls: newCallLog(), clock: newPhaseClock()}
 	if err := r.prepare(st); err != nil {
 		return out, st, err
 	}
+	r.lap(st, "plan")
 	runErr := r.observe(ctx, st)
 	if ctx.Err() != nil && !errors.Is(runErr, context.Canceled) {
 		// Interrupted: the trace did not finish what it meant to observe.
@@ -174,6 +178,7 @@ func (r *Runner) pass(ctx context.Context, p Plan, dir string) (out Outcome, st 
 	}
 	out.Kept, err = r.cleanup(ctx, st)
 	runErr = errors.Join(runErr, err)
+	r.lap(st, "cleanup")
 
 	r.phase("report", "rules and report")
 	meta := r.meta(ctx, st, runErr)
@@ -181,6 +186,8 @@ func (r *Runner) pass(ctx context.Context, p Plan, dir string) (out Outcome, st 
 	out.Report = reports.Build(meta, res, reports.Options{IncludeCanaryValues: r.IncludeSecrets})
 	out.Transcript = st.transcr.Bytes()
 	runErr = errors.Join(runErr, writeRunDir(dir, out))
+	r.lap(st, "report")
+	out.Phases = st.clock.all()
 	return out, st, runErr
 }
 
@@ -201,15 +208,20 @@ func (r *Runner) observe(ctx context.Context, st *run) (err error) {
 	if err := r.ensureImage(ctx, st); err != nil {
 		return err
 	}
+	r.lap(st, "image")
 	tctx, cancel := context.WithTimeoutCause(ctx, st.plan.Limits.Timeout, ErrTimeout)
 	defer cancel()
 	if err := r.startJail(tctx, st); err != nil {
 		return fmt.Errorf("start jail: %w", causeOf(tctx, err))
 	}
+	r.lap(st, "jail")
 	if err := r.startSandbox(tctx, st); err != nil {
 		return fmt.Errorf("start sandbox: %w", causeOf(tctx, err))
 	}
+	r.lap(st, "sandbox")
 	r.runAgent(tctx, st)
+	r.lap(st, "drive")
+	defer r.lap(st, "collect")
 	return r.collectAll(ctx, tctx, st)
 }
 
