@@ -144,6 +144,7 @@ type run struct {
 //	image     image.go     the sandbox image, built when its inputs changed
 //	jail      jail.go      the network jail and its sinks
 //	sandbox   sandbox.go   the sandbox in the jail's namespace, home unpacked
+//	                       (both started at once: startContainers)
 //	drive     drive.go     the driver's tool calls through the MCP server
 //	collect   collect.go   syscall logs, file changes, resources, jail events
 //	teardown  teardown.go  remove the containers, on every path
@@ -176,9 +177,9 @@ func (r *Runner) pass(ctx context.Context, p Plan, dir string) (out Outcome, st 
 		// Interrupted: the trace did not finish what it meant to observe.
 		runErr = errors.Join(runErr, context.Cause(ctx))
 	}
-	out.Kept, err = r.cleanup(ctx, st)
-	runErr = errors.Join(runErr, err)
-	r.lap(st, "cleanup")
+	// The containers are removed while the report is made: what they
+	// held is read already.
+	removed := r.cleanup(ctx, st)
 
 	r.phase("report", "rules and report")
 	meta := r.meta(ctx, st, runErr)
@@ -187,6 +188,9 @@ func (r *Runner) pass(ctx context.Context, p Plan, dir string) (out Outcome, st 
 	out.Transcript = st.transcr.Bytes()
 	runErr = errors.Join(runErr, writeRunDir(dir, out))
 	r.lap(st, "report")
+	out.Kept, err = removed()
+	runErr = errors.Join(runErr, err)
+	r.lap(st, "cleanup")
 	out.Phases = st.clock.all()
 	return out, st, runErr
 }
@@ -211,14 +215,9 @@ func (r *Runner) observe(ctx context.Context, st *run) (err error) {
 	r.lap(st, "image")
 	tctx, cancel := context.WithTimeoutCause(ctx, st.plan.Limits.Timeout, ErrTimeout)
 	defer cancel()
-	if err := r.startJail(tctx, st); err != nil {
-		return fmt.Errorf("start jail: %w", causeOf(tctx, err))
+	if err := r.startContainers(tctx, st); err != nil {
+		return err
 	}
-	r.lap(st, "jail")
-	if err := r.startSandbox(tctx, st); err != nil {
-		return fmt.Errorf("start sandbox: %w", causeOf(tctx, err))
-	}
-	r.lap(st, "sandbox")
 	r.runAgent(tctx, st)
 	r.lap(st, "drive")
 	defer r.lap(st, "collect")

@@ -37,10 +37,15 @@ const dockerfileName = "Dockerfile.sandbox"
 
 // BuildContext is the sandbox image's build context: Dockerfile.sandbox at
 // the root and the files of sandbox-image/ beside it, as path → content,
-// read from the context embedded in the binary.
+// read from the context embedded in the binary. sandbox-image/agent/ is the
+// agent image's context (AgentContext), not part of it: changing the agent
+// image never rebuilds the sandbox image.
 func BuildContext() (map[string][]byte, error) {
 	out := map[string][]byte{}
 	err := fs.WalkDir(sandboxctl.ImageContext, ".", func(p string, d fs.DirEntry, err error) error {
+		if err == nil && d.IsDir() && p == agentContextDir {
+			return fs.SkipDir
+		}
 		if err != nil || d.IsDir() {
 			return err
 		}
@@ -101,7 +106,7 @@ func contextTar(files map[string][]byte) ([]byte, error) {
 	tw := tar.NewWriter(&buf)
 	for _, n := range names {
 		mode := int64(0o644)
-		if strings.HasSuffix(n, ".sh") || path.Base(n) == "install-ca" {
+		if strings.HasSuffix(n, ".sh") || path.Base(n) == "install-ca" || n == agentBinName {
 			mode = 0o755
 		}
 		hdr := &tar.Header{Name: n, Mode: mode, Size: int64(len(files[n])), ModTime: time.Unix(0, 0), Typeflag: tar.TypeReg}
@@ -134,9 +139,13 @@ func (r *Runtime) EnsureImage(ctx context.Context, progress io.Writer) (string, 
 	}
 	base := r.cfg.base
 	ref := ImageRepo + ":" + ContextHash(files, base)[:12]
+	if r.imageCached(ref) {
+		return ref, nil
+	}
 	if ok, err := r.imageExists(ctx, ref); err != nil {
 		return "", fmt.Errorf("ensure image: %w", err)
 	} else if ok {
+		r.cacheImage(ref)
 		return ref, nil
 	}
 	// Several processes (parallel test binaries, concurrent traces) may
@@ -169,6 +178,7 @@ func (r *Runtime) EnsureImage(ctx context.Context, progress io.Writer) (string, 
 	if err := r.build(ctx, progress, files, base, ref); err != nil {
 		return "", fmt.Errorf("ensure image: build %s: %w", ref, err)
 	}
+	r.cacheImage(ref)
 	return ref, nil
 }
 

@@ -8,6 +8,7 @@ import (
 	"path"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	cerrdefs "github.com/containerd/errdefs"
@@ -72,6 +73,9 @@ type Runtime struct {
 	cli  *client.Client
 	cfg  config
 	host string
+
+	mu     sync.Mutex
+	images map[string]bool // images known to exist, by reference
 }
 
 var _ orchestrator.Runtime = (*Runtime)(nil)
