@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/moby/moby/api/types/build"
 	"github.com/moby/moby/client"
@@ -90,11 +91,21 @@ func agentRef(from, binKey string, files map[string][]byte, spec orchestrator.Ag
 	return AgentRepo + ":" + hex.EncodeToString(h.Sum(nil))[:12]
 }
 
+// prepRef is the tag of the prepared image (Dockerfile.prep) for these
+// inputs: it depends on the sandbox image and the user, not on the binary.
+func prepRef(from string, files map[string][]byte, spec orchestrator.AgentImageSpec) string {
+	h := sha256.New()
+	fmt.Fprintf(h, "from %s\nuser %d %v\ncontext %s\n", from, spec.UID, spec.GIDs, ContextHash(files, ""))
+	return AgentRepo + ":prep-" + hex.EncodeToString(h.Sum(nil))[:12]
+}
+
 // AgentImage returns the agent image for spec (orchestrator.Runtime),
-// building it when it does not exist: spec.From, or the sandbox image
-// (EnsureImage) when it is empty, with spec.Binary baked in. The answer is
-// cached for the Runtime's life, keyed by the inputs, so that a long-running
-// caller (a pool, an evaluation) asks the engine once.
+// building what does not exist: spec.From, or the sandbox image
+// (EnsureImage) when it is empty, prepared once (Dockerfile.prep: the
+// lookups a trace would otherwise do), then with spec.Binary baked in
+// (Dockerfile.agent: one COPY per binary). The answer is cached for the
+// Runtime's life, keyed by the inputs, so that a long-running caller (a
+// pool, an evaluation) asks the engine once.
 func (r *Runtime) AgentImage(ctx context.Context, spec orchestrator.AgentImageSpec, progress io.Writer) (string, error) {
 	if progress == nil {
 		progress = io.Discard
@@ -129,48 +140,79 @@ func (r *Runtime) AgentImage(ctx context.Context, spec orchestrator.AgentImageSp
 			return "", err
 		}
 	}
-	unlock, err := lockFile(ctx, filepath.Join(r.scratchDir(), "sandboxctl-image.lock"))
+	unlock, err := lockFile(ctx, filepath.Join(r.scratchDir(), "sandboxctl-agent.lock"))
 	if err != nil {
 		return "", fmt.Errorf("agent image: %w", err)
 	}
 	defer unlock()
-	if ok, err := r.imageExists(ctx, ref); err != nil {
-		return "", fmt.Errorf("agent image: %w", err)
-	} else if !ok {
-		if err := r.buildAgent(ctx, progress, files, from, ref, spec); err != nil {
-			return "", fmt.Errorf("agent image: build %s: %w", ref, err)
+	prep := prepRef(from, files, spec)
+	uid, gids := strconv.Itoa(spec.UID), joinInts(spec.GIDs)
+	steps := []struct {
+		ref, dockerfile string
+		args            map[string]*string
+		ctx             map[string][]byte
+	}{
+		{prep, "Dockerfile.prep", map[string]*string{"FROM": &from, "USER_UID": &uid, "USER_GIDS": &gids}, files},
+		{ref, "Dockerfile.agent", map[string]*string{"FROM": &prep}, nil},
+	}
+	for _, s := range steps {
+		if ok, err := r.imageExists(ctx, s.ref); err != nil {
+			return "", fmt.Errorf("agent image: %w", err)
+		} else if ok {
+			continue
+		}
+		bctx := s.ctx
+		if bctx == nil {
+			if bctx, err = agentBinContext(files, spec.Binary); err != nil {
+				return "", fmt.Errorf("agent image: %w", err)
+			}
+		}
+		if err := r.buildDerived(ctx, progress, bctx, s.dockerfile, s.args, s.ref); err != nil {
+			return "", fmt.Errorf("agent image: build %s: %w", s.ref, err)
 		}
 	}
 	r.cacheImage(ref)
 	return ref, nil
 }
 
-// buildAgent builds the agent image ref from Dockerfile.agent on from.
-func (r *Runtime) buildAgent(ctx context.Context, progress io.Writer, files map[string][]byte, from, ref string, spec orchestrator.AgentImageSpec) error {
-	bin, err := os.ReadFile(spec.Binary)
+// agentBinContext is Dockerfile.agent's build context: the Dockerfile and
+// the binary.
+func agentBinContext(files map[string][]byte, binary string) (map[string][]byte, error) {
+	bin, err := os.ReadFile(binary)
 	if err != nil {
-		return fmt.Errorf("read binary: %w", err)
+		return nil, fmt.Errorf("read binary: %w", err)
 	}
-	sum := sha256.Sum256(bin)
-	all := map[string][]byte{agentBinName: bin}
-	for n, b := range files {
-		all[n] = b
+	return map[string][]byte{"Dockerfile.agent": files["Dockerfile.agent"], agentBinName: bin}, nil
+}
+
+func joinInts(v []int) string {
+	s := make([]string, len(v))
+	for i, n := range v {
+		s[i] = strconv.Itoa(n)
 	}
-	tarball, err := contextTar(all)
+	return strings.Join(s, ",")
+}
+
+// buildDerived builds ref from dockerfile in files with the classic
+// builder, labelled as sandboxctl's (and, for the agent image, with the
+// binary's sha256).
+func (r *Runtime) buildDerived(ctx context.Context, progress io.Writer, files map[string][]byte, dockerfile string, args map[string]*string, ref string) error {
+	tarball, err := contextTar(files)
 	if err != nil {
 		return fmt.Errorf("build context: %w", err)
 	}
-	gids := make([]string, 0, len(spec.GIDs))
-	for _, g := range spec.GIDs {
-		gids = append(gids, strconv.Itoa(g))
+	labels := map[string]string{LabelImage: "1"}
+	if bin, ok := files[agentBinName]; ok {
+		sum := sha256.Sum256(bin)
+		labels[LabelAgentSum] = hex.EncodeToString(sum[:])
 	}
-	uid, gidList := strconv.Itoa(spec.UID), strings.Join(gids, ",")
-	fmt.Fprintf(progress, "building %s from %s with %s\n", ref, from, spec.Binary)
+	fmt.Fprintf(progress, "building %s (%s)\n", ref, dockerfile)
+	start := time.Now()
 	res, err := r.cli.ImageBuild(ctx, bytes.NewReader(tarball), client.ImageBuildOptions{
 		Tags:        []string{ref},
-		Dockerfile:  "Dockerfile.agent",
-		BuildArgs:   map[string]*string{"FROM": &from, "USER_UID": &uid, "USER_GIDS": &gidList},
-		Labels:      map[string]string{LabelImage: "1", LabelAgentSum: hex.EncodeToString(sum[:])},
+		Dockerfile:  dockerfile,
+		BuildArgs:   args,
+		Labels:      labels,
 		Remove:      true,
 		ForceRemove: true,
 		Version:     build.BuilderV1,
@@ -179,7 +221,11 @@ func (r *Runtime) buildAgent(ctx context.Context, progress io.Writer, files map[
 		return err
 	}
 	defer res.Body.Close()
-	return readJSONMessages(ctx, res.Body, progress)
+	if err := readJSONMessages(ctx, res.Body, progress); err != nil {
+		return err
+	}
+	fmt.Fprintf(progress, "built %s in %s\n", ref, time.Since(start).Round(time.Millisecond))
+	return nil
 }
 
 func (r *Runtime) imageCached(ref string) bool {

@@ -106,7 +106,10 @@ func contextTar(files map[string][]byte) ([]byte, error) {
 	tw := tar.NewWriter(&buf)
 	for _, n := range names {
 		mode := int64(0o644)
-		if strings.HasSuffix(n, ".sh") || path.Base(n) == "install-ca" || n == agentBinName {
+		switch {
+		case n == agentBinName:
+			mode = 0o700 // root's alone, as COPY places it: no second copy in a chmod layer
+		case strings.HasSuffix(n, ".sh") || path.Base(n) == "install-ca":
 			mode = 0o755
 		}
 		hdr := &tar.Header{Name: n, Mode: mode, Size: int64(len(files[n])), ModTime: time.Unix(0, 0), Typeflag: tar.TypeReg}

@@ -1,7 +1,7 @@
 #!/bin/sh
-# prepare.sh UID GIDS: the build step of the agent image, as root. It makes
-# the tool server root's alone and writes two lists the trace reads instead
-# of searching the whole image every time:
+# prepare.sh UID GIDS: the build step of the agent image, as root. It
+# writes two lists the trace reads instead of searching the whole image
+# every time:
 #   certifi-bundles  every certifi cacert.pem of the image (install-ca
 #                    appends the trace CA to them);
 #   writable         the places the skill's user (UID with the groups GIDS,
@@ -16,8 +16,7 @@ set -eu
 uid=${1:?usage: prepare.sh UID GIDS}
 gids=${2:?usage: prepare.sh UID GIDS}
 dir=/usr/local/lib/agent
-chown root:root "$dir/agentd" "$dir/install-ca"
-chmod 0700 "$dir/agentd" "$dir/install-ca"
+chmod 0700 "$dir/install-ca"
 
 find / -xdev -name cacert.pem -path '*certifi*' 2>/dev/null | sort >"$dir/certifi-bundles" || true
 
