@@ -5,13 +5,31 @@ import (
 	"fmt"
 )
 
-// ensureImage is the image stage of a pass: the agent image the trace's
+// startImage starts the image stage of a pass in the background, beside
+// the plan stage (seeding the home): the agent image the trace's
 // containers run, built when its inputs changed (no registry pull): the
 // plan's image, or else the sandbox image of this binary's embedded build
-// context, with the host binary baked in (Runtime.AgentImage).
-func (r *Runner) ensureImage(ctx context.Context, st *run) error {
+// context, with the host binary baked in (Runtime.AgentImage). The
+// returned func waits for it.
+func (r *Runner) startImage(ctx context.Context, from string) func() (string, error) {
+	var img string
+	var err error
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		img, err = r.Runtime.AgentImage(ctx, r.agentImageSpec(from), r.ImageProgress)
+	}()
+	return func() (string, error) {
+		<-done
+		return img, err
+	}
+}
+
+// ensureImage ends the image stage: it waits for the image startImage
+// asked for.
+func (r *Runner) ensureImage(st *run) error {
 	r.phase("image", "checking the sandbox image")
-	img, err := r.Runtime.AgentImage(ctx, r.agentImageSpec(st.plan.Image), r.ImageProgress)
+	img, err := st.imageWait()
 	if err != nil {
 		return fmt.Errorf("sandbox image: %w", err)
 	}

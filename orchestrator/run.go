@@ -127,6 +127,7 @@ type run struct {
 	exhausted bool          // the skill used up the sandbox's pids or memory
 	procs     *procSampler  // process sampling, in an unwatched pass
 	clock     *phaseClock
+	imageWait func() (string, error) // the image stage, started beside the plan stage
 }
 
 // Run runs a trace: the watched pass and, when the plan's stealth mode asks
@@ -168,7 +169,12 @@ func (r *Runner) Run(ctx context.Context, p Plan, dir string) (Outcome, error) {
 // what was observed.
 func (r *Runner) pass(ctx context.Context, p Plan, dir string) (out Outcome, st *run, err error) {
 	st = &run{plan: p, dir: dir, started: r.now(), calls: newCallLog(), clock: newPhaseClock()}
+	ictx, icancel := context.WithCancel(ctx)
+	defer icancel()
+	st.imageWait = r.startImage(ictx, p.Image)
 	if err := r.prepare(st); err != nil {
+		icancel()
+		st.imageWait() // no goroutine outlives the pass
 		return out, st, err
 	}
 	r.lap(st, "plan")
@@ -209,7 +215,7 @@ func (r *Runner) observe(ctx context.Context, st *run) (err error) {
 			err = fmt.Errorf("%w: %v\n%s", ErrInternal, v, debug.Stack())
 		}
 	}()
-	if err := r.ensureImage(ctx, st); err != nil {
+	if err := r.ensureImage(st); err != nil {
 		return err
 	}
 	r.lap(st, "image")

@@ -61,10 +61,8 @@ func AgentContext() (map[string][]byte, error) {
 }
 
 // binaryKey identifies a host binary by what its file system says about
-// it (absolute path, size, modification time to the nanosecond, inode):
-// hashing 20-35 MB on every trace would cost it up to a second on a busy
-// machine, while any rebuild or copy of the binary changes the key. The
-// content's sha256 is recorded on the image when it is built.
+// it (absolute path, size, modification time to the nanosecond, inode),
+// for the Runtime's cache of content hashes.
 func binaryKey(path string) (string, error) {
 	abs, err := filepath.Abs(path)
 	if err != nil {
@@ -84,10 +82,44 @@ func binaryKey(path string) (string, error) {
 	return fmt.Sprintf("%s %d %d %d", abs, fi.Size(), fi.ModTime().UnixNano(), ino), nil
 }
 
-// agentRef is the tag of the agent image for these inputs.
-func agentRef(from, binKey string, files map[string][]byte, spec orchestrator.AgentImageSpec) string {
+// binarySum is the sha256 of the binary's content, hashed once per
+// Runtime and file version. The agent image is keyed by content, so that
+// identical builds (-trimpath builds of one commit: `make build`, each
+// test package's own build) share one image.
+func (r *Runtime) binarySum(path string) (string, error) {
+	key, err := binaryKey(path)
+	if err != nil {
+		return "", err
+	}
+	r.mu.Lock()
+	sum, ok := r.sums[key]
+	r.mu.Unlock()
+	if ok {
+		return sum, nil
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
 	h := sha256.New()
-	fmt.Fprintf(h, "from %s\nbinary %s\nuser %d %v\ncontext %s\n", from, binKey, spec.UID, spec.GIDs, ContextHash(files, ""))
+	if _, err := io.Copy(h, f); err != nil {
+		return "", err
+	}
+	sum = hex.EncodeToString(h.Sum(nil))
+	r.mu.Lock()
+	if r.sums == nil {
+		r.sums = map[string]string{}
+	}
+	r.sums[key] = sum
+	r.mu.Unlock()
+	return sum, nil
+}
+
+// agentRef is the tag of the agent image for these inputs.
+func agentRef(from, binSum string, files map[string][]byte, spec orchestrator.AgentImageSpec) string {
+	h := sha256.New()
+	fmt.Fprintf(h, "from %s\nbinary %s\nuser %d %v\ncontext %s\n", from, binSum, spec.UID, spec.GIDs, ContextHash(files, ""))
 	return AgentRepo + ":" + hex.EncodeToString(h.Sum(nil))[:12]
 }
 
@@ -117,7 +149,7 @@ func (r *Runtime) AgentImage(ctx context.Context, spec orchestrator.AgentImageSp
 			return "", err
 		}
 	}
-	binKey, err := binaryKey(spec.Binary)
+	binSum, err := r.binarySum(spec.Binary)
 	if err != nil {
 		return "", fmt.Errorf("agent image: binary: %w", err)
 	}
@@ -125,7 +157,7 @@ func (r *Runtime) AgentImage(ctx context.Context, spec orchestrator.AgentImageSp
 	if err != nil {
 		return "", err
 	}
-	ref := agentRef(from, binKey, files, spec)
+	ref := agentRef(from, binSum, files, spec)
 	if r.imageCached(ref) {
 		return ref, nil
 	}

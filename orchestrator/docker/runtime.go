@@ -75,7 +75,8 @@ type Runtime struct {
 	host string
 
 	mu     sync.Mutex
-	images map[string]bool // images known to exist, by reference
+	images map[string]bool   // images known to exist, by reference
+	sums   map[string]string // sha256 of host binaries, by binaryKey
 }
 
 var _ orchestrator.Runtime = (*Runtime)(nil)
