@@ -67,6 +67,7 @@ func (r *Runner) agentLoop(st *run, session agent.ToolSession) agent.Loop {
 		Now:        r.Now,
 		DriverName: p.Driver.Kind,
 		OnCall: func(c agent.ToolCall) {
+			st.firstCall.Do(func() { r.lap(st, "first call") })
 			if r.Progress != nil {
 				r.Progress(Progress{Phase: "agent", Call: &c})
 			}

@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"runtime/debug"
+	"sync"
 	"time"
 
 	"github.com/sandboxctl/sandboxctl/agent"
@@ -59,6 +60,9 @@ type Runner struct {
 	EngineDiff bool
 	// IncludeSecrets puts planted token values in report.json.
 	IncludeSecrets bool
+	// Pool, when set, gives the traces whose plan it was made for a warm
+	// jail and sandbox (nil: every trace starts its own).
+	Pool *Pool
 }
 
 // Outcome is what Run produced besides the report.
@@ -128,6 +132,8 @@ type run struct {
 	procs     *procSampler  // process sampling, in an unwatched pass
 	clock     *phaseClock
 	imageWait func() (string, error) // the image stage, started beside the plan stage
+	firstCall sync.Once              // the lap to the driver's first tool call
+	warm      bool                   // the containers came from a Pool, home and CA ready
 }
 
 // Run runs a trace: the watched pass and, when the plan's stealth mode asks
@@ -168,13 +174,28 @@ func (r *Runner) Run(ctx context.Context, p Plan, dir string) (Outcome, error) {
 // still run do: the containers are removed and a report is built from
 // what was observed.
 func (r *Runner) pass(ctx context.Context, p Plan, dir string) (out Outcome, st *run, err error) {
-	st = &run{plan: p, dir: dir, started: r.now(), calls: newCallLog(), clock: newPhaseClock()}
+	if w, err := r.Pool.claim(ctx, p); err != nil {
+		return out, nil, err
+	} else if w != nil {
+		st = w // a warm pair: its home, jail and sandbox are ready
+		st.plan, st.dir = p, dir
+		r.lap(st, "claim")
+	} else {
+		st = &run{plan: p, dir: dir, started: r.now(), calls: newCallLog(), clock: newPhaseClock()}
+	}
 	ictx, icancel := context.WithCancel(ctx)
 	defer icancel()
-	st.imageWait = r.startImage(ictx, p.Image)
+	if !st.warm {
+		st.imageWait = r.startImage(ictx, p.Image)
+	}
 	if err := r.prepare(st); err != nil {
 		icancel()
-		st.imageWait() // no goroutine outlives the pass
+		if st.imageWait != nil {
+			st.imageWait() // no goroutine outlives the pass
+		}
+		if st.warm {
+			err = errors.Join(err, r.remove(ctx, st)) // the pair was claimed: it is this pass's
+		}
 		return out, st, err
 	}
 	r.lap(st, "plan")
@@ -215,6 +236,9 @@ func (r *Runner) observe(ctx context.Context, st *run) (err error) {
 			err = fmt.Errorf("%w: %v\n%s", ErrInternal, v, debug.Stack())
 		}
 	}()
+	if st.warm {
+		return r.observeWarm(ctx, st) // pool.go
+	}
 	if err := r.ensureImage(st); err != nil {
 		return err
 	}

@@ -183,6 +183,15 @@ func writeSetupTar(w io.Writer, home *canaryfs.Home, sk *skill.Skill, skillDir s
 	if err := home.WriteTar(w, UserUID, UserGID); err != nil {
 		return err
 	}
+	if sk == nil {
+		return nil // a Pool's pair: the skill comes at claim (installSkill)
+	}
+	return writeSkillTar(w, home, sk, skillDir)
+}
+
+// writeSkillTar writes the skill, read-only and owned by root, in its
+// folder of the home, as a tar archive for `tar -x` at "/".
+func writeSkillTar(w io.Writer, home *canaryfs.Home, sk *skill.Skill, skillDir string) error {
 	tw := tar.NewWriter(w)
 	mtime := time.Now().Add(-36 * time.Hour)
 	// The skill's parents belong to the user, as an agent would have made them.
