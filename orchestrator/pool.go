@@ -191,16 +191,31 @@ func (p *Pool) Close() error {
 }
 
 // observeWarm is observe for a warm pair: the skill is unpacked into the
-// ready home and the stamp written (the skill gets control), then the
+// ready home and the stamp written while the tool server starts, then the
 // drive and collect stages run as in a cold trace.
 func (r *Runner) observeWarm(ctx context.Context, st *run) error {
 	tctx, cancel := context.WithTimeoutCause(ctx, st.plan.Limits.Timeout, ErrTimeout)
 	defer cancel()
-	if err := r.installSkill(tctx, st); err != nil {
-		return fmt.Errorf("start sandbox: %w", causeOf(tctx, err))
+	// The skill is unpacked while the tool server starts (drive waits for
+	// it before the first call).
+	var ierr error
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		ierr = r.installSkill(tctx, st)
+	}()
+	st.skillReady = func() error {
+		<-done
+		if ierr != nil {
+			return fmt.Errorf("start sandbox: %w", causeOf(tctx, ierr))
+		}
+		return nil
 	}
-	r.lap(st, "skill")
 	r.runAgent(tctx, st)
+	<-done // also when the driver failed before it waited
+	if ierr != nil && st.loopErr == nil {
+		return fmt.Errorf("start sandbox: %w", causeOf(tctx, ierr))
+	}
 	r.lap(st, "drive")
 	defer r.lap(st, "collect")
 	return r.collectAll(ctx, tctx, st)

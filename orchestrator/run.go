@@ -134,6 +134,9 @@ type run struct {
 	imageWait func() (string, error) // the image stage, started beside the plan stage
 	firstCall sync.Once              // the lap to the driver's first tool call
 	warm      bool                   // the containers came from a Pool, home and CA ready
+	// skillReady waits for a warm pair's skill to be unpacked (drive
+	// calls it before the first tool call).
+	skillReady func() error
 }
 
 // Run runs a trace: the watched pass and, when the plan's stealth mode asks

@@ -100,7 +100,7 @@ type step struct {
 
 var (
 	msgRe  = regexp.MustCompile(`\bmsg=("[^"]*"|\S+)`)
-	nameRe = regexp.MustCompile(`\bname=(\S+)`)
+	nameRe = regexp.MustCompile(`\bname=("[^"]*"|\S+)`)
 	tookRe = regexp.MustCompile(`\btook=(\S+)`)
 )
 
@@ -119,7 +119,7 @@ func tookLines(log string) []step {
 		}
 		name := strings.Trim(m[1], `"`)
 		if n := nameRe.FindStringSubmatch(line); name == "phase" && n != nil {
-			name = "phase " + n[1]
+			name = "phase " + strings.Trim(n[1], `"`)
 		}
 		out = append(out, step{name: name, took: d})
 	}

@@ -17,6 +17,8 @@ func TestTookLines(t *testing.T) {
 			want: []step{{name: "phase jail", took: 612500 * time.Microsecond}}},
 		{name: "quoted message", log: `level=DEBUG msg="sandbox: setup exec" took=1.2s`,
 			want: []step{{name: "sandbox: setup exec", took: 1200 * time.Millisecond}}},
+		{name: "quoted phase", log: `level=DEBUG msg=phase trace=t1 name="first call" took=411ms`,
+			want: []step{{name: "phase first call", took: 411 * time.Millisecond}}},
 		{name: "no duration", log: "level=DEBUG msg=phase name=jail\nlevel=WARN msg=x took=soon"},
 	}
 	for _, tt := range tests {
