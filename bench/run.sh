@@ -6,6 +6,8 @@ cd "$(dirname "$0")/.."
 N=${N:-5}
 echo "== whole trace vs two bare docker runs"
 go run ./bench/tracebench -bin bin/sandboxctl -n "$N"
+echo "== throughput: trivial skills through a warm pool vs sequential cold traces"
+go run ./bench/sweepbench -bin bin/sandboxctl -n "${SWEEP_N:-30}"
 echo "== sandbox lifecycle vs bare container (orchestrator/docker)"
 go test ./orchestrator/docker -run '^$' -bench . -benchtime "${N}x" 2>&1 | grep -E 'Benchmark|ratio' || true
 echo "== canary detection throughput (canary)"

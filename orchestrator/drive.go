@@ -48,6 +48,13 @@ func (r *Runner) drive(ctx context.Context, st *run) error {
 		return fmt.Errorf("connect to tool server: %w (%s)", err, tail(srv.stderr.String(), 300))
 	}
 	defer client.Close()
+	if st.skillReady != nil {
+		// A warm pair's skill is unpacked while the tool server starts; the
+		// first call waits for it (and for the stamp).
+		if err := st.skillReady(); err != nil {
+			return err
+		}
+	}
 	loop := r.agentLoop(st, &mcpSession{client: client, now: r.now})
 	st.loop, err = loop.Run(ctx, drv)
 	if err != nil {
@@ -67,6 +74,7 @@ func (r *Runner) agentLoop(st *run, session agent.ToolSession) agent.Loop {
 		Now:        r.Now,
 		DriverName: p.Driver.Kind,
 		OnCall: func(c agent.ToolCall) {
+			st.firstCall.Do(func() { r.lap(st, "first call") })
 			if r.Progress != nil {
 				r.Progress(Progress{Phase: "agent", Call: &c})
 			}

@@ -293,26 +293,33 @@ func randInt(n int) int {
 	return int(b[0]) % n
 }
 
-// startJail creates and starts the jail, and waits for its sinks to be up.
-func (r *Runner) startJail(ctx context.Context, st *run) error {
+// createJail creates the jail (not started yet).
+func (r *Runner) createJail(ctx context.Context, st *run) error {
 	r.phase("jail", "network jail")
 	cfg, err := json.Marshal(st.jailCfg)
 	if err != nil {
 		return fmt.Errorf("encode jail config: %w", err)
 	}
-	files := []File{
-		{Path: AgentBin, Mode: 0o700, HostPath: r.Binary},
-		{Path: JailConfig, Mode: 0o600, Content: cfg},
-	}
+	files := []File{{Path: JailConfig, Mode: 0o600, Content: cfg}}
 	jail, err := r.Runtime.Create(ctx, jailSpec(st.plan, st.image, st.home.Hostname, files))
 	if err != nil {
 		return err
 	}
 	st.jail = jail
-	if err := jail.Start(ctx); err != nil {
+	return nil
+}
+
+// startJail starts the jail and follows its status stream.
+func (r *Runner) startJail(ctx context.Context, st *run) error {
+	if err := st.jail.Start(ctx); err != nil {
 		return err
 	}
-	st.jailEv = followJail(ctx, jail)
+	st.jailEv = followJail(ctx, st.jail)
+	return nil
+}
+
+// jailReady waits for the jail's sinks to be up.
+func (r *Runner) jailReady(ctx context.Context, st *run) error {
 	select {
 	case <-st.jailEv.ready:
 		return nil

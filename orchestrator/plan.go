@@ -189,6 +189,26 @@ func (r *Runner) prepare(st *run) (err error) {
 	if err != nil {
 		return fmt.Errorf("load skill: %w", err)
 	}
+	if st.warm {
+		// A Pool's pair: home, system files and jail are made already.
+		st.skillDir = skillDirIn(st.home.HomeDir, skillSlug(st.skill))
+		return nil
+	}
+	if err := r.seed(st); err != nil {
+		return err
+	}
+	st.skillDir = skillDirIn(st.home.HomeDir, skillSlug(st.skill))
+	for _, f := range st.skill.Files {
+		netcapture.AddPackageHints(&st.jailCfg, f.Content) // versions the skill pins are served
+	}
+	return nil
+}
+
+// seed makes what a trace needs besides its skill: the seeded home (its
+// canaries and fixtures), the sandbox's system files and the jail's
+// configuration (its CA and marker), fresh for every trace.
+func (r *Runner) seed(st *run) (err error) {
+	p := st.plan
 	st.home, err = canaryfs.Build(canaryfs.Options{User: p.User, Hostname: p.Hostname, Seed: p.Seed, Now: st.started, Persona: p.Persona})
 	if err != nil {
 		return fmt.Errorf("seed home: %w", err)
@@ -201,13 +221,6 @@ func (r *Runner) prepare(st *run) (err error) {
 	if err != nil {
 		return err
 	}
-	st.skillDir = skillDirIn(st.home.HomeDir, skillSlug(st.skill))
 	st.jailCfg, err = r.jailConfig(p)
-	if err != nil {
-		return err
-	}
-	for _, f := range st.skill.Files {
-		netcapture.AddPackageHints(&st.jailCfg, f.Content) // versions the skill pins are served
-	}
-	return nil
+	return err
 }

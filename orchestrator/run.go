@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"runtime/debug"
+	"sync"
 	"time"
 
 	"github.com/sandboxctl/sandboxctl/agent"
@@ -62,6 +63,9 @@ type Runner struct {
 	IncludeSecrets bool
 	// Extra adds the user's rules to the built-in ones (nil: none).
 	Extra rules.Extra
+	// Pool, when set, gives the traces whose plan it was made for a warm
+	// jail and sandbox (nil: every trace starts its own).
+	Pool *Pool
 }
 
 // Outcome is what Run produced besides the report.
@@ -70,6 +74,8 @@ type Outcome struct {
 	Transcript []byte
 	// Kept lists the containers left running by Plan.Keep.
 	Kept []string
+	// Phases is how long each stage of the (watched) pass took, in order.
+	Phases []PhaseTime
 }
 
 func (r *Runner) now() time.Time {
@@ -127,6 +133,13 @@ type run struct {
 	deadline  bool          // the trace's deadline ended the agent loop
 	exhausted bool          // the skill used up the sandbox's pids or memory
 	procs     *procSampler  // process sampling, in an unwatched pass
+	clock     *phaseClock
+	imageWait func() (string, error) // the image stage, started beside the plan stage
+	firstCall sync.Once              // the lap to the driver's first tool call
+	warm      bool                   // the containers came from a Pool, home and CA ready
+	// skillReady waits for a warm pair's skill to be unpacked (drive
+	// calls it before the first tool call).
+	skillReady func() error
 }
 
 // Run runs a trace: the watched pass and, when the plan's stealth mode asks
@@ -144,6 +157,7 @@ type run struct {
 //	image     image.go     the sandbox image, built when its inputs changed
 //	jail      jail.go      the network jail and its sinks
 //	sandbox   sandbox.go   the sandbox in the jail's namespace, home unpacked
+//	                       (both started at once: startContainers)
 //	drive     drive.go     the driver's tool calls through the MCP server
 //	collect   collect.go   syscall logs, file changes, resources, jail events
 //	teardown  teardown.go  remove the containers, on every path
@@ -166,19 +180,39 @@ func (r *Runner) Run(ctx context.Context, p Plan, dir string) (Outcome, error) {
 // still run do: the containers are removed and a report is built from
 // what was observed.
 func (r *Runner) pass(ctx context.Context, p Plan, dir string) (out Outcome, st *run, err error) {
-	st = &run{plan: p, dir: dir, started: r.now(), calls: newCallLog()}
+	if w, err := r.Pool.claim(ctx, p); err != nil {
+		return out, nil, err
+	} else if w != nil {
+		st = w // a warm pair: its home, jail and sandbox are ready
+		st.plan, st.dir = p, dir
+		r.lap(st, "claim")
+	} else {
+		st = &run{plan: p, dir: dir, started: r.now(), calls: newCallLog(), clock: newPhaseClock()}
+	}
+	ictx, icancel := context.WithCancel(ctx)
+	defer icancel()
+	if !st.warm {
+		st.imageWait = r.startImage(ictx, p.Image)
+	}
 	if err := r.prepare(st); err != nil {
+		icancel()
+		if st.imageWait != nil {
+			st.imageWait() // no goroutine outlives the pass
+		}
+		if st.warm {
+			err = errors.Join(err, r.remove(ctx, st)) // the pair was claimed: it is this pass's
+		}
 		return out, st, err
 	}
+	r.lap(st, "plan")
 	runErr := r.observe(ctx, st)
 	if ctx.Err() != nil && !errors.Is(runErr, context.Canceled) {
 		// Interrupted: the trace did not finish what it meant to observe.
 		runErr = errors.Join(runErr, context.Cause(ctx))
 	}
-	// Whatever happened, take down what this trace created, on a fresh
-	// bounded context so that Ctrl-C still cleans up.
-	out.Kept, err = r.cleanup(ctx, st)
-	runErr = errors.Join(runErr, err)
+	// The containers are removed while the report is made: what they
+	// held is read already.
+	removed := r.cleanup(ctx, st)
 
 	r.phase("report", "rules and report")
 	meta := r.meta(ctx, st, runErr)
@@ -186,6 +220,11 @@ func (r *Runner) pass(ctx context.Context, p Plan, dir string) (out Outcome, st 
 	out.Report = reports.Build(meta, res, reports.Options{IncludeCanaryValues: r.IncludeSecrets})
 	out.Transcript = st.transcr.Bytes()
 	runErr = errors.Join(runErr, writeRunDir(dir, out))
+	r.lap(st, "report")
+	out.Kept, err = removed()
+	runErr = errors.Join(runErr, err)
+	r.lap(st, "cleanup")
+	out.Phases = st.clock.all()
 	return out, st, runErr
 }
 
@@ -203,18 +242,21 @@ func (r *Runner) observe(ctx context.Context, st *run) (err error) {
 			err = fmt.Errorf("%w: %v\n%s", ErrInternal, v, debug.Stack())
 		}
 	}()
-	if err := r.ensureImage(ctx, st); err != nil {
+	if st.warm {
+		return r.observeWarm(ctx, st) // pool.go
+	}
+	if err := r.ensureImage(st); err != nil {
 		return err
 	}
+	r.lap(st, "image")
 	tctx, cancel := context.WithTimeoutCause(ctx, st.plan.Limits.Timeout, ErrTimeout)
 	defer cancel()
-	if err := r.startJail(tctx, st); err != nil {
-		return fmt.Errorf("start jail: %w", causeOf(tctx, err))
-	}
-	if err := r.startSandbox(tctx, st); err != nil {
-		return fmt.Errorf("start sandbox: %w", causeOf(tctx, err))
+	if err := r.startContainers(tctx, st); err != nil {
+		return err
 	}
 	r.runAgent(tctx, st)
+	r.lap(st, "drive")
+	defer r.lap(st, "collect")
 	return r.collectAll(ctx, tctx, st)
 }
 

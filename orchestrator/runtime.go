@@ -30,9 +30,30 @@ type Runtime interface {
 	// inputs changed, and returns its reference. Progress lines go to
 	// progress (nil: discarded).
 	EnsureImage(ctx context.Context, progress io.Writer) (string, error)
+	// AgentImage makes sure the agent image of spec exists (spec.From, or
+	// the sandbox image when it is empty, with the host binary baked in
+	// and the trace's lookups done once), building it when its inputs
+	// changed, and returns its reference. It answers repeated calls with
+	// the same inputs without asking the engine again.
+	AgentImage(ctx context.Context, spec AgentImageSpec, progress io.Writer) (string, error)
 	// GC removes every object labelled LabelTrace (any value, or only
 	// traceID when it is not empty), and returns what it removed.
 	GC(ctx context.Context, traceID string) ([]string, error)
+}
+
+// AgentImageSpec is the input of Runtime.AgentImage, as plain data.
+type AgentImageSpec struct {
+	// From is the image the agent image is built on; "" is the sandbox
+	// image (EnsureImage).
+	From string
+	// Binary is the host path of the static sandboxctl binary baked in
+	// at AgentBin.
+	Binary string
+	// UID and GIDs are the skill user's ids at trace time (primary group
+	// first): the places they can write are listed at build time for the
+	// root file-system scan.
+	UID  int
+	GIDs []int
 }
 
 // A Sandbox is one throwaway container. Remove is idempotent, is safe after

@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/sandboxctl/sandboxctl/canaryfs"
@@ -17,13 +18,77 @@ import (
 	"github.com/sandboxctl/sandboxctl/skill"
 )
 
-// startSandbox creates the sandbox in the jail's namespace, then, as root
-// inside it: removes /.dockerenv, unpacks the seeded home and the skill, and
-// installs the trace CA in every trust store.
-func (r *Runner) startSandbox(ctx context.Context, st *run) error {
+// startContainers is the jail and sandbox stages of a pass, overlapped
+// where the engine allows: the home and skill are packed while the
+// containers are made, the sandbox is created while the jail starts (it
+// needs only the jail's id), and set up while the jail's sinks come up (the
+// setup sends nothing on the network). The skill gets control only once
+// both are done.
+func (r *Runner) startContainers(ctx context.Context, st *run) error {
+	payload := packSetup(st)
+	if err := r.createJail(ctx, st); err != nil {
+		return fmt.Errorf("start jail: %w", causeOf(ctx, err))
+	}
+	var jerr error
+	var wg sync.WaitGroup
+	wg.Go(func() { jerr = r.startJail(ctx, st) })
+	serr := r.createSandbox(ctx, st)
+	wg.Wait()
+	if jerr != nil {
+		return fmt.Errorf("start jail: %w", causeOf(ctx, jerr))
+	}
+	if serr != nil {
+		return fmt.Errorf("start sandbox: %w", causeOf(ctx, serr))
+	}
+	r.lap(st, "jail")
+	if err := r.setupSandbox(ctx, st, payload); err != nil {
+		if jerr := r.jailExited(st); jerr != nil {
+			err = jerr // the sandbox could not start because the jail ended
+		}
+		return fmt.Errorf("start sandbox: %w", causeOf(ctx, err))
+	}
+	r.lap(st, "sandbox")
+	if err := r.jailReady(ctx, st); err != nil {
+		return fmt.Errorf("start jail: %w", causeOf(ctx, err))
+	}
+	r.lap(st, "jail ready")
+	return nil
+}
+
+// jailExited returns ErrJailNotReady when the jail's main process ended.
+func (r *Runner) jailExited(st *run) error {
+	select {
+	case <-st.jailEv.done:
+		return fmt.Errorf("%w: it exited: %s", ErrJailNotReady, st.jailEv.stderrTail())
+	default:
+		return nil
+	}
+}
+
+// packSetup packs the seeded home, the skill and the system files for the
+// setup exec, in the background; the returned func waits for them.
+func packSetup(st *run) func() (*bytes.Buffer, error) {
+	var payload bytes.Buffer
+	var err error
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err = writeSetupTar(&payload, st.home, st.skill, st.skillDir); err != nil {
+			err = fmt.Errorf("pack home and skill: %w", err)
+			return
+		}
+		err = writeSystemTar(&payload, st.system)
+	}()
+	return func() (*bytes.Buffer, error) {
+		<-done
+		return &payload, err
+	}
+}
+
+// createSandbox creates the sandbox in the jail's namespace (not started).
+func (r *Runner) createSandbox(ctx context.Context, st *run) error {
 	r.phase("sandbox", "sandbox for %s@%s", st.home.User, st.home.Hostname)
 	files := append([]File{
-		{Path: AgentBin, Mode: 0o700, HostPath: r.Binary},
 		{Path: CAPath, Mode: 0o644, Content: st.jailCfg.CACert},
 	}, passwdFiles(st.home.User, st.home.HomeDir, loginShell(st.home.Env), st.home.Since)...)
 	prof, err := sandboxSeccomp()
@@ -35,25 +100,29 @@ func (r *Runner) startSandbox(ctx context.Context, st *run) error {
 		return err
 	}
 	st.sandbox = sb
-	if err := sb.Start(ctx); err != nil {
+	return nil
+}
+
+// setupSandbox starts the sandbox, then, as root inside it: removes
+// /.dockerenv, unpacks the seeded home and the skill (payload), and
+// installs the trace CA in every trust store.
+func (r *Runner) setupSandbox(ctx context.Context, st *run, payload func() (*bytes.Buffer, error)) error {
+	if err := st.sandbox.Start(ctx); err != nil {
 		return err
 	}
-	var payload bytes.Buffer
-	if err := writeSetupTar(&payload, st.home, st.skill, st.skillDir); err != nil {
-		return fmt.Errorf("pack home and skill: %w", err)
-	}
-	if err := writeSystemTar(&payload, st.system); err != nil {
+	tarball, err := payload()
+	if err != nil {
 		return err
 	}
 	stdout, stderr := capbuf.New(8<<20), capbuf.New(64<<10)
 	t0 := time.Now()
 	defer func() { r.log().Debug("sandbox: setup exec", "took", time.Since(t0)) }()
-	code, err := sb.Exec(ctx, ExecSpec{
+	code, err := st.sandbox.Exec(ctx, ExecSpec{
 		Argv: []string{"/bin/sh", "-c", setupScript},
 		User: "0:0",
 		Env: []string{"CA=" + CAPath, "INSTALL_CA=" + InstallCA, "HOME_DIR=" + st.home.HomeDir,
 			"SINCE=" + strconv.FormatInt(st.home.Since.Unix(), 10), "LIVED_IN=" + livedIn},
-		Stdin:  &payload,
+		Stdin:  tarball,
 		Stdout: stdout,
 		Stderr: stderr,
 	})
@@ -114,6 +183,15 @@ func writeSetupTar(w io.Writer, home *canaryfs.Home, sk *skill.Skill, skillDir s
 	if err := home.WriteTar(w, UserUID, UserGID); err != nil {
 		return err
 	}
+	if sk == nil {
+		return nil // a Pool's pair: the skill comes at claim (installSkill)
+	}
+	return writeSkillTar(w, home, sk, skillDir)
+}
+
+// writeSkillTar writes the skill, read-only and owned by root, in its
+// folder of the home, as a tar archive for `tar -x` at "/".
+func writeSkillTar(w io.Writer, home *canaryfs.Home, sk *skill.Skill, skillDir string) error {
 	tw := tar.NewWriter(w)
 	mtime := time.Now().Add(-36 * time.Hour)
 	// The skill's parents belong to the user, as an agent would have made them.

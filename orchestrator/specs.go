@@ -3,6 +3,7 @@ package orchestrator
 import (
 	"fmt"
 	"path"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -145,31 +146,7 @@ systemd-network:x:998:998:systemd Network Management:/:/usr/sbin/nologin
 messagebus:x:100:107::/nonexistent:/usr/sbin/nologin
 %[1]s:x:%[2]d:%[3]d:%[1]s,,,:%[4]s:%[5]s
 `, user, UserUID, UserGID, home, shell)
-	group := fmt.Sprintf(`root:x:0:
-daemon:x:1:
-bin:x:2:
-sys:x:3:
-adm:x:4:%[1]s
-tty:x:5:
-disk:x:6:
-lp:x:7:
-mail:x:8:
-news:x:9:
-dialout:x:20:%[1]s
-cdrom:x:24:%[1]s
-sudo:x:27:%[1]s
-audio:x:29:%[1]s
-www-data:x:33:
-backup:x:34:
-plugdev:x:46:%[1]s
-users:x:100:%[1]s
-nogroup:x:65534:
-systemd-network:x:998:
-messagebus:x:107:
-crontab:x:101:
-docker:x:999:%[1]s
-%[1]s:x:%[2]d:
-`, user, UserGID)
+	group := groupFile(user)
 	shadow := fmt.Sprintf(`root:*:19700:0:99999:7:::
 daemon:*:19700:0:99999:7:::
 bin:*:19700:0:99999:7:::
@@ -194,4 +171,50 @@ func loginShell(env []string) string {
 		}
 	}
 	return "/bin/bash"
+}
+
+// groupFile is the sandbox's /etc/group, with user in the groups a
+// developer's account is in.
+func groupFile(user string) string {
+	return fmt.Sprintf(`root:x:0:
+daemon:x:1:
+bin:x:2:
+sys:x:3:
+adm:x:4:%[1]s
+tty:x:5:
+disk:x:6:
+lp:x:7:
+mail:x:8:
+news:x:9:
+dialout:x:20:%[1]s
+cdrom:x:24:%[1]s
+sudo:x:27:%[1]s
+audio:x:29:%[1]s
+www-data:x:33:
+backup:x:34:
+plugdev:x:46:%[1]s
+users:x:100:%[1]s
+nogroup:x:65534:
+systemd-network:x:998:
+messagebus:x:107:
+crontab:x:101:
+docker:x:999:%[1]s
+%[1]s:x:%[2]d:
+`, user, UserGID)
+}
+
+// userGIDs are the groups of the skill's user in groupFile, its primary
+// group first: the agent image lists what they can write.
+func userGIDs() []int {
+	gids := []int{UserGID}
+	for _, line := range strings.Split(groupFile("u"), "\n") {
+		f := strings.Split(line, ":")
+		if len(f) != 4 || !slices.Contains(strings.Split(f[3], ","), "u") {
+			continue
+		}
+		if g, err := strconv.Atoi(f[2]); err == nil && g != UserGID {
+			gids = append(gids, g)
+		}
+	}
+	return gids
 }

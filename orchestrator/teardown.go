@@ -6,9 +6,13 @@ import (
 	"fmt"
 )
 
-// cleanup removes the containers of the trace on a fresh bounded context,
-// unless the plan keeps them; it returns the names of kept containers.
-func (r *Runner) cleanup(ctx context.Context, st *run) ([]string, error) {
+// cleanup removes the containers of the trace in the background, on a
+// fresh bounded context, unless the plan keeps them. The returned func
+// waits for it and returns the names of kept containers and what could
+// not be removed. A container left behind is not a gap in the evidence
+// (everything was read before), so it never changes the report; it is the
+// pass's error, and `sandboxctl gc` removes it by its label.
+func (r *Runner) cleanup(ctx context.Context, st *run) func() ([]string, error) {
 	if st.plan.Keep {
 		var kept []string
 		for _, sb := range []Sandbox{st.sandbox, st.jail} {
@@ -19,9 +23,24 @@ func (r *Runner) cleanup(ctx context.Context, st *run) ([]string, error) {
 		if st.jailEv != nil {
 			st.jailEv.stop()
 		}
-		return kept, nil
+		return func() ([]string, error) { return kept, nil }
 	}
 	r.phase("cleanup", "removing containers")
+	var err error
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		err = r.remove(ctx, st)
+	}()
+	return func() ([]string, error) {
+		<-done
+		return nil, err
+	}
+}
+
+// remove removes the trace's containers, the sandbox first (it lives in
+// the jail's network namespace).
+func (r *Runner) remove(ctx context.Context, st *run) error {
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.teardown())
 	defer cancel()
 	var errs []error
@@ -41,5 +60,5 @@ func (r *Runner) cleanup(ctx context.Context, st *run) ([]string, error) {
 	if st.procs != nil {
 		st.procs.stop() // ended by collect already, unless the pass failed before it
 	}
-	return nil, errors.Join(errs...)
+	return errors.Join(errs...)
 }

@@ -1,16 +1,20 @@
 // Command tracebench measures a whole `sandboxctl trace` of a trivial skill
 // (one echo block, literal driver), from command start to report written,
 // against the floor of two bare `docker run --rm` of the same image (a trace
-// needs two containers), measured in the same run, and reports the ratio and
-// sandboxctl's peak memory. It is run by `make bench`, not by the tests.
+// needs two containers), measured in the same run, and reports the ratio,
+// sandboxctl's peak memory, and the median time of each phase of the trace
+// and of each timed step inside them (the "took" lines of SANDBOXCTL_DEBUG=1).
+// It is run by `make bench`, not by the tests.
 package main
 
 import (
+	"bytes"
 	"flag"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"syscall"
@@ -45,6 +49,8 @@ func run(bin string, n int) error {
 	label := fmt.Sprintf("sandboxctl.trace=bench-%d", os.Getpid())
 	var floor, traces []time.Duration
 	var peakKB int64
+	steps := map[string][]time.Duration{}
+	var order []string
 	for i := 0; i < n; i++ {
 		start := time.Now()
 		for j := 0; j < 2; j++ {
@@ -58,8 +64,17 @@ func run(bin string, n int) error {
 		start = time.Now()
 		c := exec.Command(bin, "trace", "--out", filepath.Join(dir, fmt.Sprint("run", i)), "--format", "json", skill)
 		c.Stdout = nil
+		var stderr bytes.Buffer
+		c.Stderr = &stderr
+		c.Env = append(os.Environ(), "SANDBOXCTL_DEBUG=1")
 		if err := c.Run(); err != nil {
-			return fmt.Errorf("trace: %w", err)
+			return fmt.Errorf("trace: %w: %s", err, tailOf(stderr.String(), 2000))
+		}
+		for _, s := range tookLines(stderr.String()) {
+			if _, ok := steps[s.name]; !ok {
+				order = append(order, s.name)
+			}
+			steps[s.name] = append(steps[s.name], s.took)
 		}
 		traces = append(traces, time.Since(start))
 		if ru, ok := c.ProcessState.SysUsage().(*syscall.Rusage); ok {
@@ -71,7 +86,51 @@ func run(bin string, n int) error {
 	fmt.Printf("trace (trivial skill, literal driver): median %v over %d\n", mt.Round(time.Millisecond), n)
 	fmt.Printf("ratio trace/floor: %.2f\n", float64(mt)/float64(mf))
 	fmt.Printf("sandboxctl peak RSS: %.1f MiB\n", float64(peakKB)/1024)
+	fmt.Println("median per phase (phase NAME) and timed step inside it:")
+	for _, name := range order {
+		fmt.Printf("  %-40s %8v  (n=%d)\n", name, median(steps[name]).Round(time.Millisecond), len(steps[name]))
+	}
 	return nil
+}
+
+type step struct {
+	name string
+	took time.Duration
+}
+
+var (
+	msgRe  = regexp.MustCompile(`\bmsg=("[^"]*"|\S+)`)
+	nameRe = regexp.MustCompile(`\bname=("[^"]*"|\S+)`)
+	tookRe = regexp.MustCompile(`\btook=(\S+)`)
+)
+
+// tookLines reads the debug log's lines that carry a "took" duration:
+// "phase" lines by their phase name, the others by their message.
+func tookLines(log string) []step {
+	var out []step
+	for _, line := range strings.Split(log, "\n") {
+		t, m := tookRe.FindStringSubmatch(line), msgRe.FindStringSubmatch(line)
+		if t == nil || m == nil {
+			continue
+		}
+		d, err := time.ParseDuration(t[1])
+		if err != nil {
+			continue
+		}
+		name := strings.Trim(m[1], `"`)
+		if n := nameRe.FindStringSubmatch(line); name == "phase" && n != nil {
+			name = "phase " + strings.Trim(n[1], `"`)
+		}
+		out = append(out, step{name: name, took: d})
+	}
+	return out
+}
+
+func tailOf(s string, n int) string {
+	if len(s) > n {
+		return s[len(s)-n:]
+	}
+	return s
 }
 
 func median(d []time.Duration) time.Duration {

@@ -37,10 +37,15 @@ const dockerfileName = "Dockerfile.sandbox"
 
 // BuildContext is the sandbox image's build context: Dockerfile.sandbox at
 // the root and the files of sandbox-image/ beside it, as path → content,
-// read from the context embedded in the binary.
+// read from the context embedded in the binary. sandbox-image/agent/ is the
+// agent image's context (AgentContext), not part of it: changing the agent
+// image never rebuilds the sandbox image.
 func BuildContext() (map[string][]byte, error) {
 	out := map[string][]byte{}
 	err := fs.WalkDir(sandboxctl.ImageContext, ".", func(p string, d fs.DirEntry, err error) error {
+		if err == nil && d.IsDir() && p == agentContextDir {
+			return fs.SkipDir
+		}
 		if err != nil || d.IsDir() {
 			return err
 		}
@@ -101,7 +106,10 @@ func contextTar(files map[string][]byte) ([]byte, error) {
 	tw := tar.NewWriter(&buf)
 	for _, n := range names {
 		mode := int64(0o644)
-		if strings.HasSuffix(n, ".sh") || path.Base(n) == "install-ca" {
+		switch {
+		case n == agentBinName:
+			mode = 0o700 // root's alone, as COPY places it: no second copy in a chmod layer
+		case strings.HasSuffix(n, ".sh") || path.Base(n) == "install-ca":
 			mode = 0o755
 		}
 		hdr := &tar.Header{Name: n, Mode: mode, Size: int64(len(files[n])), ModTime: time.Unix(0, 0), Typeflag: tar.TypeReg}
@@ -149,9 +157,13 @@ func (r *Runtime) EnsureImage(ctx context.Context, progress io.Writer) (string, 
 	refOf := func(base string) string { return ImageRepo + ":" + ContextHash(files, base)[:12] }
 	built := func() (string, error) {
 		for _, b := range bases {
+			if r.imageCached(refOf(b)) {
+				return refOf(b), nil
+			}
 			if ok, err := r.imageExists(ctx, refOf(b)); err != nil {
 				return "", fmt.Errorf("ensure image: %w", err)
 			} else if ok {
+				r.cacheImage(refOf(b))
 				return refOf(b), nil
 			}
 		}
@@ -178,6 +190,7 @@ func (r *Runtime) EnsureImage(ctx context.Context, progress io.Writer) (string, 
 	if err := r.build(ctx, progress, files, base, ref); err != nil {
 		return "", fmt.Errorf("ensure image: build %s: %w", ref, err)
 	}
+	r.cacheImage(ref)
 	return ref, nil
 }
 

@@ -8,6 +8,7 @@ import (
 	"path"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	cerrdefs "github.com/containerd/errdefs"
@@ -88,6 +89,10 @@ type Runtime struct {
 	cli  *client.Client
 	cfg  config
 	host string
+
+	mu     sync.Mutex
+	images map[string]bool   // images known to exist, by reference
+	sums   map[string]string // sha256 of host binaries, by binaryKey
 }
 
 var _ orchestrator.Runtime = (*Runtime)(nil)

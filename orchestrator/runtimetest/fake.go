@@ -108,6 +108,24 @@ func (f *Fake) EnsureImage(ctx context.Context, progress io.Writer) (string, err
 	return f.Image, nil
 }
 
+// AgentImage returns spec.From (or what EnsureImage returns) with
+// "-agent" appended: the orchestrator's containers run that.
+func (f *Fake) AgentImage(ctx context.Context, spec orchestrator.AgentImageSpec, progress io.Writer) (string, error) {
+	if spec.Binary == "" {
+		return "", fmt.Errorf("agent image: no binary")
+	}
+	from := spec.From
+	if from == "" {
+		var err error
+		if from, err = f.EnsureImage(ctx, progress); err != nil {
+			return "", err
+		}
+	} else if err := f.record(StepImage, spec.From); err != nil {
+		return "", err
+	}
+	return from + "-agent", nil
+}
+
 // Create records spec and returns a fake sandbox holding spec.Files.
 func (f *Fake) Create(ctx context.Context, spec orchestrator.Spec) (orchestrator.Sandbox, error) {
 	if err := ctx.Err(); err != nil {

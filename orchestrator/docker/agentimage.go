@@ -1,0 +1,276 @@
+package docker
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/moby/moby/api/types/build"
+	"github.com/moby/moby/client"
+
+	sandboxctl "github.com/sandboxctl/sandboxctl"
+	"github.com/sandboxctl/sandboxctl/orchestrator"
+)
+
+// AgentRepo is the repository of the agent images (Dockerfile.agent): a
+// sandbox image with the host's sandboxctl binary baked in.
+const AgentRepo = "sandboxctl-agent"
+
+// agentContextDir is the agent image's build context in the embedded files.
+const agentContextDir = "sandbox-image/agent"
+
+// agentBinName is the binary's name in the agent image's build context.
+const agentBinName = "agentd"
+
+// LabelAgentSum records, on an agent image, the sha256 of the binary baked
+// into it.
+const LabelAgentSum = "sandboxctl.agent.sha256"
+
+// AgentContext is the agent image's build context without the binary:
+// Dockerfile.agent and the scripts beside it, as name → content.
+func AgentContext() (map[string][]byte, error) {
+	sub, err := fs.Sub(sandboxctl.ImageContext, agentContextDir)
+	if err != nil {
+		return nil, fmt.Errorf("read embedded agent context: %w", err)
+	}
+	out := map[string][]byte{}
+	err = fs.WalkDir(sub, ".", func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		out[p], err = fs.ReadFile(sub, p)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read embedded agent context: %w", err)
+	}
+	if _, ok := out["Dockerfile.agent"]; !ok {
+		return nil, fmt.Errorf("read embedded agent context: no Dockerfile.agent")
+	}
+	return out, nil
+}
+
+// binaryKey identifies a host binary by what its file system says about
+// it (absolute path, size, modification time to the nanosecond, inode),
+// for the Runtime's cache of content hashes.
+func binaryKey(path string) (string, error) {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return "", err
+	}
+	fi, err := os.Stat(abs)
+	if err != nil {
+		return "", err
+	}
+	if !fi.Mode().IsRegular() {
+		return "", fmt.Errorf("%s is not a regular file", abs)
+	}
+	var ino uint64
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		ino = st.Ino
+	}
+	return fmt.Sprintf("%s %d %d %d", abs, fi.Size(), fi.ModTime().UnixNano(), ino), nil
+}
+
+// binarySum is the sha256 of the binary's content, hashed once per
+// Runtime and file version. The agent image is keyed by content, so that
+// identical builds (-trimpath builds of one commit: `make build`, each
+// test package's own build) share one image.
+func (r *Runtime) binarySum(path string) (string, error) {
+	key, err := binaryKey(path)
+	if err != nil {
+		return "", err
+	}
+	r.mu.Lock()
+	sum, ok := r.sums[key]
+	r.mu.Unlock()
+	if ok {
+		return sum, nil
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return "", err
+	}
+	sum = hex.EncodeToString(h.Sum(nil))
+	r.mu.Lock()
+	if r.sums == nil {
+		r.sums = map[string]string{}
+	}
+	r.sums[key] = sum
+	r.mu.Unlock()
+	return sum, nil
+}
+
+// agentRef is the tag of the agent image for these inputs.
+func agentRef(from, binSum string, files map[string][]byte, spec orchestrator.AgentImageSpec) string {
+	h := sha256.New()
+	fmt.Fprintf(h, "from %s\nbinary %s\nuser %d %v\ncontext %s\n", from, binSum, spec.UID, spec.GIDs, ContextHash(files, ""))
+	return AgentRepo + ":" + hex.EncodeToString(h.Sum(nil))[:12]
+}
+
+// prepRef is the tag of the prepared image (Dockerfile.prep) for these
+// inputs: it depends on the sandbox image and the user, not on the binary.
+func prepRef(from string, files map[string][]byte, spec orchestrator.AgentImageSpec) string {
+	h := sha256.New()
+	fmt.Fprintf(h, "from %s\nuser %d %v\ncontext %s\n", from, spec.UID, spec.GIDs, ContextHash(files, ""))
+	return AgentRepo + ":prep-" + hex.EncodeToString(h.Sum(nil))[:12]
+}
+
+// AgentImage returns the agent image for spec (orchestrator.Runtime),
+// building what does not exist: spec.From, or the sandbox image
+// (EnsureImage) when it is empty, prepared once (Dockerfile.prep: the
+// lookups a trace would otherwise do), then with spec.Binary baked in
+// (Dockerfile.agent: one COPY per binary). The answer is cached for the
+// Runtime's life, keyed by the inputs, so that a long-running caller (a
+// pool, an evaluation) asks the engine once.
+func (r *Runtime) AgentImage(ctx context.Context, spec orchestrator.AgentImageSpec, progress io.Writer) (string, error) {
+	if progress == nil {
+		progress = io.Discard
+	}
+	from := spec.From
+	if from == "" {
+		var err error
+		if from, err = ImageRef(r.cfg.base); err != nil {
+			return "", err
+		}
+	}
+	binSum, err := r.binarySum(spec.Binary)
+	if err != nil {
+		return "", fmt.Errorf("agent image: binary: %w", err)
+	}
+	files, err := AgentContext()
+	if err != nil {
+		return "", err
+	}
+	ref := agentRef(from, binSum, files, spec)
+	if r.imageCached(ref) {
+		return ref, nil
+	}
+	if ok, err := r.imageExists(ctx, ref); err != nil {
+		return "", fmt.Errorf("agent image: %w", err)
+	} else if ok {
+		r.cacheImage(ref)
+		return ref, nil
+	}
+	if spec.From == "" {
+		if _, err := r.EnsureImage(ctx, progress); err != nil {
+			return "", err
+		}
+	}
+	unlock, err := lockFile(ctx, filepath.Join(r.scratchDir(), "sandboxctl-agent.lock"))
+	if err != nil {
+		return "", fmt.Errorf("agent image: %w", err)
+	}
+	defer unlock()
+	prep := prepRef(from, files, spec)
+	uid, gids := strconv.Itoa(spec.UID), joinInts(spec.GIDs)
+	steps := []struct {
+		ref, dockerfile string
+		args            map[string]*string
+		ctx             map[string][]byte
+	}{
+		{prep, "Dockerfile.prep", map[string]*string{"FROM": &from, "USER_UID": &uid, "USER_GIDS": &gids}, files},
+		{ref, "Dockerfile.agent", map[string]*string{"FROM": &prep}, nil},
+	}
+	for _, s := range steps {
+		if ok, err := r.imageExists(ctx, s.ref); err != nil {
+			return "", fmt.Errorf("agent image: %w", err)
+		} else if ok {
+			continue
+		}
+		bctx := s.ctx
+		if bctx == nil {
+			if bctx, err = agentBinContext(files, spec.Binary); err != nil {
+				return "", fmt.Errorf("agent image: %w", err)
+			}
+		}
+		if err := r.buildDerived(ctx, progress, bctx, s.dockerfile, s.args, s.ref); err != nil {
+			return "", fmt.Errorf("agent image: build %s: %w", s.ref, err)
+		}
+	}
+	r.cacheImage(ref)
+	return ref, nil
+}
+
+// agentBinContext is Dockerfile.agent's build context: the Dockerfile and
+// the binary.
+func agentBinContext(files map[string][]byte, binary string) (map[string][]byte, error) {
+	bin, err := os.ReadFile(binary)
+	if err != nil {
+		return nil, fmt.Errorf("read binary: %w", err)
+	}
+	return map[string][]byte{"Dockerfile.agent": files["Dockerfile.agent"], agentBinName: bin}, nil
+}
+
+func joinInts(v []int) string {
+	s := make([]string, len(v))
+	for i, n := range v {
+		s[i] = strconv.Itoa(n)
+	}
+	return strings.Join(s, ",")
+}
+
+// buildDerived builds ref from dockerfile in files with the classic
+// builder, labelled as sandboxctl's (and, for the agent image, with the
+// binary's sha256).
+func (r *Runtime) buildDerived(ctx context.Context, progress io.Writer, files map[string][]byte, dockerfile string, args map[string]*string, ref string) error {
+	tarball, err := contextTar(files)
+	if err != nil {
+		return fmt.Errorf("build context: %w", err)
+	}
+	labels := map[string]string{LabelImage: "1"}
+	if bin, ok := files[agentBinName]; ok {
+		sum := sha256.Sum256(bin)
+		labels[LabelAgentSum] = hex.EncodeToString(sum[:])
+	}
+	fmt.Fprintf(progress, "building %s (%s)\n", ref, dockerfile)
+	start := time.Now()
+	res, err := r.cli.ImageBuild(ctx, bytes.NewReader(tarball), client.ImageBuildOptions{
+		Tags:        []string{ref},
+		Dockerfile:  dockerfile,
+		BuildArgs:   args,
+		Labels:      labels,
+		Remove:      true,
+		ForceRemove: true,
+		Version:     build.BuilderV1,
+	})
+	if err != nil {
+		return err
+	}
+	defer res.Body.Close()
+	if err := readJSONMessages(ctx, res.Body, progress); err != nil {
+		return err
+	}
+	fmt.Fprintf(progress, "built %s in %s\n", ref, time.Since(start).Round(time.Millisecond))
+	return nil
+}
+
+func (r *Runtime) imageCached(ref string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.images[ref]
+}
+
+func (r *Runtime) cacheImage(ref string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.images == nil {
+		r.images = map[string]bool{}
+	}
+	r.images[ref] = true
+}

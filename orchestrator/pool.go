@@ -1,0 +1,246 @@
+package orchestrator
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"reflect"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/sandboxctl/sandboxctl/internal/capbuf"
+)
+
+// Pool policy: a Pool keeps Size jail + sandbox pairs ready for the plans
+// made like its template (same user, host, persona, limits, network
+// configuration and image), each with a freshly seeded home (its own
+// canaries), its own trace CA trusted and its own jail sinks up: what a
+// cold trace spends most of its time on. A pair is handed out exactly once
+// (Runner.Run claims it), the trace that claims it removes it like its own,
+// and the pool starts another in the background. Close stops the refills
+// and removes every pair not handed out; a process killed outright leaves
+// pairs that `sandboxctl gc` removes by their trace label. Nothing of one
+// trace is shared with another: a pair is never reused.
+//
+// What a warm trace cannot have: the versions of packages its skill pins
+// are not served by the jail (netcapture.AddPackageHints needs the skill
+// before the jail starts); the sinks answer such requests as they answer
+// any other.
+
+// Pool keeps warm pairs for one Runner. Its methods are safe for
+// concurrent use.
+type Pool struct {
+	r    Runner // the Runner's copy that makes the pairs (no progress)
+	tmpl Plan
+	size int
+	id   string
+
+	ready  chan *run // unbuffered: each filler holds one pair it offers
+	done   chan struct{}
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+	mu     sync.Mutex
+	closed bool
+	n      int
+	errs   []error
+}
+
+// NewPool returns a pool of size warm pairs for r, made for plans like
+// tmpl (its TraceID is the prefix of the pairs' trace ids). It starts
+// filling at once, until Close; ctx bounds the filling.
+func NewPool(ctx context.Context, r *Runner, tmpl Plan, size int) (*Pool, error) {
+	if size < 1 {
+		return nil, fmt.Errorf("pool size must be positive, got %d", size)
+	}
+	if err := tmpl.Validate(); err != nil {
+		return nil, fmt.Errorf("pool template: %w", err)
+	}
+	p := &Pool{r: *r, tmpl: tmpl, size: size, id: tmpl.TraceID, ready: make(chan *run), done: make(chan struct{})}
+	p.r.Progress, p.r.ImageProgress, p.r.Pool = nil, nil, nil
+	fctx, cancel := context.WithCancel(ctx)
+	p.cancel = cancel
+	for range size {
+		p.wg.Go(func() { p.fill(fctx) })
+	}
+	return p, nil
+}
+
+// fill makes pairs and offers them, one at a time, until ctx ends; a pair
+// not handed out is removed.
+func (p *Pool) fill(ctx context.Context) {
+	for ctx.Err() == nil {
+		st, err := p.make(ctx)
+		if err != nil {
+			p.fail(err)
+			select {
+			case <-ctx.Done():
+			case <-time.After(time.Second):
+			}
+			continue
+		}
+		select {
+		case p.ready <- st:
+		case <-ctx.Done():
+			if err := p.r.remove(ctx, st); err != nil {
+				p.fail(err)
+			}
+		}
+	}
+}
+
+func (p *Pool) fail(err error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.r.log().Warn("pool: warm pair", "err", err)
+	if len(p.errs) < 16 {
+		p.errs = append(p.errs, err)
+	}
+}
+
+// make makes one pair: home seeded, containers started, CA trusted, sinks
+// up. What it created is removed when a step fails.
+func (p *Pool) make(ctx context.Context) (*run, error) {
+	p.mu.Lock()
+	p.n++
+	id := p.id + "-" + strconv.Itoa(p.n)
+	p.mu.Unlock()
+	plan := p.tmpl
+	plan.TraceID = id
+	st := &run{plan: plan, started: p.r.now(), calls: newCallLog(), clock: newPhaseClock(), warm: true}
+	if err := p.r.seed(st); err != nil {
+		return nil, err
+	}
+	img, err := p.r.Runtime.AgentImage(ctx, p.r.agentImageSpec(plan.Image), nil)
+	if err != nil {
+		return nil, fmt.Errorf("sandbox image: %w", err)
+	}
+	st.image = img
+	if err := p.r.startContainers(ctx, st); err != nil {
+		return nil, errors.Join(err, p.r.remove(ctx, st))
+	}
+	return st, nil
+}
+
+// warmKey is what of a plan shapes its pair.
+func warmKey(p Plan) Plan {
+	return Plan{Limits: p.Limits, Image: p.Image, User: p.User, Hostname: p.Hostname, Seed: p.Seed,
+		NetworkConfig: p.NetworkConfig, Persona: p.Persona, Keep: p.Keep, Unwatched: p.Unwatched}
+}
+
+// claim hands out a warm pair for plan, waiting for one while the pool
+// fills, or returns nil when plan is not made like the pool's template, p
+// is nil or closed. The pair is then the caller's to remove.
+func (p *Pool) claim(ctx context.Context, plan Plan) (*run, error) {
+	if p == nil || !reflect.DeepEqual(warmKey(plan), warmKey(p.tmpl)) {
+		return nil, nil
+	}
+	select {
+	case <-p.done:
+		return nil, nil
+	default:
+	}
+	select {
+	case st := <-p.ready:
+		st.clock = newPhaseClock() // claim to first call is what a warm trace waits
+		st.started = p.r.now()
+		return st, nil
+	case <-p.done:
+		return nil, nil // closed meanwhile: a cold trace instead
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// TraceIDs are the trace ids of every pair the pool made so far (their
+// containers carry them as LabelTrace): what `sandboxctl gc --trace`
+// removes after a crash.
+func (p *Pool) TraceIDs() []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	ids := make([]string, p.n)
+	for i := range ids {
+		ids[i] = p.id + "-" + strconv.Itoa(i+1)
+	}
+	return ids
+}
+
+// Close stops the refills, removes every pair not handed out and waits for
+// the fillers; it returns what the filling could not do or remove. Close
+// is idempotent.
+func (p *Pool) Close() error {
+	p.mu.Lock()
+	if !p.closed {
+		p.closed = true
+		close(p.done)
+	}
+	p.mu.Unlock()
+	p.cancel()
+	p.wg.Wait()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var errs []error
+	for _, err := range p.errs {
+		if !errors.Is(err, context.Canceled) {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// observeWarm is observe for a warm pair: the skill is unpacked into the
+// ready home and the stamp written while the tool server starts, then the
+// drive and collect stages run as in a cold trace.
+func (r *Runner) observeWarm(ctx context.Context, st *run) error {
+	tctx, cancel := context.WithTimeoutCause(ctx, st.plan.Limits.Timeout, ErrTimeout)
+	defer cancel()
+	// The skill is unpacked while the tool server starts (drive waits for
+	// it before the first call).
+	var ierr error
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		ierr = r.installSkill(tctx, st)
+	}()
+	st.skillReady = func() error {
+		<-done
+		if ierr != nil {
+			return fmt.Errorf("start sandbox: %w", causeOf(tctx, ierr))
+		}
+		return nil
+	}
+	r.runAgent(tctx, st)
+	<-done // also when the driver failed before it waited
+	if ierr != nil && st.loopErr == nil {
+		return fmt.Errorf("start sandbox: %w", causeOf(tctx, ierr))
+	}
+	r.lap(st, "drive")
+	defer r.lap(st, "collect")
+	return r.collectAll(ctx, tctx, st)
+}
+
+// installSkillScript unpacks the skill as root and stamps the moment the
+// skill gets control (changes are those after it).
+const installSkillScript = `set -e
+tar -x -p -f - -C /
+touch ` + stampPath
+
+// installSkill unpacks st's skill into the warm sandbox.
+func (r *Runner) installSkill(ctx context.Context, st *run) error {
+	var tarball bytes.Buffer
+	if err := writeSkillTar(&tarball, st.home, st.skill, st.skillDir); err != nil {
+		return fmt.Errorf("pack skill: %w", err)
+	}
+	stderr := capbuf.New(16 << 10)
+	code, err := st.sandbox.Exec(ctx, ExecSpec{Argv: []string{"/bin/sh", "-c", installSkillScript}, User: "0:0",
+		Stdin: &tarball, Stdout: io.Discard, Stderr: stderr})
+	if err != nil {
+		return fmt.Errorf("install skill: %w", err)
+	}
+	if code != 0 {
+		return fmt.Errorf("install skill: exit %d: %s", code, tail(stderr.String(), 400))
+	}
+	return nil
+}
