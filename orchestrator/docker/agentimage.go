@@ -144,10 +144,13 @@ func (r *Runtime) AgentImage(ctx context.Context, spec orchestrator.AgentImageSp
 	}
 	from := spec.From
 	if from == "" {
-		var err error
-		if from, err = ImageRef(r.cfg.base); err != nil {
+		// The sandbox image as EnsureImage finds or builds it (from a
+		// registry's base or debootstrap's): cached for the Runtime's life.
+		ref, err := r.EnsureImage(ctx, progress)
+		if err != nil {
 			return "", err
 		}
+		from = ref
 	}
 	binSum, err := r.binarySum(spec.Binary)
 	if err != nil {
@@ -166,11 +169,6 @@ func (r *Runtime) AgentImage(ctx context.Context, spec orchestrator.AgentImageSp
 	} else if ok {
 		r.cacheImage(ref)
 		return ref, nil
-	}
-	if spec.From == "" {
-		if _, err := r.EnsureImage(ctx, progress); err != nil {
-			return "", err
-		}
 	}
 	unlock, err := lockFile(ctx, filepath.Join(r.scratchDir(), "sandboxctl-agent.lock"))
 	if err != nil {
