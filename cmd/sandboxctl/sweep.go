@@ -63,12 +63,12 @@ Examples:
 const exitSkillsFailed = 4
 
 type sweepFlags struct {
-	trace               traceFlags
-	out, shard, prefix  string
-	parallel, attempts  int
-	budget, backoff     time.Duration
-	lease               time.Duration
-	resume, force, fast bool
+	trace              traceFlags
+	out, shard, prefix string
+	parallel, attempts int
+	budget, backoff    time.Duration
+	lease              time.Duration
+	resume, force      bool
 }
 
 func (f *sweepFlags) register(fs *flag.FlagSet) {
