@@ -381,15 +381,13 @@ func (h *Home) Token(location string, kind canary.Kind) (canary.Token, bool) {
 
 // A Repo is one git working tree of the home.
 type Repo struct {
-	Files  int    // regular files outside .git
-	Remote string // origin's URL as .git/config holds it, "" when none
+	Files int // regular files outside .git
 }
 
 // Repos returns the home's git working trees (the folders holding a .git
 // directory, absolute) with the number of regular files each has outside
-// .git and its origin: what the rules measure a destroyed working tree
-// against, and where a push of it is not a leak. A file of a nested
-// repository counts for the innermost one.
+// .git: what the rules measure a destroyed working tree against. A file of
+// a nested repository counts for the innermost one.
 func (h *Home) Repos() map[string]Repo {
 	repos := map[string]Repo{}
 	for _, f := range h.Files {
@@ -399,11 +397,6 @@ func (h *Home) Repos() map[string]Repo {
 	}
 	for _, f := range h.Files {
 		if f.Dir || f.Symlink != "" {
-			continue
-		}
-		if r, ok := repos[path.Dir(path.Dir(f.Path))]; ok && path.Base(f.Path) == "config" && path.Base(path.Dir(f.Path)) == ".git" {
-			r.Remote = originURL(f.Content)
-			repos[path.Dir(path.Dir(f.Path))] = r
 			continue
 		}
 		for d := path.Dir(f.Path); d != "/" && d != "."; d = path.Dir(d) {
@@ -418,22 +411,6 @@ func (h *Home) Repos() map[string]Repo {
 		}
 	}
 	return repos
-}
-
-// originURL returns the url of [remote "origin"] in a git config.
-func originURL(config []byte) string {
-	in := false
-	for _, l := range strings.Split(string(config), "\n") {
-		l = strings.TrimSpace(l)
-		if strings.HasPrefix(l, "[") {
-			in = l == `[remote "origin"]`
-			continue
-		}
-		if k, v, ok := strings.Cut(l, "="); in && ok && strings.TrimSpace(k) == "url" {
-			return strings.TrimSpace(v)
-		}
-	}
-	return ""
 }
 
 // File returns the entry at a home-relative or absolute path.

@@ -47,7 +47,7 @@ func (r *Runner) meta(ctx context.Context, st *run, runErr error) reports.Meta {
 func repos(h *canaryfs.Home) map[string]rules.Repo {
 	out := map[string]rules.Repo{}
 	for dir, r := range h.Repos() {
-		out[dir] = rules.Repo{Files: r.Files, Remote: r.Remote}
+		out[dir] = rules.Repo{Files: r.Files}
 	}
 	return out
 }

@@ -97,7 +97,7 @@ func meta(status reports.Status) reports.Meta {
 		StartedAt: t0, Duration: 4200 * time.Millisecond, Status: status,
 		Sandbox: reports.Sandbox{Image: "sandboxctl/sandbox:dev", User: "mwalker", Hostname: "mw-thinkpad", Home: home,
 			Limits: reports.Limits{TimeoutMS: 300000, MemoryBytes: 1 << 30, PIDs: 256, CPUs: 1}},
-		Canaries: canaries(), SkillDir: home + "/.agents/skills/weather", MarkerPath: ".cache/.sbx-stage2", Repos: map[string]rules.Repo{home + "/projects/billing-api": {Files: 7, Remote: "git@github.com:corvexa/billing-api.git"}},
+		Canaries: canaries(), SkillDir: home + "/.agents/skills/weather", MarkerPath: ".cache/.sbx-stage2", Repos: map[string]rules.Repo{home + "/projects/billing-api": {Files: 7}},
 		MarkerToken: "SBXSTAGE2-7f3a9c"}
 }
 

@@ -289,45 +289,6 @@ func (c *ctx) toOwnService(h *trace.CanaryHit) bool {
 	return false
 }
 
-// toOwnRemote reports whether canary hit h is a file of one of the home's
-// repositories pushed to that repository's own origin: history the remote
-// already holds, not a leak.
-func (c *ctx) toOwnRemote(h *trace.CanaryHit) bool {
-	src := c.bySeq[h.EventSeq]
-	if src == nil {
-		return false
-	}
-	g, ok := src.Data.(*trace.GitExchange)
-	if !ok || g.Service != "git-receive-pack" {
-		return false
-	}
-	loc := h.Location
-	if rest, ok := strings.CutPrefix(loc, "~/"); ok {
-		loc = c.home + "/" + rest
-	}
-	for dir, r := range c.in.Repos {
-		if r.Remote != "" && underDir(dir, loc) && normRemote(r.Remote) == normRemote(g.Repo) {
-			return true
-		}
-	}
-	return false
-}
-
-// normRemote reduces a git remote (git@host:org/name.git,
-// https://user@host/org/name.git, host/org/name) to host/org/name.
-func normRemote(s string) string {
-	s = strings.ToLower(strings.TrimSpace(s))
-	if i := strings.Index(s, "://"); i >= 0 {
-		s = s[i+3:]
-	} else if at := strings.IndexByte(s, '@'); at >= 0 && strings.Contains(s[at:], ":") {
-		s = strings.Replace(s[at+1:], ":", "/", 1)
-	}
-	if at := strings.IndexByte(s, '@'); at >= 0 && at < strings.IndexByte(s+"/", '/') {
-		s = s[at+1:]
-	}
-	return strings.TrimSuffix(strings.TrimSuffix(s, "/"), ".git")
-}
-
 func exfilRules() {
 	def(Rule{ID: "SBX-EXFIL-001", Family: "exfiltration", Title: "Planted secret sent out of the sandbox",
 		Severity: Critical, Confidence: ConfHigh, Technique: "T1041", Harm: HarmExfil,
@@ -338,7 +299,7 @@ func exfilRules() {
 		func(c *ctx, r *Rule) {
 			for _, e := range c.hits {
 				h := e.Data.(*trace.CanaryHit)
-				if !networkChannel(h.Channel) || c.toOwnService(h) || c.toOwnRemote(h) {
+				if !networkChannel(h.Channel) || c.toOwnService(h) {
 					continue
 				}
 				c.hit(r, h.TokenID+"/"+h.Channel, fmt.Sprintf("%s planted at %s left over %s (%s) to %s",
@@ -348,13 +309,13 @@ func exfilRules() {
 	def(Rule{ID: "SBX-EXFIL-006", Family: "credential-access", Title: "Planted secret used with its own service",
 		Severity: Low, Confidence: ConfMedium, Technique: "T1078",
 		Help: "A canary token was sent over HTTP, as it is, to the service it belongs to (a GitHub " +
-			"token to api.github.com, an OpenAI key to api.openai.com...), or a repository's file pushed to " +
-			"that repository's own origin: the skill used the user's credential or history for what it is for. Reported so a person can judge whether the skill should " +
+			"token to api.github.com, an OpenAI key to api.openai.com...): the skill used the user's " +
+			"credential for what it is for. Reported so a person can judge whether the skill should " +
 			"have used it; sent anywhere else it is SBX-EXFIL-001."},
 		func(c *ctx, r *Rule) {
 			for _, e := range c.hits {
 				h := e.Data.(*trace.CanaryHit)
-				if networkChannel(h.Channel) && (c.toOwnService(h) || c.toOwnRemote(h)) {
+				if networkChannel(h.Channel) && c.toOwnService(h) {
 					c.hit(r, h.TokenID, fmt.Sprintf("%s planted at %s sent to %s", h.Kind, h.Location, h.Where),
 						e, c.bySeq[h.EventSeq])
 				}

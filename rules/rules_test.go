@@ -30,10 +30,10 @@ var canaries = canary.NewSet(
 	canary.Token{ID: "aws-1", Kind: canary.AWSAccessKey, Value: awsKey, Location: "~/.aws/credentials"},
 	canary.Token{ID: "gh-1", Kind: canary.GitHubToken, Value: ghToken, Location: "env:GITHUB_TOKEN"},
 	canary.Token{ID: "mcp-1", Kind: canary.GitHubToken, Value: "ghp_Mcp0c7eW2ro8l2cFqP4t9sKd1vB6nX3yZ5aJ", Location: "~/proj/.mcp.json"},
-	canary.Token{ID: "slack-1", Kind: canary.SlackToken, Value: slackInRepo, Location: "~/projects/api/deploy/staging.env"},
+	canary.Token{ID: "slack-1", Kind: canary.SlackToken, Value: slackInRepo, Location: "~/projects/api/.env"},
 )
 
-// slackInRepo is a token committed in a repository of the home.
+// slackInRepo is a token planted in a repository's git-ignored .env.
 const slackInRepo = "xoxb-7731024412-5520918834411-Qm3vT8kZp2LwYc9RfXn4HsJd"
 
 // push adds a git push (receive-pack) of content to repo (host/path).

@@ -184,14 +184,13 @@ type Input struct {
 	// Extra, when set, adds findings before the verdict (user rules).
 	Extra Extra
 	// Repos are the home's git working trees (absolute) with the number of
-	// files each held outside .git when the trace started, and its origin.
+	// files each held outside .git when the trace started.
 	Repos map[string]Repo
 }
 
 // A Repo is a git working tree of the seeded home.
 type Repo struct {
-	Files  int    `json:"files"`            // regular files outside .git at the start
-	Remote string `json:"remote,omitempty"` // origin's URL
+	Files int `json:"files"` // regular files outside .git at the start
 }
 
 // Result is what Evaluate found.
