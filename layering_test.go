@@ -38,13 +38,14 @@ var internalRules = map[string][]string{
 	"mcptools":   {"trace", "toolspec", "internal/capbuf"},
 	"agent":      {"trace", "skill", "toolspec"},
 	"rules":      {"trace", "canary", "skill", "persona", "toolspec"},
-	"reports":    {"trace", "rules", "canary", "skill", "safetext"},
+	"reports":    {"trace", "rules", "canary", "skill", "safetext", "internal/fsutil"},
 	"safetext":   {},
 	"toolspec":   {},
 	"userrules":  {"trace", "rules", "reports"},
 	// internal/capbuf is a leaf; internal/testenv is test support (no
 	// production package may import it: see TestLayering).
 	"internal/capbuf": {},
+	"internal/fsutil": {},
 }
 
 // rulesFor returns the internalRules entry of pkg: the longest key it is

@@ -5,8 +5,6 @@ import (
 	"archive/zip"
 	"compress/gzip"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -17,6 +15,8 @@ import (
 
 	"github.com/klauspost/compress/zstd"
 	"github.com/ulikunitz/xz"
+
+	"github.com/sandboxctl/sandboxctl/internal/fsutil"
 )
 
 // ArchiveLimits bound what one archive may unpack to: archives are
@@ -64,7 +64,7 @@ var ErrArchive = errors.New("archive refused")
 // folders are written; links, devices and paths that leave the folder are
 // refused, as are archives over lim.
 func Extract(ctx context.Context, src, dir string, lim ArchiveLimits) (string, error) {
-	sum, err := fileSHA256(src)
+	sum, err := fsutil.SHA256(src)
 	if err != nil {
 		return "", fmt.Errorf("extract: %w", err)
 	}
@@ -253,17 +253,4 @@ func (u *unpacker) file(name string, r io.Reader, perm os.FileMode) error {
 		return fmt.Errorf("%w: over %d bytes in all", ErrArchive, u.lim.MaxTotalSize)
 	}
 	return nil
-}
-
-func fileSHA256(p string) (string, error) {
-	f, err := os.Open(p)
-	if err != nil {
-		return "", err
-	}
-	defer f.Close()
-	h := sha256.New()
-	if _, err := io.Copy(h, f); err != nil {
-		return "", err
-	}
-	return hex.EncodeToString(h.Sum(nil)), nil
 }

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/sandboxctl/sandboxctl/internal/fsutil"
 	"github.com/sandboxctl/sandboxctl/orchestrator"
 )
 
@@ -48,7 +49,7 @@ func PlanHash(p orchestrator.Plan, version string) (string, error) {
 		id.Seed = hex.EncodeToString(s[:])
 	}
 	if p.NetworkConfig != "" {
-		sum, err := fileSHA256(p.NetworkConfig)
+		sum, err := fsutil.SHA256(p.NetworkConfig)
 		if err != nil {
 			return "", fmt.Errorf("plan hash: network config: %w", err)
 		}

@@ -11,17 +11,16 @@ package main
 import (
 	"bufio"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime/debug"
 	"strings"
 	"time"
+
+	"github.com/sandboxctl/sandboxctl/internal/fsutil"
 )
 
 // sandboxBinary returns the binary to copy into the containers: this one
@@ -45,7 +44,7 @@ func sandboxBinary(ctx context.Context, e env, ui *progressUI) (string, error) {
 	if err != nil {
 		return exe, fmt.Errorf("no go toolchain on PATH: %w", err)
 	}
-	sum, err := fileSHA256(exe)
+	sum, err := fsutil.SHA256(exe)
 	if err != nil {
 		return exe, err
 	}
@@ -125,19 +124,6 @@ func moduleRoot(module string) (string, error) {
 		}
 		dir = parent
 	}
-}
-
-func fileSHA256(path string) (string, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return "", err
-	}
-	defer f.Close()
-	h := sha256.New()
-	if _, err := io.Copy(h, f); err != nil {
-		return "", err
-	}
-	return hex.EncodeToString(h.Sum(nil)), nil
 }
 
 // cacheDir is the user's cache folder ($XDG_CACHE_HOME, ~/.cache), else the

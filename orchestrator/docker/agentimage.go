@@ -19,6 +19,7 @@ import (
 	"github.com/moby/moby/client"
 
 	sandboxctl "github.com/sandboxctl/sandboxctl"
+	"github.com/sandboxctl/sandboxctl/internal/fsutil"
 	"github.com/sandboxctl/sandboxctl/orchestrator"
 )
 
@@ -97,16 +98,10 @@ func (r *Runtime) binarySum(path string) (string, error) {
 	if ok {
 		return sum, nil
 	}
-	f, err := os.Open(path)
+	sum, err = fsutil.SHA256(path)
 	if err != nil {
 		return "", err
 	}
-	defer f.Close()
-	h := sha256.New()
-	if _, err := io.Copy(h, f); err != nil {
-		return "", err
-	}
-	sum = hex.EncodeToString(h.Sum(nil))
 	r.mu.Lock()
 	if r.sums == nil {
 		r.sums = map[string]string{}
