@@ -131,14 +131,7 @@ func startToolServer(ctx context.Context, st *run) *toolServer {
 // stop closes the server's stdin, which ends it, and waits for the exec;
 // after 5 seconds it cancels the exec instead.
 func (s *toolServer) stop() {
-	s.stdin.Close()
-	select {
-	case <-s.done:
-	case <-time.After(5 * time.Second):
-		s.cancel()
-		<-s.done
-	}
-	s.cancel()
+	endExec(s.stdin, s.done, s.cancel)
 }
 
 // mcpArgv is the tool server's command line; an unwatched pass runs the

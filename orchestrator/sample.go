@@ -149,14 +149,7 @@ func capPath(p string) string {
 
 // stop ends the sampling and returns the sampled processes as exec events.
 func (s *procSampler) stop() []trace.Event {
-	s.stdin.Close()
-	select {
-	case <-s.done:
-	case <-time.After(5 * time.Second):
-		s.cancel()
-		<-s.done
-	}
-	s.cancel()
+	endExec(s.stdin, s.done, s.cancel)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return append([]trace.Event(nil), s.events...)
@@ -168,4 +161,18 @@ func (s *procSampler) counts() (sampled, traced int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.sampled, s.traced
+}
+
+// endExec ends an exec that reads its stdin until it closes (the tool
+// server, the process sampler): it closes stdin and waits for done; after
+// 5 seconds it cancels the exec and waits again.
+func endExec[T any](stdin io.Closer, done <-chan T, cancel context.CancelFunc) {
+	stdin.Close()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		cancel()
+		<-done
+	}
+	cancel()
 }

@@ -1,7 +1,6 @@
 package docker
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -14,9 +13,6 @@ import (
 	"strings"
 	"syscall"
 	"time"
-
-	"github.com/moby/moby/api/types/build"
-	"github.com/moby/moby/client"
 
 	sandboxctl "github.com/sandboxctl/sandboxctl"
 	"github.com/sandboxctl/sandboxctl/internal/fsutil"
@@ -222,10 +218,6 @@ func joinInts(v []int) string {
 // builder, labelled as sandboxctl's (and, for the agent image, with the
 // binary's sha256).
 func (r *Runtime) buildDerived(ctx context.Context, progress io.Writer, files map[string][]byte, dockerfile string, args map[string]*string, ref string) error {
-	tarball, err := contextTar(files)
-	if err != nil {
-		return fmt.Errorf("build context: %w", err)
-	}
 	labels := map[string]string{LabelImage: "1"}
 	if bin, ok := files[agentBinName]; ok {
 		sum := sha256.Sum256(bin)
@@ -233,20 +225,7 @@ func (r *Runtime) buildDerived(ctx context.Context, progress io.Writer, files ma
 	}
 	fmt.Fprintf(progress, "building %s (%s)\n", ref, dockerfile)
 	start := time.Now()
-	res, err := r.cli.ImageBuild(ctx, bytes.NewReader(tarball), client.ImageBuildOptions{
-		Tags:        []string{ref},
-		Dockerfile:  dockerfile,
-		BuildArgs:   args,
-		Labels:      labels,
-		Remove:      true,
-		ForceRemove: true,
-		Version:     build.BuilderV1,
-	})
-	if err != nil {
-		return err
-	}
-	defer res.Body.Close()
-	if err := readJSONMessages(ctx, res.Body, progress); err != nil {
+	if err := r.classicBuild(ctx, progress, files, dockerfile, args, labels, ref); err != nil {
 		return err
 	}
 	fmt.Fprintf(progress, "built %s in %s\n", ref, time.Since(start).Round(time.Millisecond))

@@ -309,16 +309,25 @@ func (r *Runtime) imageExists(ctx context.Context, ref string) (bool, error) {
 
 // build runs the classic builder on the embedded context.
 func (r *Runtime) build(ctx context.Context, progress io.Writer, files map[string][]byte, base, ref string) error {
+	fmt.Fprintf(progress, "building %s from %s\n", ref, base)
+	return r.classicBuild(ctx, progress, files, dockerfileName, map[string]*string{"BASE": &base},
+		map[string]string{LabelImage: "1"}, ref)
+}
+
+// classicBuild tags ref from dockerfile in files with the classic builder
+// (no BuildKit: the engines this runs on may lack it), its output on
+// progress.
+func (r *Runtime) classicBuild(ctx context.Context, progress io.Writer, files map[string][]byte, dockerfile string,
+	args map[string]*string, labels map[string]string, ref string) error {
 	tarball, err := contextTar(files)
 	if err != nil {
 		return fmt.Errorf("build context: %w", err)
 	}
-	fmt.Fprintf(progress, "building %s from %s\n", ref, base)
 	res, err := r.cli.ImageBuild(ctx, bytes.NewReader(tarball), client.ImageBuildOptions{
 		Tags:        []string{ref},
-		Dockerfile:  dockerfileName,
-		BuildArgs:   map[string]*string{"BASE": &base},
-		Labels:      map[string]string{LabelImage: "1"},
+		Dockerfile:  dockerfile,
+		BuildArgs:   args,
+		Labels:      labels,
 		Remove:      true,
 		ForceRemove: true,
 		Version:     build.BuilderV1,
