@@ -3,6 +3,7 @@ package docker_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"os"
 	"slices"
@@ -94,6 +95,40 @@ func TestCreateFailureLeavesNothing(t *testing.T) {
 	if err != nil || len(removed) != 0 {
 		t.Errorf("after a failed Create, GC found %q (%v); want nothing left", removed, err)
 	}
+}
+
+// TestCreateCancelledLeavesNothing cancels Create at delays that fall
+// before, during and after the engine's create request: whatever the
+// moment, nothing carrying the trace's label is left.
+func TestCreateCancelledLeavesNothing(t *testing.T) {
+	image := testenv.Image(t)
+	rt := testenv.RequireDocker(t)
+	trace := testenv.TraceID(t)
+	testenv.CleanupLabel(t, trace)
+	created := 0
+	for i, delay := range []time.Duration{0, time.Millisecond, 5 * time.Millisecond, 10 * time.Millisecond,
+		20 * time.Millisecond, 40 * time.Millisecond, 80 * time.Millisecond, 160 * time.Millisecond} {
+		spec := hardened(t, image, trace)
+		spec.Name = fmt.Sprintf("%s-%d", trace, i)
+		ctx, cancel := context.WithCancel(t.Context())
+		timer := time.AfterFunc(delay, cancel)
+		sb, err := rt.Create(ctx, spec)
+		timer.Stop()
+		cancel()
+		if err == nil {
+			created++
+			if err := sb.Remove(context.Background()); err != nil {
+				t.Errorf("remove %s: %v", spec.Name, err)
+			}
+		} else if !errors.Is(err, context.Canceled) {
+			t.Errorf("Create cancelled after %v: %v, want context.Canceled", delay, err)
+		}
+		removed, err := rt.GC(t.Context(), trace)
+		if err != nil || len(removed) != 0 {
+			t.Errorf("Create cancelled after %v left %q (%v)", delay, removed, err)
+		}
+	}
+	t.Logf("%d of 8 creates finished before their cancellation", created)
 }
 
 func TestEnsureImageUnreachableBase(t *testing.T) {

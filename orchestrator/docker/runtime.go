@@ -220,6 +220,10 @@ func hostConfig(spec orchestrator.Spec) *container.HostConfig {
 	return hc
 }
 
+// createTimeout bounds one container create request, which runs to its end
+// even when the caller's context is cancelled (see Create).
+const createTimeout = time.Minute
+
 // Create creates the container described by spec and copies spec.Files in.
 // Files under one of spec.Tmpfs's mount points are kept for Start: the
 // engine copies into the image layer, which the tmpfs would hide, so Start
@@ -244,15 +248,27 @@ func (r *Runtime) Create(ctx context.Context, spec orchestrator.Spec) (orchestra
 		AttachStdout:    true,
 		AttachStderr:    true,
 	}
-	res, err := r.cli.ContainerCreate(ctx, client.ContainerCreateOptions{
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("create container %s: %w", spec.Name, context.Cause(ctx))
+	}
+	// The engine finishes a create whose client went away, and the client
+	// then never learns the container's id: cancelled mid-request, it would
+	// leave a container behind. So the request itself runs to its end on a
+	// fresh bounded context, and a cancellation is honoured right after it.
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), createTimeout)
+	res, err := r.cli.ContainerCreate(cctx, client.ContainerCreateOptions{
 		Name:       spec.Name,
 		Config:     cfg,
 		HostConfig: hostConfig(spec),
 	})
+	cancel()
 	if err != nil {
 		return nil, fmt.Errorf("create container %s: %w", spec.Name, err)
 	}
 	s := &Sandbox{r: r, id: res.ID, name: spec.Name}
+	if ctx.Err() != nil {
+		return nil, errors.Join(fmt.Errorf("create container %s: %w", spec.Name, context.Cause(ctx)), s.removeFresh(ctx))
+	}
 	for m := range spec.Tmpfs {
 		s.tmpfs = append(s.tmpfs, m)
 	}
