@@ -198,12 +198,13 @@ func TestParseCgroup(t *testing.T) {
 		want cgroupCounts
 	}{
 		{name: "v1", out: "pids/pids.events max 37 \nmemory/memory.max_usage_in_bytes 536870912 \nmemory/memory.failcnt 12 \n" +
-			"memory/memory.oom_control oom_kill_disable 0 under_oom 0 oom_kill 2 \n",
-			want: cgroupCounts{pidsMaxHits: 37, memPeak: 536870912, memFailures: 12, oomKills: 2}},
-		{name: "v2", out: "pids.events max 5 \nmemory.peak 1024 \nmemory.events low 0 high 0 max 3 oom 1 oom_kill 1 \n",
-			want: cgroupCounts{pidsMaxHits: 5, memPeak: 1024, memFailures: 3, oomKills: 1}},
+			"memory/memory.oom_control oom_kill_disable 0 under_oom 0 oom_kill 2 \ncpuacct/cpuacct.usage 2500000000 \n",
+			want: cgroupCounts{pidsMaxHits: 37, memPeak: 536870912, memFailures: 12, oomKills: 2, cpuSeconds: 2.5}},
+		{name: "v2", out: "pids.events max 5 \nmemory.peak 1024 \nmemory.events low 0 high 0 max 3 oom 1 oom_kill 1 \n" +
+			"cpu.stat usage_usec 1500000 user_usec 1000000 system_usec 500000 \n",
+			want: cgroupCounts{pidsMaxHits: 5, memPeak: 1024, memFailures: 3, oomKills: 1, cpuSeconds: 1.5}},
 		{name: "quiet", out: "pids/pids.events max 0 \nmemory/memory.failcnt 0 \n"},
-		{name: "garbage", out: "x\npids.events max -4 nonsense\nmemory.peak notanumber\n"},
+		{name: "garbage", out: "x\npids.events max -4 nonsense\nmemory.peak notanumber\ncpuacct/cpuacct.usage -7\ncpu.stat usage_usec\n"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -71,12 +71,15 @@ func (r *Runner) collect(ctx context.Context, st *run) error {
 	// past its pids limit, so samples taken meanwhile would count ours.
 	// The cgroup's own counters, read after it, cover the grace period.
 	var res trace.Resource
+	t0 := time.Now()
 	if st.resources != nil {
-		res = st.resources.stop(ctx, st.sandbox)
+		res = st.resources.stop()
 	}
+	r.log().Debug("collect: resource sampler", "took", time.Since(t0))
 	if st.procs != nil {
 		st.events = append(st.events, st.procs.stop()...)
 	}
+	r.log().Debug("collect: process sampler", "took", time.Since(t0))
 	r.endSkill(ctx, st, st.grace)
 	if st.resources != nil {
 		r.resourceEvent(ctx, st, res)
@@ -105,6 +108,7 @@ func (r *Runner) resourceEvent(ctx context.Context, st *run, res trace.Resource)
 	res.MemoryLimit, res.PIDsLimit = st.plan.Limits.Memory, st.plan.Limits.PIDs
 	cg := r.cgroupFigures(ctx, st.sandbox)
 	res.PeakMemory = max(res.PeakMemory, cg.memPeak)
+	res.CPUSeconds = max(res.CPUSeconds, cg.cpuSeconds)
 	if cg.pidsMaxHits > 0 {
 		res.Exceeded = append(res.Exceeded, "pids")
 	}
@@ -450,7 +454,7 @@ func setupPath(p string) bool {
 // cgroupScript prints the container's own cgroup counters (v1 or v2), which
 // are exact where sampling from outside is not. Run as root in the sandbox.
 const cgroupScript = `cd /sys/fs/cgroup 2>/dev/null || exit 0
-for f in pids/pids.events pids.events memory/memory.max_usage_in_bytes memory.peak memory/memory.failcnt memory/memory.oom_control memory.events; do
+for f in pids/pids.events pids.events memory/memory.max_usage_in_bytes memory.peak memory/memory.failcnt memory/memory.oom_control memory.events cpuacct/cpuacct.usage cpu.stat; do
   [ -r "$f" ] && echo "$f $(tr '\n' ' ' < "$f")"
 done; true`
 
@@ -460,6 +464,7 @@ type cgroupCounts struct {
 	memPeak     int64
 	memFailures int64 // allocations that hit the memory limit
 	oomKills    int64
+	cpuSeconds  float64 // CPU time of the whole container, up to now
 }
 
 // cgroupFigures reads the counters; a sandbox too exhausted to run the
@@ -498,6 +503,10 @@ func parseCgroup(out string) cgroupCounts {
 		case "memory.events":
 			c.memFailures = max(c.memFailures, kv["max"])
 			c.oomKills = max(c.oomKills, kv["oom_kill"])
+		case "cpuacct/cpuacct.usage": // nanoseconds
+			c.cpuSeconds = max(c.cpuSeconds, float64(num(f[1]))/1e9)
+		case "cpu.stat": // microseconds
+			c.cpuSeconds = max(c.cpuSeconds, float64(kv["usage_usec"])/1e6)
 		}
 	}
 	return c

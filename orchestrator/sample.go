@@ -14,15 +14,22 @@ import (
 )
 
 // resourceSampler samples a container's resource use until stopped.
+//
+// The engine answers a one-shot stats request at its collector's next
+// round (once a second), so a sample costs up to a second of waiting: stop
+// never takes one of its own. The figures a short trace would miss come
+// from the cgroup's counters, read after the freeze (cgroupFigures).
 type resourceSampler struct {
-	mu     sync.Mutex
-	res    trace.Resource
-	cancel context.CancelFunc
-	done   chan struct{}
+	mu       sync.Mutex
+	res      trace.Resource
+	n        int // samples taken
+	stopping chan struct{}
+	cancel   context.CancelFunc
+	done     chan struct{}
 }
 
 func startSampler(ctx context.Context, sb Sandbox, every time.Duration) *resourceSampler {
-	s := &resourceSampler{done: make(chan struct{})}
+	s := &resourceSampler{stopping: make(chan struct{}), done: make(chan struct{})}
 	sctx, cancel := context.WithCancel(ctx)
 	s.cancel = cancel
 	go func() {
@@ -32,6 +39,8 @@ func startSampler(ctx context.Context, sb Sandbox, every time.Duration) *resourc
 		for {
 			s.sample(sctx, sb)
 			select {
+			case <-s.stopping:
+				return
 			case <-sctx.Done():
 				return
 			case <-t.C:
@@ -48,19 +57,33 @@ func (s *resourceSampler) sample(ctx context.Context, sb Sandbox) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.n++
 	s.res.PeakMemory = max(s.res.PeakMemory, st.Memory, st.MaxMemory)
 	s.res.PeakPIDs = max(s.res.PeakPIDs, st.PIDs)
 	s.res.CPUSeconds = max(s.res.CPUSeconds, st.CPUSeconds)
 }
 
-// stop ends the sampling and takes one last sample on ctx, so that a trace
-// shorter than a sampling round still gets figures.
-func (s *resourceSampler) stop(ctx context.Context, sb Sandbox) trace.Resource {
+// firstSampleWait bounds how long stop waits for a trace's first sample.
+const firstSampleWait = 2 * time.Second
+
+// stop ends the sampling. A sample in flight is abandoned, unless none was
+// taken yet: a trace shorter than a sampling round waits for its first one
+// (the engine answers the first request of a container at once), up to
+// firstSampleWait.
+func (s *resourceSampler) stop() trace.Resource {
+	close(s.stopping)
+	s.mu.Lock()
+	taken := s.n > 0
+	s.mu.Unlock()
+	if taken {
+		s.cancel()
+	}
+	select {
+	case <-s.done:
+	case <-time.After(firstSampleWait):
+	}
 	s.cancel()
 	<-s.done
-	sctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	s.sample(sctx, sb)
-	cancel()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.res
