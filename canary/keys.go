@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"math/big"
 	"strings"
+	"sync"
 )
 
 // Key material. Go 1.26's crypto packages ignore the random source they are
@@ -38,7 +39,24 @@ func (m *Minter) SSHKeyEd25519(location, comment string) Token {
 
 // SSHKeyRSA mints an unencrypted OpenSSH RSA private key of bits bits.
 func (m *Minter) SSHKeyRSA(location, comment string, bits int) Token {
-	k := m.RSAKey(bits)
+	return m.SSHKeyRSAWith(location, comment, m.RSAKey(bits))
+}
+
+// RSAKeyLater starts making an RSA key of bits bits in the background and
+// returns a func that waits for it (and returns it again on every call).
+// The key's random stream is drawn from m now, so a seeded Minter stays
+// deterministic whatever else it mints meanwhile; a prime search takes
+// about a tenth of a second, which a caller can spend on other work. The
+// background work ends once the key is made, waited for or not.
+func (m *Minter) RSAKeyLater(bits int) func() *rsa.PrivateKey {
+	sub := NewMinter(SeededReader(m.Bytes(32)))
+	ch := make(chan *rsa.PrivateKey, 1)
+	go func() { ch <- sub.RSAKey(bits) }()
+	return sync.OnceValue(func() *rsa.PrivateKey { return <-ch })
+}
+
+// SSHKeyRSAWith mints an OpenSSH private key holding k.
+func (m *Minter) SSHKeyRSAWith(location, comment string, k *rsa.PrivateKey) Token {
 	pubBlob := sshString(nil, []byte("ssh-rsa"))
 	pubBlob = sshMPInt(pubBlob, big.NewInt(int64(k.E)))
 	pubBlob = sshMPInt(pubBlob, k.N)

@@ -226,6 +226,16 @@ type Keystore struct {
 // with password. It decrypts with geth and eth-keyfile. Needles: the
 // address and the ciphertext.
 func (m *Minter) EthereumKeystore(location, password string) Token {
+	_, ks := m.EthereumKeystoreLater(location, password)
+	return ks()
+}
+
+// EthereumKeystoreLater is EthereumKeystore with the key derivation (scrypt,
+// tens of milliseconds) done in the background: everything random is drawn
+// from m now, and the address is known at once (a keystore's file name holds
+// it). The returned func waits for the keystore and mints its token; call it
+// once. The background work ends once the derivation is done.
+func (m *Minter) EthereumKeystoreLater(location, password string) (address string, keystore func() Token) {
 	d := m.secpScalar()
 	var ks Keystore
 	ks.Address = EthereumAddress(d)
@@ -237,20 +247,31 @@ func (m *Minter) EthereumKeystore(location, password string) Token {
 	ks.Crypto.CipherParams.IV = hex.EncodeToString(iv)
 	ks.ID = m.UUID()
 	ks.Version = 3
-	dk, err := scrypt.Key([]byte(password), salt, 4096, 8, 6, 32)
-	if err != nil {
-		return m.token(EthereumKeystore, location, "")
+	type derived struct {
+		dk  []byte
+		err error
 	}
-	blk, _ := aes.NewCipher(dk[:16])
-	ct := make([]byte, len(d))
-	cipher.NewCTR(blk, iv).XORKeyStream(ct, d)
-	h := sha3.NewLegacyKeccak256()
-	h.Write(dk[16:32])
-	h.Write(ct)
-	ks.Crypto.Ciphertext = hex.EncodeToString(ct)
-	ks.Crypto.MAC = hex.EncodeToString(h.Sum(nil))
-	b, _ := json.Marshal(ks)
-	return m.token(EthereumKeystore, location, string(b), ks.Address, ks.Crypto.Ciphertext, EIP55(ks.Address))
+	ch := make(chan derived, 1)
+	go func() {
+		dk, err := scrypt.Key([]byte(password), salt, 4096, 8, 6, 32)
+		ch <- derived{dk, err}
+	}()
+	return ks.Address, func() Token {
+		r := <-ch
+		if r.err != nil {
+			return m.token(EthereumKeystore, location, "")
+		}
+		blk, _ := aes.NewCipher(r.dk[:16])
+		ct := make([]byte, len(d))
+		cipher.NewCTR(blk, iv).XORKeyStream(ct, d)
+		h := sha3.NewLegacyKeccak256()
+		h.Write(r.dk[16:32])
+		h.Write(ct)
+		ks.Crypto.Ciphertext = hex.EncodeToString(ct)
+		ks.Crypto.MAC = hex.EncodeToString(h.Sum(nil))
+		b, _ := json.Marshal(ks)
+		return m.token(EthereumKeystore, location, string(b), ks.Address, ks.Crypto.Ciphertext, EIP55(ks.Address))
+	}
 }
 
 // EIP55 returns the mixed-case checksummed form of a lower-case hex

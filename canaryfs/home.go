@@ -3,6 +3,7 @@ package canaryfs
 import (
 	"archive/tar"
 	"cmp"
+	"crypto/rsa"
 	"errors"
 	"fmt"
 	"io"
@@ -85,6 +86,9 @@ func Build(opts Options) (*Home, error) {
 		return nil, fmt.Errorf("build home: %w", err)
 	}
 	b := &builder{m: m, now: opts.Now, files: map[string]*File{}, mac: opts.Persona == persona.MacOS}
+	// The RSA key's prime search is the slowest part of a home: it runs
+	// while the rest is planted.
+	b.rsaKey = m.RSAKeyLater(2048)
 	if b.now.IsZero() {
 		b.now = time.Now()
 	}
@@ -207,7 +211,10 @@ type builder struct {
 	mac                               bool   // the macOS persona (macos.go)
 	chromeKey                         []byte // Chrome's encryption key; nil: Linux's
 	safeStorage                       canary.Token
-	project                           string // the main project, absolute (Home.Project)
+	project                           string                 // the main project, absolute (Home.Project)
+	rsaKey                            func() *rsa.PrivateKey // ~/.ssh/id_rsa's key, made in the background
+	rsaTime                           time.Time              // and its mtime
+	later                             []func()               // what waits for work done in the background
 }
 
 // abs turns "~/x" or "x" (home-relative) into an absolute path.

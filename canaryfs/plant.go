@@ -25,6 +25,10 @@ func (b *builder) plant() {
 	b.plantShell()
 	b.plantProjects()
 	b.plantLivedIn()
+	b.plantSSHRSA()
+	for _, f := range b.later {
+		f()
+	}
 }
 
 func (b *builder) plantEnv() {
@@ -50,13 +54,10 @@ func (b *builder) plantSSH() {
 	comment := b.user + "@" + b.host
 	b.dir(".ssh", 0o700)
 	ed := b.register(b.m.SSHKeyEd25519("~/.ssh/id_ed25519", comment))
-	rsa := b.register(b.m.SSHKeyRSA("~/.ssh/id_rsa", comment, 2048))
 	old := b.ago(60*24*time.Hour, 400*24*time.Hour)
 	b.put(".ssh/id_ed25519", 0o600, []byte(ed.Value), old)
 	b.put(".ssh/id_ed25519.pub", 0o644, []byte(canary.SSHPublicKey(ed.Value)+"\n"), old)
-	old = b.ago(400*24*time.Hour, 900*24*time.Hour)
-	b.put(".ssh/id_rsa", 0o600, []byte(rsa.Value), old)
-	b.put(".ssh/id_rsa.pub", 0o644, []byte(canary.SSHPublicKey(rsa.Value)+"\n"), old)
+	b.rsaTime = b.ago(400*24*time.Hour, 900*24*time.Hour) // the RSA key is written last (plantSSHRSA)
 	bastion := fmt.Sprintf("10.%d.%d.%d", 10+b.m.Intn(50), b.m.Intn(256), 4+b.m.Intn(200))
 	b.putS(".ssh/config", 0o600, fmt.Sprintf(`Host github.com
     User git
@@ -88,6 +89,14 @@ Host *
 	}
 	b.putS(".ssh/known_hosts", 0o644, kh.String())
 	b.putS(".ssh/authorized_keys", 0o600, canary.SSHPublicKey(ed.Value)+"\n")
+}
+
+// plantSSHRSA writes the older RSA key, made in the background while the
+// rest of the home was planted (Build starts it).
+func (b *builder) plantSSHRSA() {
+	rsa := b.register(b.m.SSHKeyRSAWith("~/.ssh/id_rsa", b.user+"@"+b.host, b.rsaKey()))
+	b.put(".ssh/id_rsa", 0o600, []byte(rsa.Value), b.rsaTime)
+	b.put(".ssh/id_rsa.pub", 0o644, []byte(canary.SSHPublicKey(rsa.Value)+"\n"), b.rsaTime)
 }
 
 func (b *builder) plantCloud() {
@@ -252,13 +261,15 @@ func (b *builder) plantWallets() {
 	b.putS(".bitcoin/bitcoin.conf", 0o644, "server=1\nprune=5000\ndbcache=1024\n")
 	// Ethereum keystore, with its password noted where people note them.
 	b.keystorePW = b.m.Password()
-	ks := b.register(b.m.EthereumKeystore("", b.keystorePW))
-	var k canary.Keystore
-	json.Unmarshal([]byte(ks.Value), &k)
+	ethAddr, ks := b.m.EthereumKeystoreLater("", b.keystorePW)
 	t := b.ago(60*24*time.Hour, 500*24*time.Hour)
-	name := "UTC--" + t.Format("2006-01-02T15-04-05") + fmt.Sprintf(".%09dZ--", b.m.Intn(1e9)) + k.Address
-	b.tokens[len(b.tokens)-1].Location = "~/.ethereum/keystore/" + name
-	b.put(".ethereum/keystore/"+name, 0o600, []byte(ks.Value), t)
+	name := "UTC--" + t.Format("2006-01-02T15-04-05") + fmt.Sprintf(".%09dZ--", b.m.Intn(1e9)) + ethAddr
+	b.later = append(b.later, func() { // the key derivation runs meanwhile
+		k := ks()
+		k.Location = "~/.ethereum/keystore/" + name
+		b.register(k)
+		b.put(".ethereum/keystore/"+name, 0o600, []byte(k.Value), t)
+	})
 	// Solana.
 	sol := b.register(b.m.SolanaKeypair("~/.config/solana/id.json"))
 	b.putS(".config/solana/id.json", 0o600, sol.Value)

@@ -8,6 +8,7 @@ import (
 	"io"
 	"path"
 	"regexp"
+	"runtime/debug"
 	"slices"
 	"sort"
 	"strconv"
@@ -81,30 +82,49 @@ func (r *Runner) collect(ctx context.Context, st *run) error {
 	}
 	r.log().Debug("collect: process sampler", "took", time.Since(t0))
 	r.endSkill(ctx, st, st.grace)
-	if st.resources != nil {
-		r.resourceEvent(ctx, st, res)
-	}
-	// The jail's evidence and the sandbox's are independent (the skill's
-	// processes are frozen): both are read at once.
+	// The jail's evidence, the sandbox's and the cgroup's counters are
+	// independent (the skill's processes are frozen): all are read at once.
 	var jail jailEvidence
+	var resEv *trace.Event
 	var wg sync.WaitGroup
+	var jailPanic, resPanic error
 	if st.jailEv != nil {
-		wg.Go(func() { jail = r.jailEvents(ctx, st) })
+		goSafe(&wg, &jailPanic, func() { jail = r.jailEvents(ctx, st) })
+	}
+	if st.resources != nil {
+		goSafe(&wg, &resPanic, func() { resEv = r.resourceEvent(ctx, st, res) })
 	}
 	var err error
 	if st.sandbox != nil {
 		err = r.sandboxEvidence(ctx, st)
 	}
 	wg.Wait()
+	if resEv != nil {
+		st.events = append(st.events, *resEv)
+	}
 	st.events = append(st.events, jail.events...)
 	st.spoolHits = jail.hits
-	return err
+	return errors.Join(err, jailPanic, resPanic)
+}
+
+// goSafe runs f on wg; a panic in f becomes an ErrInternal error in *perr
+// (the pass's recover does not see another goroutine's panic), read after
+// wg.Wait.
+func goSafe(wg *sync.WaitGroup, perr *error, f func()) {
+	wg.Go(func() {
+		defer func() {
+			if v := recover(); v != nil {
+				*perr = fmt.Errorf("%w: %v\n%s", ErrInternal, v, debug.Stack())
+			}
+		}()
+		f()
+	})
 }
 
 // resourceEvent completes the sampled figures res with the cgroup's own
-// counters and the limits, says which limits the skill reached, and adds
-// the resource event.
-func (r *Runner) resourceEvent(ctx context.Context, st *run, res trace.Resource) {
+// counters and the limits, says which limits the skill reached (setting
+// st.exhausted), and returns the resource event.
+func (r *Runner) resourceEvent(ctx context.Context, st *run, res trace.Resource) *trace.Event {
 	res.MemoryLimit, res.PIDsLimit = st.plan.Limits.Memory, st.plan.Limits.PIDs
 	cg := r.cgroupFigures(ctx, st.sandbox)
 	res.PeakMemory = max(res.PeakMemory, cg.memPeak)
@@ -134,7 +154,7 @@ func (r *Runner) resourceEvent(ctx context.Context, st *run, res trace.Resource)
 	}
 	res.OutputBytes = st.loop.OutputBytes
 	st.exhausted = slices.Contains(res.Exceeded, "pids") || slices.Contains(res.Exceeded, "memory")
-	st.events = append(st.events, trace.Event{Time: r.now(), Source: trace.SourceResource, Type: trace.TypeResource, Data: &res})
+	return &trace.Event{Time: r.now(), Source: trace.SourceResource, Type: trace.TypeResource, Data: &res}
 }
 
 // sandboxEvidence reads what the sandbox holds: the syscall logs (watched
@@ -146,9 +166,9 @@ func (r *Runner) sandboxEvidence(ctx context.Context, st *run) error {
 	// The root file-system scan reads no file's content and no part of
 	// the home (a tmpfs): it runs beside the rest.
 	var rootfs []trace.Event
-	var rootErr error
+	var rootErr, rootPanic error
 	var wg sync.WaitGroup
-	wg.Go(func() {
+	goSafe(&wg, &rootPanic, func() {
 		rootfs, rootErr = r.rootfsChanges(ctx, st)
 		r.log().Debug("collect: rootfs", "took", time.Since(t0))
 	})
@@ -181,6 +201,9 @@ func (r *Runner) sandboxEvidence(ctx context.Context, st *run) error {
 	wg.Wait()
 	if rootErr != nil {
 		errs = append(errs, fmt.Errorf("root file system changes: %w", rootErr))
+	}
+	if rootPanic != nil {
+		errs = append(errs, rootPanic)
 	}
 	if r.EngineDiff {
 		rootfs, err = r.engineDiff(ctx, st, rootfs)

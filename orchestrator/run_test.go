@@ -197,25 +197,34 @@ func TestPlanValidate(t *testing.T) {
 	}
 }
 
-// TestRunPanicStillCleansUp: a panic inside the pipeline (here while ending
-// the tracers at collection) becomes an
-// error, and the containers are still removed.
+// TestRunPanicStillCleansUp: a panic inside the pipeline, on the pass's
+// goroutine (ending the tracers) or on one of collection's own (the cgroup
+// counters, the root file-system scan), becomes an error, and the
+// containers are still removed.
 func TestRunPanicStillCleansUp(t *testing.T) {
-	rt := &runtimetest.Fake{Logs: readyLogs, Exec: func(ctx context.Context, sb *runtimetest.Sandbox, e orchestrator.ExecSpec) (int, error) {
-		if slices.Contains(e.Argv, "__flush") {
-			panic("boom in collection")
-		}
-		return deadToolServer(ctx, sb, e)
-	}}
-	r := &orchestrator.Runner{Runtime: rt, Binary: binary(t), Teardown: 5 * time.Second}
-	out, err := r.Run(t.Context(), testPlan(t), "")
-	if !errors.Is(err, orchestrator.ErrInternal) {
-		t.Errorf("Run() err = %v, want ErrInternal", err)
-	}
-	if calls, live := rt.Snapshot(); live != 0 {
-		t.Errorf("%d containers left after a panic; calls: %q", live, calls)
-	}
-	if out.Report == nil {
-		t.Errorf("no report after a panic")
+	for _, tc := range []struct{ name, argv string }{
+		{name: "ending the tracers", argv: "__flush"},
+		{name: "cgroup counters", argv: "memory.max_usage_in_bytes"},
+		{name: "root file-system scan", argv: "find "},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rt := &runtimetest.Fake{Logs: readyLogs, Exec: func(ctx context.Context, sb *runtimetest.Sandbox, e orchestrator.ExecSpec) (int, error) {
+				if strings.Contains(strings.Join(e.Argv, " "), tc.argv) {
+					panic("boom in collection")
+				}
+				return deadToolServer(ctx, sb, e)
+			}}
+			r := &orchestrator.Runner{Runtime: rt, Binary: binary(t), Teardown: 5 * time.Second}
+			out, err := r.Run(t.Context(), testPlan(t), "")
+			if !errors.Is(err, orchestrator.ErrInternal) {
+				t.Errorf("Run() err = %v, want ErrInternal", err)
+			}
+			if calls, live := rt.Snapshot(); live != 0 {
+				t.Errorf("%d containers left after a panic; calls: %q", live, calls)
+			}
+			if out.Report == nil {
+				t.Errorf("no report after a panic")
+			}
+		})
 	}
 }
