@@ -39,15 +39,14 @@ func (r *Runner) drive(ctx context.Context, st *run) error {
 	if err != nil {
 		return err
 	}
-	srv := startToolServer(ctx, st)
-	defer srv.stop()
-	hctx, hcancel := context.WithTimeout(ctx, 30*time.Second)
-	client, err := mcptools.NewClient(hctx, srv.stdin, srv.stdout)
-	hcancel()
-	if err != nil {
-		return fmt.Errorf("connect to tool server: %w (%s)", err, tail(srv.stderr.String(), 300))
+	conn := st.tools
+	if conn == nil {
+		if conn, err = connectTools(ctx, st); err != nil {
+			return err
+		}
 	}
-	defer client.Close()
+	defer conn.close()
+	client := conn.client
 	if st.skillReady != nil {
 		// A warm pair's skill is unpacked while the tool server starts; the
 		// first call waits for it (and for the stamp).
@@ -93,6 +92,31 @@ func (r *Runner) agentLoop(st *run, session agent.ToolSession) agent.Loop {
 	return loop
 }
 
+// toolConn is a tool server and the MCP session on it.
+type toolConn struct {
+	srv    *toolServer
+	client *mcptools.Client
+}
+
+// connectTools starts st's tool server and opens the MCP session on it.
+func connectTools(ctx context.Context, st *run) (*toolConn, error) {
+	srv := startToolServer(ctx, st)
+	hctx, hcancel := context.WithTimeout(ctx, 30*time.Second)
+	client, err := mcptools.NewClient(hctx, srv.stdin, srv.stdout)
+	hcancel()
+	if err != nil {
+		srv.stop()
+		return nil, fmt.Errorf("connect to tool server: %w (%s)", err, tail(srv.stderr.String(), 300))
+	}
+	return &toolConn{srv: srv, client: client}, nil
+}
+
+// close ends the session and the server; it may be called more than once.
+func (c *toolConn) close() {
+	c.client.Close()
+	c.srv.stop()
+}
+
 // toolServer is the MCP tool server running in the sandbox as one exec: the
 // client writes its stdin and reads its stdout; its stderr is kept (capped)
 // for errors, and may be read while the exec still writes it.
@@ -102,6 +126,7 @@ type toolServer struct {
 	stderr *capbuf.Buffer
 	done   chan error // the exec's error, once it ended
 	cancel context.CancelFunc
+	once   sync.Once
 }
 
 // startToolServer starts the tool server's exec. It outlives ctx's
@@ -129,9 +154,10 @@ func startToolServer(ctx context.Context, st *run) *toolServer {
 }
 
 // stop closes the server's stdin, which ends it, and waits for the exec;
-// after 5 seconds it cancels the exec instead.
+// after 5 seconds it cancels the exec instead. Calls after the first
+// return at once.
 func (s *toolServer) stop() {
-	endExec(s.stdin, s.done, s.cancel)
+	s.once.Do(func() { endExec(s.stdin, s.done, s.cancel) })
 }
 
 // mcpArgv is the tool server's command line; an unwatched pass runs the

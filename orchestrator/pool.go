@@ -101,7 +101,8 @@ func (p *Pool) fail(err error) {
 }
 
 // make makes one pair: home seeded, containers started, CA trusted, sinks
-// up. What it created is removed when a step fails.
+// up, tool server connected. What it created is removed when a step
+// fails.
 func (p *Pool) make(ctx context.Context) (*run, error) {
 	p.mu.Lock()
 	p.n++
@@ -120,6 +121,13 @@ func (p *Pool) make(ctx context.Context) (*run, error) {
 	st.image = img
 	if err := p.r.startContainers(ctx, st); err != nil {
 		return nil, errors.Join(err, p.r.remove(ctx, st))
+	}
+	// The tool server starts with the pair: a claim then waits only for
+	// the skill to be unpacked. It runs tools for nobody until then. A
+	// server that cannot be reached leaves the pair without one: the trace
+	// that claims it starts its own, and fails as a cold trace would.
+	if st.tools, err = connectTools(ctx, st); err != nil {
+		p.r.log().Warn("pool: warm pair without a tool server", "trace", id, "err", err)
 	}
 	return st, nil
 }

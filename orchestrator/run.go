@@ -140,6 +140,9 @@ type run struct {
 	// skillReady waits for a warm pair's skill to be unpacked (drive
 	// calls it before the first tool call).
 	skillReady func() error
+	// tools is a warm pair's tool server, started and connected with the
+	// pair; a cold pass starts its own in drive.
+	tools *toolConn
 }
 
 // Run runs a trace: the watched pass and, when the plan's stealth mode asks

@@ -44,6 +44,10 @@ func (r *Runner) remove(ctx context.Context, st *run) error {
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.teardown())
 	defer cancel()
 	var errs []error
+	if st.tools != nil {
+		st.tools.srv.cancel() // a warm pair's server, unclaimed: nothing to wait for
+		st.tools.close()
+	}
 	if st.sandbox != nil {
 		if err := st.sandbox.Remove(cctx); err != nil {
 			errs = append(errs, fmt.Errorf("remove sandbox %s: %w", st.sandbox.ID(), err))
