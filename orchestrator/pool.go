@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/sandboxctl/sandboxctl/internal/capbuf"
+	"github.com/sandboxctl/sandboxctl/netcapture"
+	"github.com/sandboxctl/sandboxctl/skill"
 )
 
 // Pool policy: a Pool keeps Size jail + sandbox pairs ready for the plans
@@ -25,10 +27,10 @@ import (
 // pairs that `sandboxctl gc` removes by their trace label. Nothing of one
 // trace is shared with another: a pair is never reused.
 //
-// What a warm trace cannot have: the versions of packages its skill pins
-// are not served by the jail (netcapture.AddPackageHints needs the skill
-// before the jail starts); the sinks answer such requests as they answer
-// any other.
+// A skill whose text pins package versions (netcapture.AddPackageHints)
+// never takes a warm pair: the jail must serve those versions, and a
+// pair's jail started before the skill was known. It traces cold, so a
+// dropper installed from a pinned package still runs its install step.
 
 // Pool keeps warm pairs for one Runner. Its methods are safe for
 // concurrent use.
@@ -142,7 +144,7 @@ func warmKey(p Plan) Plan {
 // fills, or returns nil when plan is not made like the pool's template, p
 // is nil or closed. The pair is then the caller's to remove.
 func (p *Pool) claim(ctx context.Context, plan Plan) (*run, error) {
-	if p == nil || !reflect.DeepEqual(warmKey(plan), warmKey(p.tmpl)) {
+	if p == nil || !reflect.DeepEqual(warmKey(plan), warmKey(p.tmpl)) || pinsPackages(plan.SkillPath) {
 		return nil, nil
 	}
 	select {
@@ -251,4 +253,19 @@ func (r *Runner) installSkill(ctx context.Context, st *run) error {
 		return fmt.Errorf("install skill: exit %d: %s", code, tail(stderr.String(), 400))
 	}
 	return nil
+}
+
+// pinsPackages reports whether the skill at dir names package versions the
+// jail would serve: such a skill needs a jail configured for it. A skill
+// that does not load is the pass's to report.
+func pinsPackages(dir string) bool {
+	sk, err := skill.Load(dir, skill.Options{})
+	if err != nil {
+		return false
+	}
+	var cfg netcapture.Config
+	for _, f := range sk.Files {
+		netcapture.AddPackageHints(&cfg, f.Content)
+	}
+	return len(cfg.PackageVersions) > 0
 }

@@ -36,6 +36,12 @@ func TestPoolOnFake(t *testing.T) {
 	if out, _ := r.Run(t.Context(), cold, ""); out.Report == nil || out.Phases[0].Phase == "claim" {
 		t.Errorf("a plan unlike the template took a warm pair")
 	}
+	// A skill that pins a package version needs its own jail.
+	pinned := tmpl
+	pinned.TraceID, pinned.SkillPath = tmpl.TraceID+"-pinned", writeSkill(t, "pinned", "pip install requests==2.31.0")
+	if out, _ := r.Run(t.Context(), pinned, ""); out.Report == nil || out.Phases[0].Phase == "claim" {
+		t.Errorf("a skill pinning a package version took a warm pair")
+	}
 	if err := pool.Close(); err != nil {
 		t.Errorf("Close: %v", err)
 	}
