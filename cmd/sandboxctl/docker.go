@@ -75,7 +75,9 @@ func runImage(ctx context.Context, e env, args []string) int {
 const gcSynopsis = `[flags]
 
 Removes the containers, networks and volumes labelled sandboxctl.trace that
-crashed or killed traces left behind. It never touches anything else.`
+crashed or killed traces left behind. Without --trace it also removes the
+agent images of earlier sandboxctl binaries that no container uses (the
+newest is kept). It never touches anything else.`
 
 func runGC(ctx context.Context, e env, args []string) int {
 	fs := newFlags(e, "gc", gcSynopsis)
@@ -93,6 +95,13 @@ func runGC(ctx context.Context, e env, args []string) int {
 	}
 	defer rt.Close()
 	removed, err := rt.GC(ctx, *id)
+	if *id == "" {
+		images, ierr := rt.PruneAgentImages(ctx, 1, 0)
+		for _, im := range images {
+			removed = append(removed, "image "+im)
+		}
+		err = errors.Join(err, ierr)
+	}
 	for _, r := range removed {
 		fmt.Fprintf(e.stdout, "removed %s\n", r)
 	}

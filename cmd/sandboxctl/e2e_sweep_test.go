@@ -121,8 +121,9 @@ func newPrefix(t *testing.T) string {
 }
 
 // TestSweepEndToEnd sweeps 12 skills on the real engine with --parallel 3
-// and checks the verdicts against single traces, a second sweep that runs
-// nothing, kill -9 and --resume, export, and two shards merged.
+// through 2 warm pairs and checks the verdicts against single (cold)
+// traces, a second sweep that runs nothing, kill -9 and --resume, export,
+// and two shards merged.
 func TestSweepEndToEnd(t *testing.T) {
 	if testing.Short() {
 		t.Skip("end-to-end")
@@ -137,7 +138,7 @@ func TestSweepEndToEnd(t *testing.T) {
 
 	out := filepath.Join(t.TempDir(), "sweep")
 	start := time.Now()
-	code, so, se := sweepRun(t, ctx, bin, append(append([]string{"sweep", "--parallel", "3", "--out", out}, common...), srcs...)...)
+	code, so, se := sweepRun(t, ctx, bin, append(append([]string{"sweep", "--parallel", "3", "--warm", "2", "--out", out}, common...), srcs...)...)
 	sweepTime := time.Since(start)
 	if code != exitFindings {
 		t.Fatalf("sweep exit %d, want 1 (malicious skills found)\nstdout:\n%s\nstderr:\n%s", code, so, se)
@@ -159,7 +160,7 @@ func TestSweepEndToEnd(t *testing.T) {
 			t.Error(err)
 		}
 	}
-	t.Logf("sweep of 12 skills, --parallel 3: %v", sweepTime.Round(time.Second))
+	t.Logf("sweep of 12 skills, --parallel 3 --warm 2: %v", sweepTime.Round(time.Second))
 
 	// Checked against single traces: four of the twelve, malicious and
 	// clean, from both sources (every example's single-trace verdict is

@@ -66,6 +66,7 @@ type sweepFlags struct {
 	trace              traceFlags
 	out, shard, prefix string
 	parallel, attempts int
+	warm               int
 	budget, backoff    time.Duration
 	lease              time.Duration
 	resume, force      bool
@@ -74,6 +75,7 @@ type sweepFlags struct {
 func (f *sweepFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.out, "out", "", "the sweep folder: state, run folders and outputs (required)")
 	fs.IntVar(&f.parallel, "parallel", sweep.DefaultParallel, "traces run at once")
+	fs.IntVar(&f.warm, "warm", 0, "keep this many container pairs ready (home seeded, jail up, tool server started) for the next skills; after kill -9, sandboxctl gc removes them")
 	fs.BoolVar(&f.resume, "resume", false, "finish the unfinished sweep in --out (after Ctrl-C, kill -9 or a reboot); with SRC, start one when none is unfinished")
 	fs.BoolVar(&f.force, "force", false, "trace every skill, even those judged before under the same key")
 	fs.StringVar(&f.shard, "shard", "", "trace only shard i of N (i/N, by skill hash); merge the shards with sweep merge")
@@ -114,6 +116,9 @@ func runSweep(ctx context.Context, e env, args []string) int {
 		return exitUsage
 	case f.attempts < 1:
 		e.errorf("--attempts must be at least 1, got %d", f.attempts)
+		return exitUsage
+	case f.warm < 0:
+		e.errorf("--warm cannot be negative, got %d", f.warm)
 		return exitUsage
 	case f.budget < 0 || f.backoff < 0 || f.lease < 3*time.Second:
 		e.errorf("--budget and --backoff cannot be negative, and --lease must be at least 3s")
@@ -274,6 +279,21 @@ func runSweep(ctx context.Context, e env, args []string) int {
 	tty := e.isTerminal != nil && e.isTerminal()
 	ui := newSweepUI(e.stderr, tty)
 	runner := &orchestrator.Runner{Runtime: rt, Binary: bin, Version: version(), Log: debugLog(e), EngineDiff: f.trace.engineDiff}
+	if f.warm > 0 {
+		tmpl := plan
+		tmpl.TraceID = f.prefix + "-" + runID + "-warm"
+		pool, err := orchestrator.NewPool(ctx, runner, tmpl, f.warm)
+		if err != nil {
+			e.errorf("%v", err)
+			return exitUsage
+		}
+		defer func() {
+			if err := pool.Close(); err != nil {
+				e.warnf("warm pairs: %v", err)
+			}
+		}()
+		runner.Pool = pool
+	}
 	runErr := sweep.Run(ctx, sweep.Options{
 		Dir: f.out, Store: st, RunID: runID,
 		Tracer:   &sweep.PipelineTracer{Runner: runner, Plan: plan},

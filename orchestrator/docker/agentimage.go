@@ -1,7 +1,9 @@
 package docker
 
 import (
+	"cmp"
 	"context"
+	"errors"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
@@ -9,11 +11,15 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
 	"time"
 
+	cerrdefs "github.com/containerd/errdefs"
+	"github.com/moby/moby/api/types/image"
+	"github.com/moby/moby/client"
 	sandboxctl "github.com/sandboxctl/sandboxctl"
 	"github.com/sandboxctl/sandboxctl/internal/fsutil"
 	"github.com/sandboxctl/sandboxctl/orchestrator"
@@ -193,6 +199,10 @@ func (r *Runtime) AgentImage(ctx context.Context, spec orchestrator.AgentImageSp
 		}
 	}
 	r.cacheImage(ref)
+	// A new binary's image is built: older binaries' images go, but for
+	// the newest few and the recent ones. Best effort: a failure to prune
+	// never fails the trace (`sandboxctl gc` prunes too).
+	r.PruneAgentImages(ctx, AgentImagesKept, AgentImagesMinAge)
 	return ref, nil
 }
 
@@ -238,6 +248,14 @@ func (r *Runtime) imageCached(ref string) bool {
 	return r.images[ref]
 }
 
+func (r *Runtime) uncacheImage(refs ...string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, ref := range refs {
+		delete(r.images, ref)
+	}
+}
+
 func (r *Runtime) cacheImage(ref string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -245,4 +263,74 @@ func (r *Runtime) cacheImage(ref string) {
 		r.images = map[string]bool{}
 	}
 	r.images[ref] = true
+}
+
+// Agent images kept by PruneAgentImages: the newest few, and any younger
+// than a while (another process may be about to start a container from it).
+const (
+	AgentImagesKept   = 3
+	AgentImagesMinAge = time.Hour
+)
+
+// PruneAgentImages removes the agent images (one per binary content: they
+// pile up as sandboxctl is rebuilt) that no container uses, except the keep
+// newest and those created less than minAge ago. It removes only images
+// that carry LabelAgentSum in AgentRepo, never the prepared image, the
+// sandbox image or anything else, and returns the tags removed; an image
+// the engine refuses to remove (a container was just made from it) is
+// skipped.
+func (r *Runtime) PruneAgentImages(ctx context.Context, keep int, minAge time.Duration) ([]string, error) {
+	return r.pruneAgentImages(ctx, AgentRepo, keep, minAge)
+}
+
+// pruneAgentImages is PruneAgentImages for the images tagged in repo.
+func (r *Runtime) pruneAgentImages(ctx context.Context, repo string, keep int, minAge time.Duration) ([]string, error) {
+	il, err := r.cli.ImageList(ctx, client.ImageListOptions{Filters: client.Filters{}.Add("label", LabelAgentSum)})
+	if err != nil {
+		return nil, fmt.Errorf("prune agent images: list: %w", err)
+	}
+	cl, err := r.cli.ContainerList(ctx, client.ContainerListOptions{All: true})
+	if err != nil {
+		return nil, fmt.Errorf("prune agent images: list containers: %w", err)
+	}
+	used := map[string]bool{}
+	for _, c := range cl.Items {
+		used[c.ImageID] = true
+	}
+	var items []image.Summary
+	for _, im := range il.Items {
+		for _, t := range im.RepoTags {
+			if strings.HasPrefix(t, repo+":") && !strings.HasPrefix(t, repo+":prep-") {
+				items = append(items, im)
+				break
+			}
+		}
+	}
+	slices.SortFunc(items, func(a, b image.Summary) int { return cmp.Compare(b.Created, a.Created) })
+	var removed []string
+	var errs []error
+	cutoff := time.Now().Add(-minAge).Unix()
+	for i, im := range items {
+		if i < keep || used[im.ID] || im.Created > cutoff || im.Labels[LabelAgentSum] == "" {
+			continue
+		}
+		var tags []string
+		for _, t := range im.RepoTags {
+			if strings.HasPrefix(t, repo+":") && !strings.HasPrefix(t, repo+":prep-") {
+				tags = append(tags, t)
+			}
+		}
+		if len(tags) != len(im.RepoTags) || len(tags) == 0 {
+			continue // tagged otherwise too: not only ours
+		}
+		if _, err := r.cli.ImageRemove(ctx, im.ID, client.ImageRemoveOptions{PruneChildren: true}); err != nil {
+			if !cerrdefs.IsConflict(err) && !cerrdefs.IsNotFound(err) {
+				errs = append(errs, fmt.Errorf("prune agent images: remove %s: %w", tags[0], err))
+			}
+			continue
+		}
+		r.uncacheImage(tags...)
+		removed = append(removed, tags...)
+	}
+	return removed, errors.Join(errs...)
 }

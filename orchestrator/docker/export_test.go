@@ -1,10 +1,15 @@
 package docker
 
 import (
+	"archive/tar"
+	"bytes"
 	"context"
+	"io"
+	"time"
 
 	"github.com/moby/moby/api/types/container"
 	"github.com/moby/moby/client"
+	"github.com/sandboxctl/sandboxctl/orchestrator"
 )
 
 // CreateRawForTest creates a container that bypasses Create's checks, with
@@ -64,4 +69,37 @@ func BareRunForTest(ctx context.Context, r *Runtime, image string, labels map[st
 // touching the real ones.
 func WithBasesForTest(registry, deboot string) Option {
 	return func(c *config) { c.registry, c.deboot = registry, deboot }
+}
+
+// ImportAgentForTest makes a tiny image (one file, imported: no container,
+// no commit) tagged repo:tag and labelled as an agent image (LabelAgentSum)
+// and with the trace label.
+func ImportAgentForTest(ctx context.Context, r *Runtime, repo, tag, trace string) error {
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	tw.WriteHeader(&tar.Header{Name: "agentd", Mode: 0o755, Size: int64(len(tag))})
+	tw.Write([]byte(tag))
+	tw.Close()
+	res, err := r.cli.ImageImport(ctx, client.ImageImportSource{Source: &buf, SourceName: "-"}, repo+":"+tag,
+		client.ImageImportOptions{Changes: []string{"LABEL " + LabelAgentSum + "=" + tag, "LABEL " + orchestrator.LabelTrace + "=" + trace}})
+	if err != nil {
+		return err
+	}
+	defer res.Close()
+	_, err = io.Copy(io.Discard, res)
+	return err
+}
+
+// PruneAgentImagesForTest is PruneAgentImages for the images of repo.
+func PruneAgentImagesForTest(ctx context.Context, r *Runtime, repo string, keep int, minAge time.Duration) ([]string, error) {
+	return r.pruneAgentImages(ctx, repo, keep, minAge)
+}
+
+// RemoveImageForTest removes an image, ignoring one already gone.
+func RemoveImageForTest(ctx context.Context, r *Runtime, ref string) error {
+	_, err := r.cli.ImageRemove(ctx, ref, client.ImageRemoveOptions{Force: true, PruneChildren: true})
+	if err != nil && isNotFound(err) {
+		return nil
+	}
+	return err
 }

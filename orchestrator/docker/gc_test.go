@@ -240,3 +240,44 @@ func TestEnsureImagePullTimeout(t *testing.T) {
 	}
 	t.Logf("gave up after %v: %v", el.Round(time.Millisecond), err)
 }
+
+// TestPruneAgentImages: the agent images of earlier binaries go, except the
+// newest, one a container uses and, with a minimum age, the recent ones;
+// nothing outside the repository is looked at.
+func TestPruneAgentImages(t *testing.T) {
+	rt := testenv.RequireDocker(t)
+	trace := testenv.TraceID(t)
+	testenv.CleanupLabel(t, trace)
+	ctx := t.Context()
+	repo := "sandboxctl-agent-" + trace
+	tags := []string{"oldest", "used", "older", "newest"}
+	t.Cleanup(func() {
+		for _, tag := range tags {
+			if err := docker.RemoveImageForTest(context.Background(), rt, repo+":"+tag); err != nil {
+				t.Errorf("remove %s: %v", tag, err)
+			}
+		}
+	})
+	for i, tag := range tags {
+		if i > 0 {
+			time.Sleep(1100 * time.Millisecond) // creation times are to the second
+		}
+		if err := docker.ImportAgentForTest(ctx, rt, repo, tag, trace); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := docker.CreateRawForTest(ctx, rt, trace+"-user", repo+":used", map[string]string{orchestrator.LabelTrace: trace}); err != nil {
+		t.Fatal(err)
+	}
+	if removed, err := docker.PruneAgentImagesForTest(ctx, rt, repo, 1, time.Hour); err != nil || len(removed) != 0 {
+		t.Errorf("prune with a minimum age of an hour removed %q (%v); want nothing", removed, err)
+	}
+	removed, err := docker.PruneAgentImagesForTest(ctx, rt, repo, 1, 0)
+	if err != nil {
+		t.Fatalf("prune: %v", err)
+	}
+	slices.Sort(removed)
+	if want := []string{repo + ":older", repo + ":oldest"}; !slices.Equal(removed, want) {
+		t.Errorf("prune removed %q, want %q", removed, want)
+	}
+}
