@@ -3,9 +3,9 @@ package docker
 import (
 	"cmp"
 	"context"
-	"errors"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
