@@ -42,3 +42,14 @@ func (r *Runner) ensureImage(st *run) error {
 func (r *Runner) agentImageSpec(from string) AgentImageSpec {
 	return AgentImageSpec{From: from, Binary: r.Binary, UID: UserUID, GIDs: userGIDs()}
 }
+
+// AgentImage builds (or finds) the agent image this Runner's traces run
+// on from ("": the sandbox image), with r.ImageProgress receiving the
+// build's output: what `image build` does ahead of the first trace.
+func (r *Runner) AgentImage(ctx context.Context, from string) (string, error) {
+	img, err := r.Runtime.AgentImage(ctx, r.agentImageSpec(from), r.ImageProgress)
+	if err != nil {
+		return "", fmt.Errorf("agent image: %w", err)
+	}
+	return img, nil
+}

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sandboxctl/sandboxctl/orchestrator"
 	"github.com/sandboxctl/sandboxctl/orchestrator/docker"
 )
 
@@ -63,12 +64,33 @@ func runImage(ctx context.Context, e env, args []string) int {
 	}
 	defer rt.Close()
 	start := time.Now()
-	ref, ok := ensureImage(ctx, e, rt, newProgressUI(e.stderr, e.isTerminal != nil && e.isTerminal()))
+	tty := e.isTerminal != nil && e.isTerminal()
+	ref, ok := ensureImage(ctx, e, rt, newProgressUI(e.stderr, tty))
 	if !ok {
 		return exitFailed
 	}
 	fmt.Fprintf(e.stdout, "%s\n", ref)
 	fmt.Fprintf(e.stderr, "sandboxctl: image %s ready in %.1fs\n", ref, time.Since(start).Seconds())
+	// The agent image (this binary baked in) too, so that the first trace
+	// does not build it.
+	start = time.Now()
+	ui := newProgressUI(e.stderr, tty)
+	bin, err := sandboxBinary(ctx, e, ui)
+	if err != nil {
+		e.warnf("the sandbox gets this dynamically linked binary: %v", err)
+	}
+	l := newImageLog(ui, imageLogPath(e))
+	r := &orchestrator.Runner{Runtime: rt, Binary: bin, ImageProgress: l}
+	agent, err := r.AgentImage(ctx, ref)
+	l.Close()
+	ui.Close()
+	if err != nil {
+		e.errorf("%v", err)
+		imageHints(e, err, l)
+		return exitFailed
+	}
+	fmt.Fprintf(e.stdout, "%s\n", agent)
+	fmt.Fprintf(e.stderr, "sandboxctl: agent image %s ready in %.1fs\n", agent, time.Since(start).Seconds())
 	return exitClean
 }
 
