@@ -74,9 +74,37 @@ var people = []struct{ login, name string }{
 
 var laptops = []string{"thinkpad", "xps13", "xps15", "framework", "zenbook", "latitude", "precision", "x1carbon", "desktop", "workstation"}
 
+// Identity is who a home belongs to: known as soon as Begin returns, before
+// its files are made, so that the containers can be made meanwhile.
+type Identity struct {
+	User     string
+	FullName string
+	Hostname string
+	HomeDir  string
+	Shell    string // the login shell (SHELL in Home.Env)
+}
+
+// A Builder is a home whose identity is chosen and whose files are not made
+// yet (Finish makes them).
+type Builder struct {
+	Identity Identity
+	b        *builder
+}
+
 // Build makes a home. It fails only if the random source does, or on an
 // invalid user or host name.
 func Build(opts Options) (*Home, error) {
+	x, err := Begin(opts)
+	if err != nil {
+		return nil, err
+	}
+	return x.Finish()
+}
+
+// Begin chooses the home's identity (user, names, host): Finish, which
+// takes most of the time, makes the rest. Begin then Finish make the same
+// home as Build from the same options (a seeded home is the same).
+func Begin(opts Options) (*Builder, error) {
 	var r io.Reader
 	if opts.Seed != nil {
 		r = canary.SeededReader(opts.Seed)
@@ -130,6 +158,20 @@ func Build(opts Options) (*Home, error) {
 	}
 	b.company = companies[m.Intn(len(companies))]
 	b.email = first + "." + strings.ReplaceAll(last, " ", "") + "@" + b.company.domain
+	id := Identity{User: b.user, FullName: b.fullName, Hostname: b.host, HomeDir: b.home, Shell: "/bin/bash"}
+	if b.mac {
+		for _, kv := range macEnv([]string{"SHELL=" + id.Shell}, persona.Env(persona.MacOS)) {
+			if sh, ok := strings.CutPrefix(kv, "SHELL="); ok && sh != "" {
+				id.Shell = sh
+			}
+		}
+	}
+	return &Builder{Identity: id, b: b}, nil
+}
+
+// Finish makes the home's files and canaries. Call it once.
+func (x *Builder) Finish() (*Home, error) {
+	b, m := x.b, x.b.m
 	if b.mac {
 		b.macPrepare()
 	}

@@ -27,6 +27,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/sandboxctl/sandboxctl/canary"
 	"github.com/sandboxctl/sandboxctl/canaryfs"
+	"github.com/sandboxctl/sandboxctl/persona"
 	"golang.org/x/crypto/ssh"
 	"gopkg.in/yaml.v3"
 	_ "modernc.org/sqlite"
@@ -784,5 +785,48 @@ func TestRepos(t *testing.T) {
 		if count != n {
 			t.Errorf("repository %s: Repos() counts %d files, the home holds %d", dir, n, count)
 		}
+	}
+}
+
+// TestBeginIdentity: the identity Begin gives before the files are made is
+// the finished home's, for each persona, and Begin then Finish is Build.
+func TestBeginIdentity(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		opts canaryfs.Options
+	}{
+		{name: "linux", opts: canaryfs.Options{Seed: []byte("identity"), Now: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)}},
+		{name: "macos", opts: canaryfs.Options{Seed: []byte("identity"), Now: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC), Persona: persona.MacOS}},
+		{name: "named", opts: canaryfs.Options{Seed: []byte("identity"), User: "jchen", Hostname: "build-box", Now: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			x, err := canaryfs.Begin(tc.opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			id := x.Identity
+			h, err := x.Finish()
+			if err != nil {
+				t.Fatal(err)
+			}
+			shell := ""
+			for _, kv := range h.Env {
+				if v, ok := strings.CutPrefix(kv, "SHELL="); ok {
+					shell = v
+				}
+			}
+			want := canaryfs.Identity{User: h.User, FullName: h.FullName, Hostname: h.Hostname, HomeDir: h.HomeDir, Shell: shell}
+			if id != want {
+				t.Errorf("Begin's identity %+v, finished home's %+v", id, want)
+			}
+			built, err := canaryfs.Build(tc.opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if built.Set.Len() != h.Set.Len() || built.Since != h.Since || len(built.Files) != len(h.Files) {
+				t.Errorf("Begin+Finish differs from Build: %d/%d tokens, since %v/%v, %d/%d files",
+					h.Set.Len(), built.Set.Len(), h.Since, built.Since, len(h.Files), len(built.Files))
+			}
+		})
 	}
 }

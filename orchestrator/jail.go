@@ -301,7 +301,7 @@ func (r *Runner) createJail(ctx context.Context, st *run) error {
 		return fmt.Errorf("encode jail config: %w", err)
 	}
 	files := []File{{Path: JailConfig, Mode: 0o600, Content: cfg}}
-	jail, err := r.Runtime.Create(ctx, jailSpec(st.plan, st.image, st.home.Hostname, files))
+	jail, err := r.Runtime.Create(ctx, jailSpec(st.plan, st.image, st.ident.Hostname, files))
 	if err != nil {
 		return err
 	}

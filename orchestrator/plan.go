@@ -194,10 +194,10 @@ func (r *Runner) prepare(st *run) (err error) {
 		st.skillDir = skillDirIn(st.home.HomeDir, skillSlug(st.skill))
 		return nil
 	}
-	if err := r.seed(st); err != nil {
+	if err := r.seedIdentity(st); err != nil {
 		return err
 	}
-	st.skillDir = skillDirIn(st.home.HomeDir, skillSlug(st.skill))
+	st.skillDir = skillDirIn(st.ident.HomeDir, skillSlug(st.skill))
 	for _, f := range st.skill.Files {
 		netcapture.AddPackageHints(&st.jailCfg, f.Content) // versions the skill pins are served
 	}
@@ -207,18 +207,48 @@ func (r *Runner) prepare(st *run) (err error) {
 // seed makes what a trace needs besides its skill: the seeded home (its
 // canaries and fixtures), the sandbox's system files and the jail's
 // configuration (its CA and marker), fresh for every trace.
-func (r *Runner) seed(st *run) (err error) {
+func (r *Runner) seed(st *run) error {
+	if err := r.seedIdentity(st); err != nil {
+		return err
+	}
+	return st.homeWait()
+}
+
+// seedIdentity is seed with the home's files made in the background: the
+// home's identity (st.ident), the system files and the jail's
+// configuration are ready when it returns, the home and its fixtures once
+// st.homeWait returns nil (the containers start meanwhile; the setup tar
+// waits for the home). Whoever calls it calls st.homeWait before the pass
+// ends, on every path.
+func (r *Runner) seedIdentity(st *run) error {
 	p := st.plan
-	st.home, err = canaryfs.Build(canaryfs.Options{User: p.User, Hostname: p.Hostname, Seed: p.Seed, Now: st.started, Persona: p.Persona})
+	x, err := canaryfs.Begin(canaryfs.Options{User: p.User, Hostname: p.Hostname, Seed: p.Seed, Now: st.started, Persona: p.Persona})
 	if err != nil {
+		st.homeWait = func() error { return err }
 		return fmt.Errorf("seed home: %w", err)
 	}
-	st.fixtures, err = st.home.AddFixtures()
-	if err != nil {
-		return fmt.Errorf("seed home: %w", err)
+	st.ident = x.Identity
+	var herr error
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		h, err := x.Finish()
+		if err != nil {
+			herr = fmt.Errorf("seed home: %w", err)
+			return
+		}
+		f, err := h.AddFixtures()
+		if err != nil {
+			herr = fmt.Errorf("seed home: %w", err)
+			return
+		}
+		st.home, st.fixtures = h, f
+	}()
+	st.homeWait = func() error {
+		<-done
+		return herr
 	}
-	st.system, err = newSystem(p, st.home.Hostname, st.started)
-	if err != nil {
+	if st.system, err = newSystem(p, st.ident.Hostname, st.started); err != nil {
 		return err
 	}
 	st.jailCfg, err = r.jailConfig(p)

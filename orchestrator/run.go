@@ -111,7 +111,9 @@ type run struct {
 	plan      Plan
 	dir       string // the run folder, "" for none
 	skill     *skill.Skill
-	home      *canaryfs.Home
+	home      *canaryfs.Home     // set once homeWait returned nil
+	ident     canaryfs.Identity  // the home's owner and host, known before its files
+	homeWait  func() error       // waits for the home, made beside the containers' start
 	fixtures  canaryfs.Fixtures
 	system    system
 	jailCfg   netcapture.Config
@@ -202,6 +204,9 @@ func (r *Runner) pass(ctx context.Context, p Plan, dir string) (out Outcome, st 
 		if st.imageWait != nil {
 			st.imageWait() // no goroutine outlives the pass
 		}
+		if st.homeWait != nil {
+			st.homeWait()
+		}
 		if st.warm {
 			err = errors.Join(err, r.remove(ctx, st)) // the pair was claimed: it is this pass's
 		}
@@ -209,6 +214,13 @@ func (r *Runner) pass(ctx context.Context, p Plan, dir string) (out Outcome, st 
 	}
 	r.lap(st, "plan")
 	runErr := r.observe(ctx, st)
+	if err := st.homeWait(); err != nil {
+		// The home was made while the containers started, and could not
+		// be: nothing ran in it, and there is nothing to report.
+		removed := r.cleanup(ctx, st)
+		_, rerr := removed()
+		return out, st, errors.Join(err, runErr, rerr)
+	}
 	if ctx.Err() != nil && !errors.Is(runErr, context.Canceled) {
 		// Interrupted: the trace did not finish what it meant to observe.
 		runErr = errors.Join(runErr, context.Cause(ctx))

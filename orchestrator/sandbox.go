@@ -73,6 +73,9 @@ func packSetup(st *run) func() (*bytes.Buffer, error) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
+		if err = st.homeWait(); err != nil {
+			return
+		}
 		if err = writeSetupTar(&payload, st.home, st.skill, st.skillDir); err != nil {
 			err = fmt.Errorf("pack home and skill: %w", err)
 			return
@@ -87,15 +90,17 @@ func packSetup(st *run) func() (*bytes.Buffer, error) {
 
 // createSandbox creates the sandbox in the jail's namespace (not started).
 func (r *Runner) createSandbox(ctx context.Context, st *run) error {
-	r.phase("sandbox", "sandbox for %s@%s", st.home.User, st.home.Hostname)
+	r.phase("sandbox", "sandbox for %s@%s", st.ident.User, st.ident.Hostname)
+	// The account files are dated to the home's Since by the setup exec:
+	// the home may still be in the making.
 	files := append([]File{
 		{Path: CAPath, Mode: 0o644, Content: st.jailCfg.CACert},
-	}, passwdFiles(st.home.User, st.home.HomeDir, loginShell(st.home.Env), st.home.Since)...)
+	}, passwdFiles(st.ident.User, st.ident.HomeDir, st.ident.Shell, st.started)...)
 	prof, err := sandboxSeccomp()
 	if err != nil {
 		return err
 	}
-	sb, err := r.Runtime.Create(ctx, sandboxSpec(st.plan, st.image, st.jail.ID(), st.home.HomeDir, files, prof))
+	sb, err := r.Runtime.Create(ctx, sandboxSpec(st.plan, st.image, st.jail.ID(), st.ident.HomeDir, files, prof))
 	if err != nil {
 		return err
 	}
@@ -151,7 +156,7 @@ tar -x -i -p -f - -C /
 if [ -f ` + hostsStage + ` ]; then cat ` + hostsStage + ` >/etc/hosts; rm -f ` + hostsStage + `; fi
 "$INSTALL_CA" "$CA" >/dev/null
 python3 -c "$LIVED_IN" "$HOME_DIR" 2>/dev/null || true
-touch -d "@$SINCE" /etc/hostname /etc/hosts 2>/dev/null || true
+touch -d "@$SINCE" /etc/hostname /etc/hosts /etc/passwd /etc/group /etc/shadow 2>/dev/null || true
 up=$(cut -d. -f1 /proc/uptime)
 touch -d "@$(( $(date +%s) - up ))" /etc/resolv.conf 2>/dev/null || true
 ` + identityScript + `

@@ -36,7 +36,9 @@ func run(bin string, n int) error {
 	if err != nil {
 		return fmt.Errorf("image build: %w", err)
 	}
-	image := strings.TrimSpace(string(out))
+	// The sandbox image (first line; the second is the agent image, the
+	// same image with the binary baked in).
+	image, _, _ := strings.Cut(strings.TrimSpace(string(out)), "\n")
 	dir, err := os.MkdirTemp("", "tracebench")
 	if err != nil {
 		return err

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -21,6 +22,9 @@ func init() {
 func openDocker(ctx context.Context, e env, opts ...docker.Option) (*docker.Runtime, bool) {
 	if h := e.getenv("DOCKER_HOST"); h != "" {
 		opts = append([]docker.Option{docker.WithHost(h)}, opts...)
+	}
+	if c := cacheDir(e); c != "" {
+		opts = append([]docker.Option{docker.WithCacheDir(filepath.Join(c, "sandboxctl"))}, opts...)
 	}
 	rt, err := docker.New(ctx, opts...)
 	if err != nil {

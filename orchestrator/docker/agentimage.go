@@ -100,7 +100,7 @@ func (r *Runtime) binarySum(path string) (string, error) {
 	if ok {
 		return sum, nil
 	}
-	sum, err = fsutil.SHA256(path)
+	sum, err = r.diskSum(key, path)
 	if err != nil {
 		return "", err
 	}
@@ -111,6 +111,43 @@ func (r *Runtime) binarySum(path string) (string, error) {
 	r.sums[key] = sum
 	r.mu.Unlock()
 	return sum, nil
+}
+
+// diskSum is the sha256 of the binary at path, read from the cache folder
+// (WithCacheDir) under its key when it was computed before, else computed
+// and kept there. The cache is a convenience: a missing, unreadable or
+// malformed entry is computed again, and one that cannot be written is not
+// kept.
+func (r *Runtime) diskSum(key, path string) (string, error) {
+	if r.cfg.cache == "" {
+		return fsutil.SHA256(path)
+	}
+	k := sha256.Sum256([]byte(key))
+	file := filepath.Join(r.cfg.cache, "binsum", hex.EncodeToString(k[:16]))
+	if b, err := os.ReadFile(file); err == nil {
+		if s := strings.TrimSpace(string(b)); isHexSum(s) {
+			return s, nil
+		}
+	}
+	sum, err := fsutil.SHA256(path)
+	if err != nil {
+		return "", err
+	}
+	if os.MkdirAll(filepath.Dir(file), 0o700) == nil {
+		fsutil.WriteAtomic(file, 0o600, func(w io.Writer) error {
+			_, err := io.WriteString(w, sum+"\n")
+			return err
+		})
+	}
+	return sum, nil
+}
+
+func isHexSum(s string) bool {
+	if len(s) != 64 {
+		return false
+	}
+	_, err := hex.DecodeString(s)
+	return err == nil
 }
 
 // agentRef is the tag of the agent image for these inputs.

@@ -50,6 +50,7 @@ const LabelImage = "sandboxctl.image"
 type Option func(*config)
 
 type config struct {
+	cache    string // WithCacheDir
 	host     string
 	base     string // "": RegistryBase, else DefaultBase by debootstrap
 	aptRoot  string
@@ -78,6 +79,12 @@ func WithPullTimeout(d time.Duration) Option { return func(c *config) { c.pullWa
 // WithAptRoot sets the folder whose etc/apt sources name the Debian mirror
 // for the debootstrap base ("/" by default).
 func WithAptRoot(dir string) Option { return func(c *config) { c.aptRoot = dir } }
+
+// WithCacheDir sets a folder where what is slow to compute and keyed by its
+// inputs is kept between processes: the content hash of the sandbox
+// binary, keyed by its path, size, modification time and inode (hashing a
+// 50 MB binary is most of a warm trace's image stage). None by default.
+func WithCacheDir(dir string) Option { return func(c *config) { c.cache = dir } }
 
 // WithScratchDir sets where the debootstrap rootfs tar is written (the
 // system temporary folder by default).
