@@ -111,9 +111,9 @@ type run struct {
 	plan      Plan
 	dir       string // the run folder, "" for none
 	skill     *skill.Skill
-	home      *canaryfs.Home     // set once homeWait returned nil
-	ident     canaryfs.Identity  // the home's owner and host, known before its files
-	homeWait  func() error       // waits for the home, made beside the containers' start
+	home      *canaryfs.Home    // set once homeWait returned nil
+	ident     canaryfs.Identity // the home's owner and host, known before its files
+	homeWait  func() error      // waits for the home, made beside the containers' start
 	fixtures  canaryfs.Fixtures
 	system    system
 	jailCfg   netcapture.Config
