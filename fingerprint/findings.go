@@ -1,0 +1,57 @@
+package fingerprint
+
+import (
+	"github.com/sandboxctl/sandboxctl/rules"
+	"github.com/sandboxctl/sandboxctl/trace"
+)
+
+// Findings turns anomalies into findings of their rules (RuleIDs), with
+// the events of the timeline they name as evidence.
+func Findings(as []Anomaly, events []trace.Event) []rules.Finding {
+	bySeq := map[int64]trace.Event{}
+	for _, e := range events {
+		bySeq[e.Seq] = e
+	}
+	var out []rules.Finding
+	for _, a := range as {
+		r, ok := rules.Lookup(RuleIDs[a.Type])
+		if !ok {
+			continue
+		}
+		f := rules.Finding{RuleID: r.ID, Title: r.Title, Severity: a.Severity, Confidence: r.Confidence,
+			Technique: r.Technique, Message: a.Message, Evidence: []rules.Evidence{}}
+		for _, s := range a.Evidence {
+			e, ok := bySeq[s]
+			if !ok {
+				continue
+			}
+			if f.ToolCallID == "" {
+				f.ToolCallID = e.ToolCallID
+			}
+			f.Evidence = append(f.Evidence, rules.Evidence{Seq: s, Source: e.Source, Type: e.Type,
+				ToolCallID: e.ToolCallID, Summary: a.Capability})
+		}
+		out = append(out, f)
+	}
+	return out
+}
+
+// A Check compares a trace with the baseline of its skill as the store
+// held it when the trace started: Current is this version's fingerprint,
+// Previous the last stable one of an earlier version (either may be nil).
+type Check struct {
+	Current, Previous *Fingerprint
+}
+
+// Extra returns the rules.Extra that adds the trace's anomalies as
+// findings before the verdict. It computes the profile from the timeline
+// exactly as reports do, and finds nothing while there is no baseline.
+func (c Check) Extra() rules.Extra {
+	return func(in rules.Input, events []trace.Event, _ []rules.Finding) []rules.Finding {
+		base, name, versions, ok := Baseline(c.Current, c.Previous)
+		if !ok {
+			return nil
+		}
+		return Findings(Compare(base, Build(in, events), name, versions), events)
+	}
+}
