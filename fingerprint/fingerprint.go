@@ -341,7 +341,9 @@ func Observe(f *Fingerprint, prev *Fingerprint, key Key, version string, r Run, 
 	res := Result{Version: version, Hash: caps.Hash(), Anomalies: []Anomaly{}}
 	if base, name, versions, ok := Baseline(f, prev); ok {
 		res.Baseline = name
-		res.Anomalies = Compare(base, r.Profile, name, versions)
+		if as := Compare(base, r.Profile, name, versions); as != nil {
+			res.Anomalies = as
+		}
 	}
 	worst := r.MaxSeverity
 	for _, a := range res.Anomalies {

@@ -177,6 +177,9 @@ func TestObserveNeverAbsorbsHarm(t *testing.T) {
 	// and stays out of it.
 	steps := append(repeat(10, step{"", benign()}), step{rules.High, evil}, step{"", evil})
 	f, rs = observeAll(DefaultRule, steps)
+	if rs[9].Anomalies == nil {
+		t.Error("anomalies are null, not [], in a result")
+	}
 	if rs[10].Absorbed || rs[11].Absorbed || len(rs[11].Anomalies) != 1 || rs[11].Anomalies[0].Type != NewNetworkTarget {
 		t.Errorf("results after stability = %+v / %+v", rs[10], rs[11])
 	}

@@ -118,12 +118,40 @@ var sensitiveHome = []string{"~/.ssh", "~/.aws", "~/.gnupg", "~/.kube", "~/.dock
 // sensitiveSystem are system paths kept literal.
 var sensitiveSystem = regexp.MustCompile(`^(/etc/(shadow|gshadow|passwd|sudoers|ld\.so\.preload|crontab|cron\.|profile|bash\.bashrc|systemd)|/var/spool/cron|/proc/[^/]+/(environ|mem|maps|status|cmdline)|/root|/\.dockerenv|/run/docker\.sock|/var/run/docker\.sock)`)
 
+// gitInternals collapses what git reads and writes inside .git (objects,
+// refs, logs, index: content-addressed and different in every repository)
+// into .git/*, keeping hooks and the configuration literal: code that runs
+// later.
+func gitInternals(p string) string {
+	i := strings.Index(p, "/.git/")
+	if i < 0 {
+		return p
+	}
+	rest := p[i+len("/.git/"):]
+	if rest == "config" || rest == "hooks" || strings.HasPrefix(rest, "hooks/") {
+		return p
+	}
+	return p[:i] + "/.git/*"
+}
+
+var hexName = regexp.MustCompile(`(^|/)[0-9a-f]{16,}(/|$)`)
+
+// hexNames replaces path components that are long hex strings (hashes,
+// content-addressed caches) with <hex>.
+func hexNames(p string) string {
+	for hexName.MatchString(p) {
+		p = hexName.ReplaceAllString(p, "$1<hex>$2")
+	}
+	return p
+}
+
 var procPID = regexp.MustCompile(`^/proc/[0-9]+(/task/[0-9]+)?`)
 
 // classifier maps sandbox paths to classes and patterns.
 type classifier struct {
 	home, skillDir string
 	planted        map[string]bool // home-relative planted paths (~/...)
+	repos          []string        // home-relative git working trees, longest first
 }
 
 func newClassifier(in rules.Input) classifier {
@@ -135,7 +163,25 @@ func newClassifier(in rules.Input) classifier {
 			}
 		}
 	}
+	for dir := range in.Repos {
+		if c.home != "" && strings.HasPrefix(dir, c.home+"/") {
+			c.repos = append(c.repos, "~"+strings.TrimPrefix(path.Clean(dir), c.home))
+		}
+	}
+	slices.SortFunc(c.repos, func(a, b string) int { return len(b) - len(a) })
 	return c
+}
+
+// repo replaces the name of the seeded home's git working tree a
+// home-relative path is in with <repo>: the home's projects are named
+// afresh for every trace, and a skill works in whichever is the main one.
+func (c classifier) repo(rel string) string {
+	for _, r := range c.repos {
+		if rel == r || strings.HasPrefix(rel, r+"/") {
+			return path.Dir(r) + "/<repo>" + strings.TrimPrefix(rel, r)
+		}
+	}
+	return rel
 }
 
 // normalize turns a sandbox path into the profile's form and class.
@@ -155,7 +201,7 @@ func (c classifier) normalize(p string) (norm, class string, literal bool) {
 				return rel, ClassHomeSecret, true
 			}
 		}
-		return rel, ClassProject, false
+		return gitInternals(hexNames(c.repo(rel))), ClassProject, false
 	}
 	for _, t := range []string{"/tmp", "/var/tmp", "/dev/shm"} {
 		if p == t || strings.HasPrefix(p, t+"/") {

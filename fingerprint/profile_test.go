@@ -207,3 +207,36 @@ func FuzzBuild(f *testing.F) {
 		}
 	})
 }
+
+func TestBuildRepos(t *testing.T) {
+	in := input()
+	in.Repos = map[string]rules.Repo{home + "/projects/billing-api": {Files: 3}, home + "/projects/billing-api/vendor/lib": {Files: 1}}
+	p := Build(in, timeline(ev(trace.TypeOpen, &trace.File{Path: home + "/projects/billing-api"}),
+		ev(trace.TypeOpen, &trace.File{Path: home + "/projects/billing-api/src/main.go"}),
+		ev(trace.TypeOpen, &trace.File{Path: home + "/projects/billing-api/vendor/lib/x.go"}),
+		ev(trace.TypeOpen, &trace.File{Path: home + "/projects/notes.txt"})))
+	var got []string
+	for _, f := range p.Filesystem {
+		got = append(got, f.Path)
+	}
+	want := []string{"~/projects/<repo>", "~/projects/<repo>/src/main.go", "~/projects/billing-api/vendor/<repo>/x.go", "~/projects/notes.txt"}
+	if !slices.Equal(got, want) {
+		t.Errorf("paths = %q, want %q", got, want)
+	}
+}
+
+func TestBuildContentAddressed(t *testing.T) {
+	p := Build(input(), timeline(ev(trace.TypeOpen, &trace.File{Path: home + "/app/.git/objects/1f/1baa0417717921d08842108cd0211f185263cc"}),
+		ev(trace.TypeOpen, &trace.File{Path: home + "/app/.git/HEAD"}),
+		ev(trace.TypeOpen, &trace.File{Path: home + "/app/.git/hooks/pre-commit", Write: true}),
+		ev(trace.TypeOpen, &trace.File{Path: home + "/app/.git/config"}),
+		ev(trace.TypeOpen, &trace.File{Path: home + "/.cache/pip/0123456789abcdef0123/a"})))
+	var got []string
+	for _, f := range p.Filesystem {
+		got = append(got, f.Op+" "+f.Path)
+	}
+	want := []string{"read ~/.cache/pip/<hex>/a", "read ~/app/.git/*", "read ~/app/.git/config", "write ~/app/.git/hooks/pre-commit"}
+	if !slices.Equal(got, want) {
+		t.Errorf("paths = %q, want %q", got, want)
+	}
+}
