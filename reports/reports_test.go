@@ -18,6 +18,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/sandboxctl/sandboxctl/canary"
+	"github.com/sandboxctl/sandboxctl/fingerprint"
 	"github.com/sandboxctl/sandboxctl/reports"
 	"github.com/sandboxctl/sandboxctl/rules"
 	"github.com/sandboxctl/sandboxctl/skill"
@@ -254,6 +255,29 @@ func TestJSONSchema(t *testing.T) {
 		if err := validate(t, s, buf.Bytes()); err != nil {
 			t.Errorf("%s: report.json does not match its schema: %v", name, err)
 		}
+	}
+	// A report of a trace run with --store has a fingerprint section.
+	withFP := fixture(t, "canary-exfil")
+	withFP.Fingerprint = &fingerprint.Result{State: fingerprint.Stable, Invocations: 11, Version: strings.Repeat("a", 64),
+		Hash: strings.Repeat("b", 64), Baseline: "stable", Anomalies: []fingerprint.Anomaly{{Type: fingerprint.NewOutputPattern,
+			Severity: rules.High, Capability: "exfiltration", Baseline: "stable", Evidence: []int64{12}, Message: "m"}}}
+	var fbuf bytes.Buffer
+	if err := reports.WriteJSON(&fbuf, withFP); err != nil {
+		t.Fatal(err)
+	}
+	if err := validate(t, s, fbuf.Bytes()); err != nil {
+		t.Errorf("a report with a fingerprint section does not match the schema: %v", err)
+	}
+	if !strings.Contains(fbuf.String(), `"profile"`) || !strings.Contains(fbuf.String(), `"exfiltration"`) {
+		t.Error("report.json lacks its profile")
+	}
+	withFP.Fingerprint.Anomalies[0].Type = "new_thing"
+	fbuf.Reset()
+	if err := reports.WriteJSON(&fbuf, withFP); err != nil {
+		t.Fatal(err)
+	}
+	if validate(t, s, fbuf.Bytes()) == nil {
+		t.Error("schema accepted an anomaly of an unknown type")
 	}
 	// The schema must be able to fail: a wrong verdict, and an event whose
 	// payload does not fit its type.
