@@ -55,3 +55,32 @@ func (c Check) Extra() rules.Extra {
 		return Findings(Compare(base, Build(in, events), name, versions), events)
 	}
 }
+
+// Recorded returns the rules.Extra that gives the anomalies a run
+// recorded (its report's fingerprint section) as findings again: `report
+// --reprocess` keeps them without a store.
+func Recorded(as []Anomaly) rules.Extra {
+	return func(_ rules.Input, events []trace.Event, _ []rules.Finding) []rules.Finding {
+		return Findings(as, events)
+	}
+}
+
+// Chain runs every non-nil extra in order (nil when there is none).
+func Chain(xs ...rules.Extra) rules.Extra {
+	var live []rules.Extra
+	for _, x := range xs {
+		if x != nil {
+			live = append(live, x)
+		}
+	}
+	if len(live) == 0 {
+		return nil
+	}
+	return func(in rules.Input, events []trace.Event, fs []rules.Finding) []rules.Finding {
+		var out []rules.Finding
+		for _, x := range live {
+			out = append(out, x(in, events, fs)...)
+		}
+		return out
+	}
+}

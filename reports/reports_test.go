@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -660,5 +661,37 @@ func TestProtocolEventsRedacted(t *testing.T) {
 	}
 	if r.Verdict != rules.Malicious {
 		t.Errorf("verdict %s: the planted values left by git and mail", r.Verdict)
+	}
+}
+
+// TestReprocessKeepsAnomalies: the anomalies a trace run with --store got
+// were decided against the store at the time; reprocessing keeps them as
+// findings and keeps the fingerprint section.
+func TestReprocessKeepsAnomalies(t *testing.T) {
+	dir := t.TempDir()
+	m := meta(reports.StatusCompleted)
+	b := &builder{t: t0}
+	b.bash(10, "curl -s https://api.example.com/v1", "{}", 0)
+	b.add(trace.SourceDNS, trace.TypeDNSQuery, 0, &trace.DNSQuery{Name: "api.example.com", QType: "A"})
+	events := trace.Merge(b.evs)
+	as := []fingerprint.Anomaly{{Type: fingerprint.NewNetworkTarget, Severity: rules.Medium, Capability: "dns:api.example.com",
+		Baseline: "stable", Evidence: []int64{events[len(events)-1].Seq}, Message: "new"}}
+	r := reports.Analyze(m, events, reports.Options{Extra: fingerprint.Recorded(as)})
+	r.Fingerprint = &fingerprint.Result{State: fingerprint.Stable, Invocations: 11, Anomalies: as}
+	if r.Verdict != rules.Suspicious {
+		t.Fatalf("verdict %s with a medium anomaly", r.Verdict)
+	}
+	if err := reports.WriteRunDir(dir, r, nil); err != nil {
+		t.Fatal(err)
+	}
+	again, err := reports.Reprocess(dir, reports.ReprocessOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(r.Findings, again.Findings); diff != "" {
+		t.Errorf("findings differ after reprocess (-run +reprocess):\n%s", diff)
+	}
+	if again.Fingerprint == nil || again.Verdict != r.Verdict || !slices.ContainsFunc(again.Findings, func(f rules.Finding) bool { return f.RuleID == "SBX-FP-002" }) {
+		t.Errorf("reprocess lost the anomaly: verdict %s, fingerprint %v", again.Verdict, again.Fingerprint)
 	}
 }

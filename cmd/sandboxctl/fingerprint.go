@@ -17,9 +17,7 @@ import (
 	"github.com/sandboxctl/sandboxctl/fingerprint/store"
 	"github.com/sandboxctl/sandboxctl/orchestrator"
 	"github.com/sandboxctl/sandboxctl/reports"
-	"github.com/sandboxctl/sandboxctl/rules"
 	"github.com/sandboxctl/sandboxctl/skill"
-	"github.com/sandboxctl/sandboxctl/trace"
 )
 
 func init() {
@@ -452,24 +450,4 @@ func (fr *fingerprintRun) record(ctx context.Context, r *reports.Report) error {
 	}
 	r.Fingerprint = &res
 	return nil
-}
-
-// chainExtra runs every non-nil extra, in order.
-func chainExtra(xs ...rules.Extra) rules.Extra {
-	var live []rules.Extra
-	for _, x := range xs {
-		if x != nil {
-			live = append(live, x)
-		}
-	}
-	if len(live) == 0 {
-		return nil
-	}
-	return func(in rules.Input, events []trace.Event, fs []rules.Finding) []rules.Finding {
-		var out []rules.Finding
-		for _, x := range live {
-			out = append(out, x(in, events, fs)...)
-		}
-		return out
-	}
 }

@@ -253,7 +253,7 @@ func runTrace(ctx context.Context, e env, args []string) int {
 			return exitFailed
 		}
 		defer fpr.st.Close()
-		extra = chainExtra(extra, fpr.check.Extra())
+		extra = fingerprint.Chain(extra, fpr.check.Extra())
 	}
 
 	rt, ok := openDocker(ctx, e)
