@@ -52,7 +52,14 @@ func (c Check) Extra() rules.Extra {
 		if !ok {
 			return nil
 		}
-		return Findings(Compare(base, Build(in, events), name, versions), events)
+		as := Compare(base, Build(in, events), name, versions)
+		// The live timeline is not redacted: a planted value in a name or
+		// an argument must not reach a finding.
+		for i := range as {
+			as[i].Capability = rules.Redact(in.Canaries, as[i].Capability)
+			as[i].Message = rules.Redact(in.Canaries, as[i].Message)
+		}
+		return Findings(as, events)
 	}
 }
 

@@ -1,7 +1,9 @@
 package fingerprint
 
 import (
+	"encoding/json"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -212,5 +214,29 @@ func TestAccept(t *testing.T) {
 	a := Accept(f, more, time.Now())
 	if a.State != Stable || !slices.Contains(a.Capabilities.Network, "dns:cdn.test") || a.Hash != a.Capabilities.Hash() {
 		t.Errorf("accepted = %+v", a)
+	}
+}
+
+func TestCheckExtraRedacts(t *testing.T) {
+	base, _ := observeAll(Rule{Threshold: 1, Streak: 1}, []step{{"", benign()}})
+	in := input()
+	es := with(benign(), ev(trace.TypeDNSQuery, &trace.DNSQuery{Name: "AKIAEXAMPLEEXAMPLE1.evil.test"}))
+	fs := Check{Current: &base}.Extra()(in, es, nil)
+	if len(fs) == 0 {
+		t.Fatal("no finding for a new host")
+	}
+	for _, f := range fs {
+		b, _ := json.Marshal(f)
+		if strings.Contains(strings.ToUpper(string(b)), "AKIAEXAMPLEEXAMPLE1") {
+			t.Errorf("a planted value reached a finding: %s", b)
+		}
+	}
+	pb, _ := json.Marshal(Build(in, with(es, ev(trace.TypeExec, &trace.Exec{Path: "/x/AKIAEXAMPLEEXAMPLE1", Argv: []string{"x", "--k=1", "-AKIAEXAMPLEEXAMPLE1"}}),
+		ev(trace.TypeOpen, &trace.File{Path: home + "/AKIAEXAMPLEEXAMPLE1.txt"}))))
+	if strings.Contains(strings.ToUpper(string(pb)), "AKIAEXAMPLEEXAMPLE1") {
+		t.Errorf("a planted value reached the profile: %s", pb)
+	}
+	if fs := (Check{}).Extra()(in, es, nil); fs != nil {
+		t.Errorf("findings without a baseline: %+v", fs)
 	}
 }

@@ -228,6 +228,15 @@ var envRef = regexp.MustCompile(`\$\{?([A-Za-z_][A-Za-z0-9_]*)|\b(?:printenv|get
 func Build(in rules.Input, events []trace.Event) Profile {
 	c := newClassifier(in)
 	b := newBuilder()
+	// Planted values are replaced before anything is normalised (names
+	// are lowercased): none reaches the profile, its findings or the store.
+	red := func(s string) string {
+		if in.Canaries == nil || s == "" {
+			return s
+		}
+		return rules.Redact(in.Canaries, s)
+	}
+	normName := func(n string) string { return normName(red(n)) }
 	for _, e := range events {
 		switch d := e.Data.(type) {
 		case *trace.File:
@@ -245,9 +254,9 @@ func Build(in rules.Input, events []trace.Event) Profile {
 			if d.Resolved != "" {
 				p = d.Resolved
 			}
-			b.file(c, op, p, d.Errno != "", e.Seq)
+			b.file(c, op, red(p), d.Errno != "", e.Seq)
 			if e.Type == trace.TypeRename && d.NewPath != "" {
-				b.file(c, "write", d.NewPath, d.Errno != "", e.Seq)
+				b.file(c, "write", red(d.NewPath), d.Errno != "", e.Seq)
 			}
 			if norm, _, _ := c.normalize(p); norm == "/proc/*/environ" || norm == "/proc/self/environ" {
 				b.env("*", "environ", e.Seq)
@@ -257,9 +266,14 @@ func Build(in rules.Input, events []trace.Event) Profile {
 			if d.Kind == "deleted" {
 				op = "delete"
 			}
-			b.file(c, op, d.Path, false, e.Seq)
+			b.file(c, op, red(d.Path), false, e.Seq)
 		case *trace.Exec:
-			b.exec(c, d, e.Seq)
+			x := *d
+			x.Path, x.Argv = red(d.Path), slices.Clone(d.Argv)
+			for i := range x.Argv {
+				x.Argv[i] = red(x.Argv[i])
+			}
+			b.exec(c, &x, e.Seq)
 		case *trace.DNSQuery:
 			if d.Name != "" {
 				b.target(Target{Sink: "dns", Protocol: "dns", Name: normName(d.Name)}, e.Seq)
@@ -285,6 +299,7 @@ func Build(in rules.Input, events []trace.Event) Profile {
 			if t.Name == "" {
 				t.Address = d.DstIP
 			}
+			t.Protocol = red(t.Protocol)
 			b.target(t, e.Seq)
 			b.res.NetworkBytesUp += d.Size
 		case *trace.Mail:
