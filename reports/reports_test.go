@@ -695,3 +695,17 @@ func TestReprocessKeepsAnomalies(t *testing.T) {
 		t.Errorf("reprocess lost the anomaly: verdict %s, fingerprint %v", again.Verdict, again.Fingerprint)
 	}
 }
+
+func TestTextFingerprint(t *testing.T) {
+	r := fixture(t, "clean")
+	r.Fingerprint = &fingerprint.Result{State: fingerprint.Stable, Invocations: 12, Baseline: "stable",
+		Anomalies: []fingerprint.Anomaly{{Type: fingerprint.NewNetworkTarget}, {Type: fingerprint.NewNetworkTarget}}}
+	var buf bytes.Buffer
+	if err := reports.WriteText(&buf, r, reports.TextOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	want := "Baseline fingerprint stable after 12 run(s), 0 clean in a row; this run kept out of the baseline; 2 anomalies against the stable baseline: new_network_target"
+	if got := strings.Join(strings.Fields(buf.String()), " "); !strings.Contains(got, want) {
+		t.Errorf("text report lacks %q:\n%s", want, buf.String())
+	}
+}
