@@ -234,10 +234,17 @@ func Compare(base Capabilities, p Profile, baseline string, versions bool) []Ano
 		if !versions {
 			what = "this run"
 		}
-		add(CapabilityExpansion, rules.Medium, fmt.Sprintf("%d new capabilities in %d classes", len(out), classes), seqs,
-			fmt.Sprintf("%s adds %d capabilities in %d classes over the baseline (%s)", what, len(out), classes, baseline))
+		n := fmt.Sprintf("%d new %s in %d %s", len(out), plural(len(out), "capability", "capabilities"), classes, plural(classes, "class", "classes"))
+		add(CapabilityExpansion, rules.Medium, n, seqs, fmt.Sprintf("%s adds %s over the baseline (%s)", what, n, baseline))
 	}
 	return out
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
 }
 
 func btoi(b bool) int {
