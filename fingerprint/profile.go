@@ -152,10 +152,17 @@ type classifier struct {
 	home, skillDir string
 	planted        map[string]bool // home-relative planted paths (~/...)
 	repos          []string        // home-relative git working trees, longest first
+	memo           map[string]normalized
+}
+
+type normalized struct {
+	norm, class string
+	literal     bool
 }
 
 func newClassifier(in rules.Input) classifier {
-	c := classifier{home: strings.TrimSuffix(in.Home, "/"), skillDir: strings.TrimSuffix(in.SkillDir, "/"), planted: map[string]bool{}}
+	c := classifier{home: strings.TrimSuffix(in.Home, "/"), skillDir: strings.TrimSuffix(in.SkillDir, "/"), planted: map[string]bool{},
+		memo: map[string]normalized{}}
 	if in.Canaries != nil {
 		for _, t := range in.Canaries.Tokens() {
 			if strings.HasPrefix(t.Location, "~/") {
@@ -187,6 +194,15 @@ func (c classifier) repo(rel string) string {
 // normalize turns a sandbox path into the profile's form and class.
 // literal says the path must not collapse.
 func (c classifier) normalize(p string) (norm, class string, literal bool) {
+	n, ok := c.memo[p]
+	if !ok {
+		n.norm, n.class, n.literal = c.classify(p)
+		c.memo[p] = n
+	}
+	return n.norm, n.class, n.literal
+}
+
+func (c classifier) classify(p string) (norm, class string, literal bool) {
 	p = path.Clean(p)
 	switch {
 	case c.skillDir != "" && (p == c.skillDir || strings.HasPrefix(p, c.skillDir+"/")):
@@ -230,11 +246,17 @@ func Build(in rules.Input, events []trace.Event) Profile {
 	b := newBuilder()
 	// Planted values are replaced before anything is normalised (names
 	// are lowercased): none reaches the profile, its findings or the store.
+	memo := map[string]string{} // paths and names repeat: redact each once
 	red := func(s string) string {
 		if in.Canaries == nil || s == "" {
 			return s
 		}
-		return rules.Redact(in.Canaries, s)
+		r, ok := memo[s]
+		if !ok {
+			r = rules.Redact(in.Canaries, s)
+			memo[s] = r
+		}
+		return r
 	}
 	normName := func(n string) string { return normName(red(n)) }
 	for _, e := range events {

@@ -3,6 +3,7 @@ package fingerprint
 import (
 	"encoding/json"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -238,5 +239,25 @@ func TestBuildContentAddressed(t *testing.T) {
 	want := []string{"read ~/.cache/pip/<hex>/a", "read ~/app/.git/*", "read ~/app/.git/config", "write ~/app/.git/hooks/pre-commit"}
 	if !slices.Equal(got, want) {
 		t.Errorf("paths = %q, want %q", got, want)
+	}
+}
+
+// BenchmarkBuild is a large trace: 50,000 file events over 5,000 paths, 60
+// planted tokens.
+func BenchmarkBuild(b *testing.B) {
+	var toks []canary.Token
+	for i := range 60 {
+		toks = append(toks, canary.Token{ID: strconv.Itoa(i), Kind: "generic", Value: "tok" + strings.Repeat(strconv.Itoa(i), 12), Location: "~/.env"})
+	}
+	in := input()
+	in.Canaries = canary.NewSet(toks...)
+	var es []trace.Event
+	for i := range 50000 {
+		es = append(es, ev(trace.TypeOpen, &trace.File{Path: home + "/projects/app/src/f" + strconv.Itoa(i%5000) + ".go"}))
+	}
+	es = timeline(es...)
+	b.ResetTimer()
+	for range b.N {
+		Build(in, es)
 	}
 }
