@@ -704,6 +704,13 @@ func TestTextFingerprint(t *testing.T) {
 	if err := reports.WriteText(&buf, r, reports.TextOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	var page bytes.Buffer
+	if err := reports.WriteHTML(&page, r); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(page.String(), `id="fingerprint"`) || !strings.Contains(page.String(), "new_network_target") {
+		t.Error("the HTML page lacks the fingerprint section")
+	}
 	want := "Baseline fingerprint stable after 12 run(s), 0 clean in a row; this run kept out of the baseline; 2 anomalies against the stable baseline: new_network_target"
 	if got := strings.Join(strings.Fields(buf.String()), " "); !strings.Contains(got, want) {
 		t.Errorf("text report lacks %q:\n%s", want, buf.String())
