@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -8,9 +9,12 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/santhosh-tekuri/jsonschema/v6"
+
 	"github.com/sandboxctl/sandboxctl/fingerprint"
 	"github.com/sandboxctl/sandboxctl/fingerprint/store"
 	"github.com/sandboxctl/sandboxctl/internal/testenv"
+	"github.com/sandboxctl/sandboxctl/reports"
 )
 
 type fpReport struct {
@@ -56,6 +60,26 @@ func traceStored(t *testing.T, storePath, dir string) fpReport {
 		t.Fatalf("no report (exit %d): %v\n%s", r.code, err, r.stderr)
 	}
 	assertNothingLeft(t, rep.TraceID)
+	// The real profile and fingerprint section match report.json's schema.
+	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(reports.Schema))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := jsonschema.NewCompiler()
+	if err := c.AddResource("report.schema.json", doc); err != nil {
+		t.Fatal(err)
+	}
+	sch, err := c.Compile("report.schema.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	inst, err := jsonschema.UnmarshalJSON(bytes.NewReader(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sch.Validate(inst); err != nil {
+		t.Errorf("report.json does not match its schema: %v", err)
+	}
 	if rep.Status != "completed" || rep.Fingerprint == nil {
 		t.Fatalf("status %s, fingerprint %v; stderr:\n%s", rep.Status, rep.Fingerprint, r.stderr)
 	}

@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -198,6 +199,52 @@ func writer(path string) {
 		}
 		if i == 0 {
 			os.Stdout.Write([]byte{'.'})
+		}
+	}
+}
+
+// TestConcurrentCreate opens a new store from several processes at once
+// (traces started together): none fails on the database being created.
+func TestConcurrentCreate(t *testing.T) {
+	if p := os.Getenv("FP_STORE_OPENER"); p != "" {
+		// Every opener starts at the same instant.
+		at, _ := strconv.ParseInt(os.Getenv("FP_STORE_AT"), 10, 64)
+		time.Sleep(time.Until(time.Unix(0, at)))
+		s, err := Open(context.Background(), p)
+		if err != nil {
+			fmt.Println("open:", err)
+			os.Exit(1)
+		}
+		if _, err := s.Record(context.Background(), key, "v1", fingerprint.Run{At: time.Now(), Profile: profile("a.test")}, fingerprint.DefaultRule); err != nil {
+			fmt.Println("record:", err)
+			os.Exit(1)
+		}
+		s.Close()
+		return
+	}
+	for round := range 3 {
+		path := filepath.Join(t.TempDir(), "fp.db")
+		var cmds []*exec.Cmd
+		var outs []*strings.Builder
+		at := time.Now().Add(500 * time.Millisecond).UnixNano()
+		for range 6 {
+			cmd := exec.Command(os.Args[0], "-test.run=^TestConcurrentCreate$")
+			cmd.Env = append(os.Environ(), "FP_STORE_OPENER="+path, "FP_STORE_AT="+strconv.FormatInt(at, 10))
+			var out strings.Builder
+			cmd.Stdout, cmd.Stderr = &out, &out
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			cmds, outs = append(cmds, cmd), append(outs, &out)
+		}
+		for i, cmd := range cmds {
+			if err := cmd.Wait(); err != nil {
+				t.Errorf("round %d: opener %d: %v\n%s", round, i, err, outs[i])
+			}
+		}
+		s := open(t, path)
+		if fs, err := s.Fingerprints(t.Context(), "demo"); err != nil || len(fs) != 1 || fs[0].Invocations != 6 {
+			t.Errorf("round %d: fingerprints = %+v, %v", round, fs, err)
 		}
 	}
 }
