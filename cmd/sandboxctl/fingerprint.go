@@ -87,7 +87,7 @@ func parseAge(s string) (time.Duration, error) {
 func runFingerprint(ctx context.Context, e env, args []string) int {
 	fs := newFlags(e, "fingerprint", fingerprintSynopsis)
 	format := fs.String("format", "text", "text or json")
-	storeFlag := fs.String("store", "default", "the fingerprint store (default: the user's data folder's, "+"~/.local/share/sandboxctl/fingerprints.db)")
+	storeFlag := fs.String("store", "default", "the fingerprint store (\"default\": $XDG_DATA_HOME/sandboxctl/fingerprints.db, else ~/.local/share/sandboxctl/fingerprints.db)")
 	from := fs.String("from", "", "diff: the version compared from (a prefix of its content hash)")
 	to := fs.String("to", "", "diff: the version compared to (a prefix of its content hash)")
 	ver := fs.String("version", "", "accept: the version to accept (a prefix of its content hash; default the newest)")

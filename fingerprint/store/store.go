@@ -277,7 +277,8 @@ type RunInfo struct {
 	Absorbed    bool                  `json:"absorbed"`
 	Hash        string                `json:"capability_hash"`
 	Anomalies   []fingerprint.Anomaly `json:"anomalies"`
-	caps        fingerprint.Capabilities
+	// Capabilities are the run's own (not the baseline's).
+	Capabilities fingerprint.Capabilities `json:"capabilities"`
 }
 
 // Runs returns the last limit runs of key (every version), newest first.
@@ -298,7 +299,7 @@ func (s *Store) Runs(ctx context.Context, k fingerprint.Key, limit int) ([]RunIn
 			return nil, fmt.Errorf("read runs of %s: %w", k.Skill, err)
 		}
 		r.At = time.Unix(0, at).UTC()
-		if err := errors.Join(json.Unmarshal([]byte(an), &r.Anomalies), json.Unmarshal([]byte(caps), &r.caps)); err != nil {
+		if err := errors.Join(json.Unmarshal([]byte(an), &r.Anomalies), json.Unmarshal([]byte(caps), &r.Capabilities)); err != nil {
 			return nil, fmt.Errorf("read runs of %s: %w", k.Skill, err)
 		}
 		out = append(out, r)
