@@ -38,10 +38,13 @@ var internalRules = map[string][]string{
 	"mcptools":   {"trace", "toolspec", "internal/capbuf"},
 	"agent":      {"trace", "skill", "toolspec"},
 	"rules":      {"trace", "canary", "skill", "persona", "toolspec"},
-	"reports":    {"trace", "rules", "canary", "skill", "safetext", "internal/fsutil"},
-	"safetext":   {},
-	"toolspec":   {},
-	"userrules":  {"trace", "rules", "reports"},
+	"reports":    {"trace", "rules", "canary", "skill", "safetext", "internal/fsutil", "fingerprint"},
+	// fingerprint/store (SQLite) is under the same key: it may import
+	// fingerprint.
+	"fingerprint": {"trace", "rules", "canary", "skill"},
+	"safetext":    {},
+	"toolspec":    {},
+	"userrules":   {"trace", "rules", "reports"},
 	// internal/capbuf is a leaf; internal/testenv is test support (no
 	// production package may import it: see TestLayering).
 	"internal/capbuf": {},

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/sandboxctl/sandboxctl/canary"
+	"github.com/sandboxctl/sandboxctl/fingerprint"
 	"github.com/sandboxctl/sandboxctl/rules"
 	"github.com/sandboxctl/sandboxctl/skill"
 	"github.com/sandboxctl/sandboxctl/trace"
@@ -15,7 +16,7 @@ import (
 
 // SchemaVersion is the version of report.json's layout. A change that
 // removes or renames a field bumps the major number.
-const SchemaVersion = "1.2"
+const SchemaVersion = "1.3"
 
 // Status says how a trace ended.
 type Status string
@@ -60,6 +61,12 @@ type Report struct {
 	// network and canaries above are the watched pass's; the unwatched
 	// pass's own report is in the run folder's Pass.Dir.
 	Passes []Pass `json:"passes,omitempty"`
+	// Profile is what the trace did by capability class, from its
+	// evidence (fingerprint.Build over the watched pass's timeline).
+	Profile fingerprint.Profile `json:"profile"`
+	// Fingerprint is what the run did to the skill's stored fingerprint
+	// (trace --store); nil without a store.
+	Fingerprint *fingerprint.Result `json:"fingerprint,omitempty"`
 
 	// secrets holds what reprocessing needs but reports must not show: the
 	// canary set with values and the second-stage marker token. WriteRunDir
@@ -400,6 +407,9 @@ func Build(m Meta, res rules.Result, opt Options) *Report {
 			r.Canaries.Hits = append(r.Canaries.Hits, h)
 		}
 	}
+	// The profile reads the redacted timeline: a planted value in a DNS
+	// name or an argument never reaches it, nor the store.
+	r.Profile = fingerprint.Build(m.Input(r.Events), r.Events)
 	r.Summary = Summary{TotalToolCalls: len(r.ToolCalls), EventCount: len(r.Events), LeakedTokens: len(leaked), Exercised: res.Exercised}
 	r.summarize()
 	return r

@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -18,6 +19,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/sandboxctl/sandboxctl/canary"
+	"github.com/sandboxctl/sandboxctl/fingerprint"
 	"github.com/sandboxctl/sandboxctl/reports"
 	"github.com/sandboxctl/sandboxctl/rules"
 	"github.com/sandboxctl/sandboxctl/skill"
@@ -254,6 +256,29 @@ func TestJSONSchema(t *testing.T) {
 		if err := validate(t, s, buf.Bytes()); err != nil {
 			t.Errorf("%s: report.json does not match its schema: %v", name, err)
 		}
+	}
+	// A report of a trace run with --store has a fingerprint section.
+	withFP := fixture(t, "canary-exfil")
+	withFP.Fingerprint = &fingerprint.Result{State: fingerprint.Stable, Invocations: 11, Version: strings.Repeat("a", 64),
+		Hash: strings.Repeat("b", 64), Baseline: "stable", Anomalies: []fingerprint.Anomaly{{Type: fingerprint.NewOutputPattern,
+			Severity: rules.High, Capability: "exfiltration", Baseline: "stable", Evidence: []int64{12}, Message: "m"}}}
+	var fbuf bytes.Buffer
+	if err := reports.WriteJSON(&fbuf, withFP); err != nil {
+		t.Fatal(err)
+	}
+	if err := validate(t, s, fbuf.Bytes()); err != nil {
+		t.Errorf("a report with a fingerprint section does not match the schema: %v", err)
+	}
+	if !strings.Contains(fbuf.String(), `"profile"`) || !strings.Contains(fbuf.String(), `"exfiltration"`) {
+		t.Error("report.json lacks its profile")
+	}
+	withFP.Fingerprint.Anomalies[0].Type = "new_thing"
+	fbuf.Reset()
+	if err := reports.WriteJSON(&fbuf, withFP); err != nil {
+		t.Fatal(err)
+	}
+	if validate(t, s, fbuf.Bytes()) == nil {
+		t.Error("schema accepted an anomaly of an unknown type")
 	}
 	// The schema must be able to fail: a wrong verdict, and an event whose
 	// payload does not fit its type.
@@ -636,5 +661,58 @@ func TestProtocolEventsRedacted(t *testing.T) {
 	}
 	if r.Verdict != rules.Malicious {
 		t.Errorf("verdict %s: the planted values left by git and mail", r.Verdict)
+	}
+}
+
+// TestReprocessKeepsAnomalies: the anomalies a trace run with --store got
+// were decided against the store at the time; reprocessing keeps them as
+// findings and keeps the fingerprint section.
+func TestReprocessKeepsAnomalies(t *testing.T) {
+	dir := t.TempDir()
+	m := meta(reports.StatusCompleted)
+	b := &builder{t: t0}
+	b.bash(10, "curl -s https://api.example.com/v1", "{}", 0)
+	b.add(trace.SourceDNS, trace.TypeDNSQuery, 0, &trace.DNSQuery{Name: "api.example.com", QType: "A"})
+	events := trace.Merge(b.evs)
+	as := []fingerprint.Anomaly{{Type: fingerprint.NewNetworkTarget, Severity: rules.Medium, Capability: "dns:api.example.com",
+		Baseline: "stable", Evidence: []int64{events[len(events)-1].Seq}, Message: "new"}}
+	r := reports.Analyze(m, events, reports.Options{Extra: fingerprint.Recorded(as)})
+	r.Fingerprint = &fingerprint.Result{State: fingerprint.Stable, Invocations: 11, Anomalies: as}
+	if r.Verdict != rules.Suspicious {
+		t.Fatalf("verdict %s with a medium anomaly", r.Verdict)
+	}
+	if err := reports.WriteRunDir(dir, r, nil); err != nil {
+		t.Fatal(err)
+	}
+	again, err := reports.Reprocess(dir, reports.ReprocessOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(r.Findings, again.Findings); diff != "" {
+		t.Errorf("findings differ after reprocess (-run +reprocess):\n%s", diff)
+	}
+	if again.Fingerprint == nil || again.Verdict != r.Verdict || !slices.ContainsFunc(again.Findings, func(f rules.Finding) bool { return f.RuleID == "SBX-FP-002" }) {
+		t.Errorf("reprocess lost the anomaly: verdict %s, fingerprint %v", again.Verdict, again.Fingerprint)
+	}
+}
+
+func TestTextFingerprint(t *testing.T) {
+	r := fixture(t, "clean")
+	r.Fingerprint = &fingerprint.Result{State: fingerprint.Stable, Invocations: 12, Baseline: "stable",
+		Anomalies: []fingerprint.Anomaly{{Type: fingerprint.NewNetworkTarget}, {Type: fingerprint.NewNetworkTarget}}}
+	var buf bytes.Buffer
+	if err := reports.WriteText(&buf, r, reports.TextOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	var page bytes.Buffer
+	if err := reports.WriteHTML(&page, r); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(page.String(), `id="fingerprint"`) || !strings.Contains(page.String(), "new_network_target") {
+		t.Error("the HTML page lacks the fingerprint section")
+	}
+	want := "Baseline fingerprint stable after 12 run(s), 0 clean in a row; this run kept out of the baseline; 2 anomalies against the stable baseline: new_network_target"
+	if got := strings.Join(strings.Fields(buf.String()), " "); !strings.Contains(got, want) {
+		t.Errorf("text report lacks %q:\n%s", want, buf.String())
 	}
 }

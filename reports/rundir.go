@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/sandboxctl/sandboxctl/canary"
+	"github.com/sandboxctl/sandboxctl/fingerprint"
 	"github.com/sandboxctl/sandboxctl/internal/fsutil"
 	"github.com/sandboxctl/sandboxctl/rules"
 	"github.com/sandboxctl/sandboxctl/safetext"
@@ -198,7 +199,16 @@ func Reprocess(dir string, opt ReprocessOptions) (*Report, error) {
 	}
 	in := m.Input(events)
 	in.Extra = opt.Extra
-	return reprocessPasses(dir, Build(m, rules.Evaluate(in), opt.Options), r, opt)
+	if r.Fingerprint != nil {
+		// The anomalies were decided against the store when the trace
+		// ran: they are kept as they were.
+		in.Extra = fingerprint.Chain(opt.Extra, fingerprint.Recorded(r.Fingerprint.Anomalies))
+	}
+	out, err := reprocessPasses(dir, Build(m, rules.Evaluate(in), opt.Options), r, opt)
+	if out != nil {
+		out.Fingerprint = r.Fingerprint
+	}
+	return out, err
 }
 
 // Meta recovers the meta data a report was built from (the canary set and

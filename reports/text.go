@@ -183,6 +183,21 @@ func WriteText(w io.Writer, r *Report, opt TextOptions) error {
 		}
 		t.para("Pass      ", "          ", s)
 	}
+	if fp := r.Fingerprint; fp != nil {
+		s := fmt.Sprintf("%s after %d run(s), %d clean in a row; this run %s", fp.State, fp.Invocations, fp.CleanStreak,
+			map[bool]string{true: "absorbed", false: "kept out of the baseline"}[fp.Absorbed])
+		if len(fp.Anomalies) > 0 {
+			var types []string
+			for _, a := range fp.Anomalies {
+				if !slices.Contains(types, a.Type) {
+					types = append(types, a.Type)
+				}
+			}
+			s += fmt.Sprintf("; %d anomal%s against the %s baseline: %s", len(fp.Anomalies),
+				map[bool]string{true: "y", false: "ies"}[len(fp.Anomalies) == 1], fp.Baseline, strings.Join(types, ", "))
+		}
+		t.para("Baseline  ", "          ", "fingerprint "+s)
+	}
 
 	writeIncidentsText(t, r)
 

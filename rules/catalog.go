@@ -53,6 +53,7 @@ var families = []family{
 	{"evasion", evadeRules},
 	{"exfiltration", exfilRules},
 	{"packages", pkgRules},
+	{"fingerprint", fingerprintRules},
 }
 
 // buildCatalog registers the rules of fams, attaches their notes and

@@ -25,6 +25,7 @@ const (
 	evFetched = "fetched content shown to the model"
 	evFinds   = "other rules' findings (After)"
 	evPasses  = "both passes of a two-pass trace (watched and unwatched)"
+	evFprint  = "the skill's stored fingerprint (trace --store)"
 )
 
 var ruleNotes = map[string]struct{ needs, twins []string }{
@@ -57,6 +58,12 @@ var ruleNotes = map[string]struct{ needs, twins []string }{
 			"the stand-in saved and read", "vendor installers answered with the stand-in (low)"}},
 	"SBX-EXEC-004":  {[]string{evCmd, evExec}, []string{"base64 -d of data into a file", "a decoded payload that only prints (suspicious, not malicious)"}},
 	"SBX-EXEC-005":  {[]string{evCmd, evExec}, []string{"GNU base64 -d"}},
+	"SBX-FP-001":    {[]string{evOpen, evWrite, evDiff, evFprint}, []string{"the same files a stable fingerprint holds (no finding)"}},
+	"SBX-FP-002":    {[]string{evDNS, evHTTP, evConn, evFprint}, []string{"the same hosts at other addresses (names compare, not addresses)"}},
+	"SBX-FP-003":    {[]string{evCmd, evOpen, evCanary, evFprint}, nil},
+	"SBX-FP-004":    {[]string{evExec, evFprint}, []string{"the same program with other operands (argv shape compares)"}},
+	"SBX-FP-005":    {[]string{evTools, evHTTP, evCanary, evFprint}, nil},
+	"SBX-FP-006":    {[]string{evFprint}, []string{"a new version that does the same as the earlier one (no finding)"}},
 	"SBX-EVADE-001": {[]string{evPasses, evFinds}, []string{"the same harm in both passes (no finding: the harm findings decide)"}},
 	"SBX-EVADE-002": {[]string{evPasses, evDNS, evHTTP, evConn}, []string{"the same destinations in both passes"}},
 	"SBX-EXFIL-001": {[]string{evCanary, evHTTP, evDNS, evConn},

@@ -11,8 +11,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sandboxctl/sandboxctl/fingerprint"
 	"github.com/sandboxctl/sandboxctl/orchestrator"
 	"github.com/sandboxctl/sandboxctl/persona"
+	"github.com/sandboxctl/sandboxctl/reports"
 	"github.com/sandboxctl/sandboxctl/skill"
 )
 
@@ -39,7 +41,8 @@ type traceFlags struct {
 	out, format, failOn                                                     string
 	keep, dryRun, includeSecrets, engineDiff, stealth, stealthAuto, verbose bool
 	user, hostname, seed, image, networkConfig, traceID, persona            string
-	rules                                                                   string
+	rules, store                                                            string
+	stableAfter                                                             int
 	memory                                                                  int64
 	pids                                                                    int64
 	cpus                                                                    float64
@@ -83,6 +86,8 @@ func (f *traceFlags) register(fs interface {
 	fs.StringVar(&f.traceID, "trace-id", "", "id of the trace, on its containers' sandboxctl.trace label (default: a new unique id)")
 	fs.StringVar(&f.networkConfig, "network-config", "", "JSON file of DNS answers, NXDOMAIN names and HTTP responses for the jail")
 	fs.StringVar(&f.rules, "rules", "", "also run the rule files (*.yaml) of DIR, besides the built-in rules and those of ~/.config/sandboxctl/rules (docs/rules.md)")
+	fs.StringVar(&f.store, "store", "", "record the run in the fingerprint store at PATH (\"default\": ~/.local/share/sandboxctl/fingerprints.db) and compare it with the skill's fingerprint (docs/fingerprints.md)")
+	fs.IntVar(&f.stableAfter, "stable-after", fingerprint.DefaultRule.Threshold, "with --store: invocations before a fingerprint may become stable (the last min(5, N) of them clean)")
 	fs.Int64Var(&f.memory, "memory", d.Memory, "memory limit of the sandbox, bytes")
 	fs.Int64Var(&f.pids, "pids", d.PIDs, "process limit of the sandbox")
 	fs.Float64Var(&f.cpus, "cpus", float64(d.NanoCPUs)/1e9, "CPU limit of the sandbox")
@@ -236,6 +241,20 @@ func runTrace(ctx context.Context, e env, args []string) int {
 	if f.dryRun {
 		return dryRun(ctx, e, p, sk)
 	}
+	if f.stableAfter < 1 {
+		e.errorf("--stable-after must be at least 1")
+		return exitUsage
+	}
+	var fpr *fingerprintRun
+	extra := urules.Extra()
+	if f.store != "" {
+		if fpr, err = openFingerprintRun(ctx, e, &f, p, sk, path); err != nil {
+			e.errorf("%v", err)
+			return exitFailed
+		}
+		defer fpr.st.Close()
+		extra = fingerprint.Chain(extra, fpr.check.Extra())
+	}
 
 	rt, ok := openDocker(ctx, e)
 	if !ok {
@@ -270,7 +289,7 @@ func runTrace(ctx context.Context, e env, args []string) int {
 		Log:            debugLog(e),
 		EngineDiff:     f.engineDiff,
 		ImageProgress:  imgLog,
-		Extra:          urules.Extra(),
+		Extra:          extra,
 		Progress: func(pr orchestrator.Progress) {
 			switch {
 			case pr.Call != nil && pr.Result == nil:
@@ -289,11 +308,26 @@ func runTrace(ctx context.Context, e env, args []string) int {
 		imageHints(e, runErr, imgLog)
 		return exitFailed
 	}
+	if fpr != nil && runErr == nil {
+		// The run folder is written again with the fingerprint section.
+		if err := fpr.record(ctx, out.Report); err != nil {
+			e.errorf("%v", err)
+			return exitFailed
+		}
+		if err := reports.WriteRunDir(dir, out.Report, out.Transcript); err != nil {
+			e.errorf("write run folder %s: %v", dir, err)
+			return exitFailed
+		}
+	}
 	if err := writeFormat(e.stdout, out.Report, f.format, textStyle{color: tty, verbose: f.verbose}); err != nil {
 		e.errorf("write report: %v", err)
 		return exitFailed
 	}
 	fmt.Fprintf(e.stderr, "sandboxctl: run folder %s\n", dir)
+	if fp := out.Report.Fingerprint; fp != nil {
+		fmt.Fprintf(e.stderr, "sandboxctl: fingerprint %s after %d invocation(s), %d anomalie(s), run absorbed: %v\n",
+			fp.State, fp.Invocations, len(fp.Anomalies), fp.Absorbed)
+	}
 	for _, id := range out.Kept {
 		fmt.Fprintf(e.stderr, "sandboxctl: kept container %.12s: docker exec -it %.12s bash\n", id, id)
 	}
