@@ -193,7 +193,9 @@ func TestTokensAndLimits(t *testing.T) {
 		c.MaxQueue = 3
 		c.Tokens = []Token{NewToken("alice", "alice-token-0123456789", 4, 3, 2), NewToken("bob", "bob-token-0123456789ab", 60, 60, 10)}
 	})
-	sk := func(i int) map[string]string { return map[string]string{"SKILL.md": skillMD(fmt.Sprintf("s%d", i), "hi")} }
+	sk := func(i int) map[string]string {
+		return map[string]string{"SKILL.md": skillMD(fmt.Sprintf("s%d", i), "hi")}
+	}
 
 	if r, _ := f.submitJSON(sk(0), Options{}, nil); r.StatusCode != 401 || r.Header.Get("WWW-Authenticate") == "" {
 		t.Fatalf("no token: %d", r.StatusCode)
