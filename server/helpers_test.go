@@ -249,7 +249,7 @@ type member struct {
 	link       string
 }
 
-func tarOf(t *testing.T, ms ...member) []byte {
+func tarOf(t testing.TB, ms ...member) []byte {
 	t.Helper()
 	var b bytes.Buffer
 	w := tar.NewWriter(&b)
@@ -270,7 +270,7 @@ func tarOf(t *testing.T, ms ...member) []byte {
 	return b.Bytes()
 }
 
-func zipOf(t *testing.T, ms ...member) []byte {
+func zipOf(t testing.TB, ms ...member) []byte {
 	t.Helper()
 	var b bytes.Buffer
 	w := zip.NewWriter(&b)

@@ -272,9 +272,15 @@ func (u *unpacker) file(name string, r io.Reader, perm os.FileMode) error {
 	if err != nil {
 		return fmt.Errorf("unpack %s: %w", name, err)
 	}
-	n, err := io.Copy(f, io.LimitReader(r, u.lim.MaxFileSize+1))
+	rr := &readErrs{r: r}
+	n, err := io.Copy(f, io.LimitReader(rr, u.lim.MaxFileSize+1))
 	if cerr := f.Close(); err == nil {
 		err = cerr
+	}
+	if rr.err != nil {
+		// A corrupt member (bad checksum, broken compression) is the
+		// archive's fault, not the disk's.
+		return fmt.Errorf("%w: %s: %v", ErrArchive, name, rr.err)
 	}
 	if err != nil {
 		return fmt.Errorf("unpack %s: %w", name, err)
@@ -287,4 +293,18 @@ func (u *unpacker) file(name string, r io.Reader, perm os.FileMode) error {
 		return fmt.Errorf("%w: over %d bytes in all", ErrArchive, u.lim.MaxTotalSize)
 	}
 	return nil
+}
+
+// readErrs remembers the read error of r (io.EOF aside).
+type readErrs struct {
+	r   io.Reader
+	err error
+}
+
+func (e *readErrs) Read(p []byte) (int, error) {
+	n, err := e.r.Read(p)
+	if err != nil && !errors.Is(err, io.EOF) {
+		e.err = err
+	}
+	return n, err
 }
