@@ -129,6 +129,8 @@ type Health struct {
 	Queued  int    `json:"queued"`
 	Running int    `json:"running"`
 	Workers int    `json:"workers"`
+	// Auth says whether the API wants a bearer token.
+	Auth bool `json:"auth"`
 }
 
 func (s *Server) health(w http.ResponseWriter, r *http.Request) {
@@ -139,7 +141,7 @@ func (s *Server) health(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.mu.Lock()
-	h := Health{Status: "ok", Version: s.cfg.Version, Queued: q, Running: len(s.running), Workers: s.cfg.Workers}
+	h := Health{Status: "ok", Version: s.cfg.Version, Queued: q, Running: len(s.running), Workers: s.cfg.Workers, Auth: len(s.auth.tokens) > 0}
 	if s.closing {
 		h.Status = "stopping"
 	}

@@ -6,6 +6,7 @@
   const $ = id => document.getElementById(id);
   let current = "";
   let timer = 0;
+  let needsToken = false;
 
   const headers = () => {
     const h = {};
@@ -29,12 +30,22 @@
   async function health() {
     try {
       const h = await api("/v1/health");
+      needsToken = h.auth;
       text($("health"), `${h.status} · ${h.version} · queued ${h.queued} · running ${h.running}`);
     } catch (e) { text($("health"), "unreachable: " + e.message); }
   }
 
   async function list() {
     const tb = $("traces").querySelector("tbody");
+    if (needsToken && !$("token").value.trim()) {
+      const tr = document.createElement("tr");
+      const td = document.createElement("td");
+      td.colSpan = 5;
+      text(td, "enter your API token to see your traces");
+      tr.append(td);
+      tb.replaceChildren(tr);
+      return;
+    }
     try {
       const l = await api("/v1/traces?limit=20");
       tb.replaceChildren(...l.traces.map(t => {
@@ -148,7 +159,6 @@
   tok.value = sessionStorage.getItem("sandboxctl-token") || "";
   tok.addEventListener("change", () => { sessionStorage.setItem("sandboxctl-token", tok.value); list(); });
 
-  health();
-  list();
+  health().then(list);
   setInterval(health, 10000);
 })();
