@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"sync"
 	"time"
@@ -208,4 +209,44 @@ func loopbackAddr(addr string) (bool, error) {
 	}
 	ip := net.ParseIP(host)
 	return ip != nil && ip.IsLoopback(), nil
+}
+
+func init() {
+	register(command{name: "serve-health", hidden: true, run: runServeHealth})
+}
+
+// runServeHealth is the container image's health check (it has no shell
+// or curl): GET a loopback health URL, exit 0 on 200.
+func runServeHealth(ctx context.Context, e env, args []string) int {
+	if len(args) != 1 {
+		e.errorf("serve-health needs one URL")
+		return exitUsage
+	}
+	u, err := url.Parse(args[0])
+	if err != nil || u.Scheme != "http" {
+		e.errorf("serve-health: want an http:// URL on loopback")
+		return exitUsage
+	}
+	if loop, err := loopbackAddr(u.Host); err != nil || !loop {
+		e.errorf("serve-health: %s is not on loopback", u.Host)
+		return exitUsage
+	}
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, "GET", u.String(), nil)
+	if err != nil {
+		e.errorf("%v", err)
+		return exitUsage
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		e.errorf("%v", err)
+		return exitFailed
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		e.errorf("health: %s", resp.Status)
+		return exitFailed
+	}
+	return exitClean
 }
