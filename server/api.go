@@ -70,9 +70,8 @@ func (s *Server) static(name, ctype string) http.HandlerFunc {
 	}
 }
 
-// caller is the token of a request (s.anon without tokens).
-type callerKey struct{}
-
+// authed passes the caller's token to h (s.anon without tokens), or
+// answers 401.
 func (s *Server) authed(h func(http.ResponseWriter, *http.Request, *Token)) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Cache-Control", "no-store")

@@ -224,21 +224,6 @@ func (f *fixture) wait(id string) TraceView {
 	return TraceView{}
 }
 
-// waitStatus polls until the trace has status st.
-func (f *fixture) waitStatus(id, st string) {
-	f.t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for time.Now().Before(deadline) {
-		var v TraceView
-		f.do("GET", "/v1/traces/"+id, nil, "", nil, &v)
-		if v.Status == st {
-			return
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	f.t.Fatalf("trace %s never %s", id, st)
-}
-
 func skillMD(name, body string) string {
 	return "---\nname: " + name + "\ndescription: a test skill\n---\n# " + name + "\n\n" + body + "\n"
 }
