@@ -255,6 +255,11 @@ func (s *Server) run(r *Record) {
 		cancel(nil)
 	}()
 
+	// A DELETE between the claim and the line above found nothing to
+	// cancel: it is seen here, before any container exists.
+	if cur, err := s.store.Get(ctx, r.ID); err == nil && cur.Status != StatusRunning {
+		return
+	}
 	start := s.cfg.Now()
 	rel := filepath.Join("runs", r.ID)
 	dir := filepath.Join(s.cfg.DataDir, rel)

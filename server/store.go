@@ -273,15 +273,16 @@ func (s *Store) ClaimNext(ctx context.Context, now time.Time) (*Record, error) {
 	return r, nil
 }
 
-// Finish records the end of a trace: its status, outcome and error. A
-// trace already ended (canceled) keeps its status unless force.
+// Finish records the end of a running trace: its status, outcome and
+// error. A trace no longer running (canceled meanwhile, or marked
+// interrupted by another process) keeps its status.
 func (s *Store) Finish(ctx context.Context, id, status, runDir string, o sweep.Outcome, now time.Time) error {
 	b, err := json.Marshal(o)
 	if err != nil {
 		return fmt.Errorf("finish trace %s: %w", id, err)
 	}
-	_, err = s.db.ExecContext(ctx, `UPDATE traces SET status = ?, run_dir = ?, verdict = ?, error = ?, outcome = ?, finished = ? WHERE id = ?`,
-		status, runDir, o.Verdict, o.Error, string(b), now.UnixMilli(), id)
+	_, err = s.db.ExecContext(ctx, `UPDATE traces SET status = ?, run_dir = ?, verdict = ?, error = ?, outcome = ?, finished = ? WHERE id = ? AND status = ?`,
+		status, runDir, o.Verdict, o.Error, string(b), now.UnixMilli(), id, StatusRunning)
 	if err != nil {
 		return fmt.Errorf("finish trace %s: %w", id, err)
 	}
