@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/sandboxctl/sandboxctl/orchestrator"
 	"github.com/sandboxctl/sandboxctl/reports"
 	"github.com/sandboxctl/sandboxctl/rules"
 	"github.com/sandboxctl/sandboxctl/sweep"
@@ -202,7 +203,7 @@ func (s *Server) submit(w http.ResponseWriter, r *http.Request, t *Token) {
 		s.fail(w, err)
 		return
 	}
-	if p.Driver.Kind != "llm" {
+	if p.Driver.Kind != orchestrator.DriverLLM {
 		key = "" // not needed: not held
 	}
 	sk, err := s.unpack(r.Context(), sub.archive)

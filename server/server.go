@@ -110,7 +110,8 @@ type Server struct {
 	mux   *http.ServeMux
 	m     *metrics
 
-	submitMu sync.Mutex // a submission's checks and its insert
+	submitMu  sync.Mutex // a submission's checks and its insert
+	extractMu sync.Mutex // unpacking uploads
 
 	mu      sync.Mutex
 	keys    map[string]string // trace id -> provider key, until the trace ends

@@ -491,3 +491,39 @@ func TestShutdown(t *testing.T) {
 		})
 	}
 }
+
+// TestSameUploadAtOnce: ten identical uploads at once unpack into one
+// folder without tripping over each other, and all are accepted.
+func TestSameUploadAtOnce(t *testing.T) {
+	fake := newFake()
+	fake.block = true
+	f := newFixture(t, fake, func(c *Config) { c.Workers = 1 })
+	files := map[string]string{"SKILL.md": skillMD("same", "hi")}
+	for i := range 40 {
+		files[fmt.Sprintf("ref/%d.md", i)] = strings.Repeat("reference text\n", 2000)
+	}
+	archive := zipOf(t, func() []member {
+		var ms []member
+		for n, b := range files {
+			ms = append(ms, member{name: n, body: b})
+		}
+		return ms
+	}()...)
+	var wg sync.WaitGroup
+	codes := make([]int, 10)
+	for i := range 10 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r, _ := f.submitArchive(archive, map[string]string{"prompt": fmt.Sprintf("p%d", i)})
+			codes[i] = r.StatusCode
+		}()
+	}
+	wg.Wait()
+	for i, c := range codes {
+		if c != http.StatusAccepted {
+			t.Errorf("upload %d: %d", i, c)
+		}
+	}
+	close(fake.release)
+}

@@ -300,7 +300,11 @@ func (s *Server) unpack(ctx context.Context, archive string) (*unpacked, error) 
 	defer os.Remove(archive)
 	lim := s.cfg.Archive
 	lim.RefuseSpecial = true
+	// Two uploads of the same archive unpack into the same folder: one at
+	// a time (each is bounded, so the wait is short).
+	s.extractMu.Lock()
 	dir, err := sweep.Extract(ctx, archive, filepath.Join(s.cfg.DataDir, "skills"), lim)
+	s.extractMu.Unlock()
 	if err != nil {
 		if errors.Is(err, sweep.ErrArchive) {
 			msg := err.Error()
