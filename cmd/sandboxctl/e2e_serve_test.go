@@ -249,6 +249,45 @@ func TestServeEndToEnd(t *testing.T) {
 		t.Errorf("metrics:\n%s", m)
 	}
 
+	// DELETE a trace while it runs: it stops and its containers go.
+	slow, _ := json.Marshal(map[string]any{"files": map[string]string{"SKILL.md": "---\nname: slow-sync\ndescription: Waits for the sync window. Use before a sync.\n---\n\n# Slow sync\n\nWait for the window:\n\n```bash\nsleep 300\n```\n"}})
+	code, _, b := c.do("POST", "/v1/traces", bytes.NewReader(slow), map[string]string{"Content-Type": "application/json"})
+	var del server.Submitted
+	json.Unmarshal(b, &del)
+	if code != 202 {
+		t.Fatalf("slow skill: %d %s", code, b)
+	}
+	ids = append(ids, del.ID)
+	for deadline := time.Now().Add(3 * time.Minute); ; time.Sleep(500 * time.Millisecond) {
+		_, _, b := c.do("GET", "/v1/traces/"+del.ID, nil, nil)
+		var v server.TraceView
+		json.Unmarshal(b, &v)
+		if v.Status == server.StatusRunning {
+			break
+		}
+		if time.Now().After(deadline) || v.Status != server.StatusQueued {
+			t.Fatalf("the slow trace never ran: %s", b)
+		}
+	}
+	time.Sleep(5 * time.Second) // its containers exist by now
+	t1 := time.Now()
+	if code, _, b := c.do("DELETE", "/v1/traces/"+del.ID, nil, nil); code != 202 || !bytes.Contains(b, []byte(`"canceled"`)) {
+		t.Errorf("DELETE: %d %s", code, b)
+	}
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(200 * time.Millisecond) {
+		var h server.Health
+		_, _, b := c.do("GET", "/v1/health", nil, nil)
+		json.Unmarshal(b, &h)
+		if h.Running == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the canceled trace still runs: %s", b)
+		}
+	}
+	t.Logf("canceled trace stopped in %v", time.Since(t1).Round(time.Millisecond))
+	assertNothingLeft(t, del.ID)
+
 	cmd.Process.Signal(syscall.SIGTERM)
 	waited := make(chan error, 1)
 	go func() { <-logDone; waited <- cmd.Wait() }()
