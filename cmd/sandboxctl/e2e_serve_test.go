@@ -99,6 +99,22 @@ func (c *serveClient) submit(archive []byte, fields, hdr map[string]string) (int
 	return code, s, string(b)
 }
 
+// waitRunning polls until the trace runs.
+func (c *serveClient) waitRunning(id string) {
+	c.t.Helper()
+	for deadline := time.Now().Add(3 * time.Minute); ; time.Sleep(500 * time.Millisecond) {
+		_, _, b := c.do("GET", "/v1/traces/"+id, nil, nil)
+		var v server.TraceView
+		json.Unmarshal(b, &v)
+		if v.Status == server.StatusRunning {
+			return
+		}
+		if time.Now().After(deadline) || v.Status != server.StatusQueued {
+			c.t.Fatalf("trace %s never ran: %s", id, b)
+		}
+	}
+}
+
 func (c *serveClient) wait(id string, d time.Duration) server.TraceView {
 	c.t.Helper()
 	deadline := time.Now().Add(d)
@@ -114,6 +130,77 @@ func (c *serveClient) wait(id string, d time.Duration) server.TraceView {
 		}
 		time.Sleep(500 * time.Millisecond)
 	}
+}
+
+// serveProc is a running `sandboxctl serve`.
+type serveProc struct {
+	cmd  *exec.Cmd
+	base string
+	mu   sync.Mutex
+	log  strings.Builder
+	done chan struct{} // stderr closed
+}
+
+// startServe starts serve with args and waits for its address.
+func startServe(t *testing.T, ctx context.Context, bin string, args ...string) *serveProc {
+	t.Helper()
+	p := &serveProc{cmd: exec.CommandContext(ctx, bin, append([]string{"serve", "--listen", "127.0.0.1:0"}, args...)...), done: make(chan struct{})}
+	stderr, err := p.cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		p.cmd.Process.Signal(syscall.SIGKILL) // no-op once it has exited
+		if t.Failed() {
+			t.Logf("serve's log:\n%s", p.logText())
+		}
+	})
+	addr := make(chan string, 1)
+	go func() {
+		defer close(p.done)
+		sc := bufio.NewScanner(stderr)
+		re := regexp.MustCompile(`listening on (http://127\.0\.0\.1:\d+)`)
+		for sc.Scan() {
+			p.mu.Lock()
+			p.log.WriteString(sc.Text() + "\n")
+			p.mu.Unlock()
+			if m := re.FindStringSubmatch(sc.Text()); m != nil {
+				addr <- m[1]
+			}
+		}
+	}()
+	select {
+	case p.base = <-addr:
+	case <-p.done:
+		t.Fatalf("serve stopped before it listened:\n%s", p.logText())
+	case <-time.After(2 * time.Minute):
+		t.Fatalf("serve did not start:\n%s", p.logText())
+	}
+	return p
+}
+
+func (p *serveProc) logText() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.log.String()
+}
+
+// stop sends sig and waits for the exit.
+func (p *serveProc) stop(t *testing.T, sig syscall.Signal) error {
+	t.Helper()
+	p.cmd.Process.Signal(sig)
+	waited := make(chan error, 1)
+	go func() { <-p.done; waited <- p.cmd.Wait() }()
+	select {
+	case err := <-waited:
+		return err
+	case <-time.After(time.Minute):
+		t.Fatalf("serve did not stop within a minute of %v", sig)
+	}
+	return nil
 }
 
 // TestServeEndToEnd runs `sandboxctl serve` on the real engine over real
@@ -141,47 +228,16 @@ func TestServeEndToEnd(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, bin, "serve", "--listen", "127.0.0.1:0", "--data", data, "--tokens", tokens,
-		"--image", img, "--workers", "2", "--timeout", "3m", "--allow-base-url", "--drain", "20s")
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	var logMu sync.Mutex
-	var log strings.Builder
-	addr := make(chan string, 1)
-	logDone := make(chan struct{})
-	go func() {
-		defer close(logDone)
-		sc := bufio.NewScanner(stderr)
-		re := regexp.MustCompile(`listening on (http://127\.0\.0\.1:\d+)`)
-		for sc.Scan() {
-			logMu.Lock()
-			log.WriteString(sc.Text() + "\n")
-			logMu.Unlock()
-			if m := re.FindStringSubmatch(sc.Text()); m != nil {
-				addr <- m[1]
-			}
-		}
-	}()
+	args := []string{"--data", data, "--tokens", tokens, "--image", img, "--workers", "2", "--timeout", "3m", "--allow-base-url", "--drain", "20s"}
+	srv := startServe(t, ctx, bin, args...)
 	var ids []string
 	defer func() {
-		cmd.Process.Signal(syscall.SIGKILL) // no-op once it has exited
 		for _, id := range ids {
 			assertNothingLeft(t, id)
 			assertNothingLeft(t, id+"-unwatched")
 		}
 	}()
-	var base string
-	select {
-	case base = <-addr:
-	case <-time.After(2 * time.Minute):
-		logMu.Lock()
-		t.Fatalf("serve did not start:\n%s", log.String())
-	}
+	base := srv.base
 	c := &serveClient{t: t, base: base, token: "e2e-token-0123456789abcdef"}
 	aws := zipDir(t, "../../examples/skills/aws-sync-helper")
 
@@ -258,17 +314,7 @@ func TestServeEndToEnd(t *testing.T) {
 		t.Fatalf("slow skill: %d %s", code, b)
 	}
 	ids = append(ids, del.ID)
-	for deadline := time.Now().Add(3 * time.Minute); ; time.Sleep(500 * time.Millisecond) {
-		_, _, b := c.do("GET", "/v1/traces/"+del.ID, nil, nil)
-		var v server.TraceView
-		json.Unmarshal(b, &v)
-		if v.Status == server.StatusRunning {
-			break
-		}
-		if time.Now().After(deadline) || v.Status != server.StatusQueued {
-			t.Fatalf("the slow trace never ran: %s", b)
-		}
-	}
+	c.waitRunning(del.ID)
 	time.Sleep(5 * time.Second) // its containers exist by now
 	t1 := time.Now()
 	if code, _, b := c.do("DELETE", "/v1/traces/"+del.ID, nil, nil); code != 202 || !bytes.Contains(b, []byte(`"canceled"`)) {
@@ -288,20 +334,39 @@ func TestServeEndToEnd(t *testing.T) {
 	t.Logf("canceled trace stopped in %v", time.Since(t1).Round(time.Millisecond))
 	assertNothingLeft(t, del.ID)
 
-	cmd.Process.Signal(syscall.SIGTERM)
-	waited := make(chan error, 1)
-	go func() { <-logDone; waited <- cmd.Wait() }()
-	select {
-	case err := <-waited:
-		if err != nil {
-			t.Errorf("serve after SIGTERM: %v", err)
-		}
-	case <-time.After(time.Minute):
-		t.Errorf("serve did not stop within a minute of SIGTERM")
+	// kill -9 while a trace runs, then start again on the same folder:
+	// the trace is marked interrupted and its containers are removed.
+	slow2 := bytes.Replace(slow, []byte("Wait for the window"), []byte("Wait for the next window"), 1)
+	code, _, b = c.do("POST", "/v1/traces", bytes.NewReader(slow2), map[string]string{"Content-Type": "application/json"})
+	var killed server.Submitted
+	json.Unmarshal(b, &killed)
+	if code != 202 {
+		t.Fatalf("slow skill again: %d %s", code, b)
 	}
-	logMu.Lock()
-	logText := log.String()
-	logMu.Unlock()
+	ids = append(ids, killed.ID)
+	c.waitRunning(killed.ID)
+	time.Sleep(5 * time.Second)
+	srv.stop(t, syscall.SIGKILL)
+	logText := srv.logText()
+	t2 := time.Now()
+	srv = startServe(t, ctx, bin, args...)
+	t.Logf("restarted in %v", time.Since(t2).Round(time.Millisecond))
+	c.base = srv.base
+	code, _, b = c.do("GET", "/v1/traces/"+killed.ID, nil, nil)
+	var kv server.TraceView
+	json.Unmarshal(b, &kv)
+	if code != 200 || kv.Status != server.StatusInterrupted || kv.Error == "" {
+		t.Errorf("after kill -9 and a restart: %d %s", code, b)
+	}
+	assertNothingLeft(t, killed.ID) // the restart removed them: nothing for gc
+	if code, _, b := c.do("GET", "/v1/traces/"+lit.ID, nil, nil); code != 200 || !bytes.Contains(b, []byte(`"malicious"`)) {
+		t.Errorf("a judged trace after the restart: %d %s", code, b)
+	}
+
+	if err := srv.stop(t, syscall.SIGTERM); err != nil {
+		t.Errorf("serve after SIGTERM: %v", err)
+	}
+	logText += srv.logText()
 	if !strings.Contains(logText, "stopped") {
 		t.Errorf("no clean stop in the log:\n%s", logText)
 	}
