@@ -267,6 +267,7 @@ func TestServeEndToEnd(t *testing.T) {
 	start := time.Now()
 	for _, id := range []string{lit.ID, llm.ID} {
 		v := c.wait(id, 6*time.Minute)
+		t.Logf("%s: %s %s, the trace's own time %.1fs", id, v.Status, v.Verdict, float64(v.DurationMS)/1000)
 		if v.Status != server.StatusDone || v.Verdict != "malicious" || len(v.Incidents) == 0 {
 			t.Errorf("%s: %+v", id, v)
 		}
