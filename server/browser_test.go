@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/cdp"
 	cdplog "github.com/chromedp/cdproto/log"
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/cdproto/runtime"
@@ -49,6 +50,12 @@ const pageStateJS = `(() => ({
 func TestPageInBrowser(t *testing.T) {
 	exe := testenv.Chromium(t)
 	fake := newFake()
+	// A real report page, as the pipeline renders it.
+	html, err := os.ReadFile("../reports/testdata/canary-exfil.golden.html")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fake.html = html
 	f := newFixture(t, fake, func(c *Config) {
 		c.Tokens = []Token{NewToken("web", "web-token-0123456789ab", 60, 60, 4)}
 	})
@@ -97,7 +104,7 @@ func TestPageInBrowser(t *testing.T) {
 		st = v
 		return err
 	})
-	err := chromedp.Do(bctx,
+	err = chromedp.Do(bctx,
 		chromedp.Navigate(f.ts.URL+"/"),
 		chromedp.WaitReady("body"),
 		chromedp.SetValue("#token", "web-token-0123456789ab"),
@@ -131,6 +138,30 @@ func TestPageInBrowser(t *testing.T) {
 	}
 	if !strings.HasPrefix(st.Frame, "blob:") || st.FrameFor != id {
 		t.Errorf("report frame %q for %q", st.Frame, st.FrameFor)
+	}
+	// The report opened straight from the API (a link shared, a token in
+	// a header): the server's policy and the page's own both allow its
+	// script to run, and nothing else.
+	var ran string
+	err = chromedp.Do(bctx,
+		chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+			_, err := cdp.Call(ctx, tg, network.SetExtraHTTPHeaders, network.SetExtraHTTPHeadersParams{Headers: network.Headers{"Authorization": "Bearer web-token-0123456789ab"}})
+			return err
+		}),
+		chromedp.Navigate(f.ts.URL+"/v1/traces/"+id+"/report.html"),
+		chromedp.WaitReady("body"),
+		chromedp.Sleep(300*time.Millisecond),
+		chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+			v, err := chromedp.Evaluate[string](`document.documentElement.getAttribute("data-script") || ""`)(ctx, tg)
+			ran = v
+			return err
+		}),
+	)
+	if err != nil {
+		t.Fatalf("chromium on the report: %v", err)
+	}
+	if ran != "ran" {
+		t.Errorf("the report's script did not run under the server's policy (data-script=%q)", ran)
 	}
 	mu.Lock()
 	defer mu.Unlock()

@@ -39,6 +39,8 @@ type fakeTracer struct {
 	// fail returns this error (with the plan's key in it, to check the
 	// scrub) instead of a verdict.
 	fail bool
+	// html, when set, is the report.html written.
+	html []byte
 }
 
 func newFake() *fakeTracer {
@@ -74,8 +76,12 @@ func (f *fakeTracer) Trace(ctx context.Context, p orchestrator.Plan, dir string)
 		return nil, err
 	}
 	j, _ := json.Marshal(rep)
+	html := []byte("<!doctype html><title>r</title><p id=verdict>" + string(rep.Verdict))
+	if f.html != nil {
+		html = f.html
+	}
 	for name, data := range map[string][]byte{reports.FileJSON: j, reports.FileSARIF: []byte(`{"version":"2.1.0"}`),
-		reports.FileHTML: []byte("<!doctype html><title>r</title><p id=verdict>" + string(rep.Verdict)), reports.FileText: []byte("verdict: " + string(rep.Verdict))} {
+		reports.FileHTML: html, reports.FileText: []byte("verdict: " + string(rep.Verdict))} {
 		if err := os.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
 			return nil, err
 		}
