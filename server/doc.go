@@ -28,7 +28,9 @@
 // with Retry-After.
 //
 // Traces run through a Tracer (the orchestrator's pipeline in
-// cmd/sandboxctl, a fake in tests). Like every package outside cmd/, this
-// one never reads flags or the environment and never prints: log lines go
-// to a callback that never receives a key.
+// cmd/sandboxctl, a fake in tests). The package never dials: it answers
+// through the http.Handler it returns (the caller listens), and the
+// connections a trace makes are the tracer's. Like every package outside
+// cmd/, it never reads flags or the environment and never prints: log
+// lines go to a callback that never receives a key.
 package server
