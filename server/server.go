@@ -104,6 +104,7 @@ func (c Config) withDefaults() Config {
 type Server struct {
 	cfg   Config
 	store *Store
+	lock  *os.File // the data folder's lock, held until Shutdown
 	auth  *auth
 	lim   limiter
 	anon  Token
@@ -130,9 +131,9 @@ var (
 	errShutdown = errors.New("the server is stopping")
 )
 
-// New opens the data folder's database, marks the traces a stopped
-// process left (Store.Recover) and returns the server. Start runs its
-// workers.
+// New locks the data folder (ErrInUse when another server holds it),
+// opens its database, marks the traces a stopped process left
+// (Store.Recover) and returns the server. Start runs its workers.
 func New(ctx context.Context, cfg Config) (*Server, error) {
 	cfg = cfg.withDefaults()
 	if cfg.DataDir == "" || cfg.Tracer == nil {
@@ -148,6 +149,10 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 			return nil, fmt.Errorf("serve: data folder: %w", err)
 		}
 	}
+	lock, err := lockDir(abs)
+	if err != nil {
+		return nil, err
+	}
 	// Uploads a stopped process left half-written.
 	if ents, err := os.ReadDir(filepath.Join(abs, "tmp")); err == nil {
 		for _, e := range ents {
@@ -156,15 +161,17 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	}
 	st, err := OpenStore(ctx, filepath.Join(abs, DBFile))
 	if err != nil {
+		lock.Close()
 		return nil, err
 	}
 	ids, err := st.Recover(ctx, cfg.Now())
 	if err != nil {
 		st.Close()
+		lock.Close()
 		return nil, err
 	}
 	s := &Server{
-		cfg: cfg, store: st, auth: &auth{tokens: cfg.Tokens},
+		cfg: cfg, store: st, lock: lock, auth: &auth{tokens: cfg.Tokens},
 		anon:    Token{Name: "", Rate: 1 << 20, Burst: 1 << 20, Concurrency: 1 << 30},
 		keys:    map[string]string{},
 		running: map[string]context.CancelCauseFunc{},
@@ -377,7 +384,9 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	s.mu.Lock()
 	clear(s.keys)
 	s.mu.Unlock()
-	return s.store.Close()
+	err := s.store.Close()
+	s.lock.Close()
+	return err
 }
 
 func oneLine(s string) string {

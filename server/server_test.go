@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"os"
@@ -425,7 +426,13 @@ func TestRestart(t *testing.T) {
 	_, b := f.submitJSON(sk("b"), Options{Model: "m"}, map[string]string{KeyHeader: "sk-restart-key"})
 	_, c := f.submitJSON(sk("c"), Options{}, nil)
 
-	// The first process "dies": a second one opens the same folder.
+	// While the first runs, a second server cannot take the folder.
+	if _, err := New(context.Background(), Config{DataDir: f.data, Tracer: newFake()}); !errors.Is(err, ErrInUse) {
+		t.Fatalf("a second server on a folder in use: %v", err)
+	}
+	// The first process "dies" (its lock goes with it): a second one
+	// opens the same folder.
+	f.srv.lock.Close()
 	fake2 := newFake()
 	g := &fixture{t: t, fake: fake2, root: f.root, data: f.data, logs: &lines{}, cleaned: &lines{}}
 	g.start(Config{DataDir: f.data, Tracer: fake2, Version: "test", ImageID: "sha256:img", Log: g.logs.add, Workers: 1,
