@@ -42,3 +42,15 @@ func (r *Runner) ensureImage(st *run) error {
 func (r *Runner) agentImageSpec(from string) AgentImageSpec {
 	return AgentImageSpec{From: from, Binary: r.Binary, UID: UserUID, GIDs: userGIDs()}
 }
+
+// AgentImage builds (or finds) the agent image of this Runner on from (""
+// for the sandbox image) and returns its reference: a long-running caller
+// calls it once at start, so that its first traces do not each wait for
+// the build.
+func (r *Runner) AgentImage(ctx context.Context, from string) (string, error) {
+	img, err := r.Runtime.AgentImage(ctx, r.agentImageSpec(from), r.ImageProgress)
+	if err != nil {
+		return "", fmt.Errorf("agent image: %w", err)
+	}
+	return img, nil
+}

@@ -138,6 +138,12 @@ func runServe(ctx context.Context, e env, args []string) int {
 		fmt.Fprintf(e.stderr, "sandboxctl: %s %s\n", time.Now().UTC().Format(time.RFC3339), oneLine(s))
 	}
 	runner := &orchestrator.Runner{Runtime: rt, Binary: bin, Version: version(), Log: debugLog(e)}
+	// Once, before any trace: otherwise the first traces each wait for it.
+	logf("preparing the agent image")
+	if _, err := runner.AgentImage(ctx, plan.Image); err != nil {
+		e.errorf("%v", err)
+		return exitFailed
+	}
 	srv, err := server.New(ctx, server.Config{
 		DataDir: f.data,
 		Tracer: server.TracerFunc(func(ctx context.Context, p orchestrator.Plan, dir string) (*reports.Report, error) {
