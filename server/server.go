@@ -119,6 +119,9 @@ type Server struct {
 	running map[string]context.CancelCauseFunc
 	closing bool
 
+	closeOnce sync.Once
+	closeErr  error
+
 	wake    chan struct{}
 	stop    chan struct{} // closed by Shutdown: workers claim no more
 	workers sync.WaitGroup
@@ -351,16 +354,16 @@ func (s *Server) cancelTrace(id string) bool {
 	return false
 }
 
-// Shutdown stops the workers: no new trace starts; running traces are
-// given until ctx ends to finish (drain), then canceled and marked
-// interrupted, their containers removed by the tracer. Queued traces stay
-// queued for the next start, except those whose key was in memory. It
-// closes the database.
-func (s *Server) Shutdown(ctx context.Context) error {
+// Drain stops the workers: no new trace starts and submissions are
+// answered 503 (status and reports are still served); running traces are
+// given until ctx ends to finish, then canceled and marked interrupted,
+// their containers removed by the tracer. Queued traces stay queued for
+// the next start, except those whose key was in memory. Close follows.
+func (s *Server) Drain(ctx context.Context) {
 	s.mu.Lock()
 	if s.closing {
 		s.mu.Unlock()
-		return nil
+		return
 	}
 	s.closing = true
 	s.mu.Unlock()
@@ -384,9 +387,22 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	s.mu.Lock()
 	clear(s.keys)
 	s.mu.Unlock()
-	err := s.store.Close()
-	s.lock.Close()
-	return err
+}
+
+// Close closes the database and gives up the data folder; call it after
+// Drain, once the HTTP server has stopped.
+func (s *Server) Close() error {
+	s.closeOnce.Do(func() {
+		s.closeErr = s.store.Close()
+		s.lock.Close()
+	})
+	return s.closeErr
+}
+
+// Shutdown is Drain then Close.
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.Drain(ctx)
+	return s.Close()
 }
 
 func oneLine(s string) string {

@@ -467,15 +467,36 @@ func TestShutdown(t *testing.T) {
 			_, a := f.submitJSON(map[string]string{"SKILL.md": skillMD("a", "hi")}, Options{}, nil)
 			_, b := f.submitJSON(map[string]string{"SKILL.md": skillMD("b", "hi")}, Options{}, nil)
 			<-fake.started
-			f.ts.Close()
 			timeout := time.Millisecond
 			if drained {
 				timeout = 10 * time.Second
-				go func() { time.Sleep(50 * time.Millisecond); fake.release <- struct{}{} }()
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), timeout)
 			defer cancel()
-			if err := f.srv.Shutdown(ctx); err != nil {
+			drainDone := make(chan struct{})
+			go func() { f.srv.Drain(ctx); close(drainDone) }()
+			if drained {
+				// While it drains the API answers: health says stopping,
+				// a submission is turned away, a trace can be read.
+				var h Health
+				for deadline := time.Now().Add(5 * time.Second); h.Status != "stopping" && time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+					r := f.do("GET", "/v1/health", nil, "", nil, nil)
+					json.Unmarshal([]byte(body(r)), &h)
+				}
+				if h.Status != "stopping" {
+					t.Fatalf("health during the drain: %+v", h)
+				}
+				if r, _ := f.submitJSON(map[string]string{"SKILL.md": skillMD("c", "hi")}, Options{}, nil); r.StatusCode != 503 || r.Header.Get("Retry-After") == "" {
+					t.Fatalf("a submission during the drain: %d", r.StatusCode)
+				}
+				if r := f.do("GET", "/v1/traces/"+a.ID, nil, "", nil, nil); r.StatusCode != 200 {
+					t.Fatalf("a status during the drain: %d", r.StatusCode)
+				}
+				fake.release <- struct{}{}
+			}
+			<-drainDone
+			f.ts.Close()
+			if err := f.srv.Close(); err != nil {
 				t.Fatal(err)
 			}
 			st, err := OpenStore(context.Background(), filepath.Join(f.data, DBFile))

@@ -189,14 +189,17 @@ func runServe(ctx context.Context, e env, args []string) int {
 		e.errorf("serve: %v", err)
 		code = exitFailed
 	}
+	// Drain with the API up: callers poll and fetch reports, submissions
+	// get 503, health says stopping.
+	dctx, dcancel := context.WithTimeout(context.WithoutCancel(ctx), f.drain)
+	defer dcancel()
+	srv.Drain(dctx)
 	hctx, hcancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer hcancel()
 	if err := hs.Shutdown(hctx); err != nil && !errors.Is(err, http.ErrServerClosed) {
 		e.warnf("http shutdown: %v", err)
 	}
-	dctx, dcancel := context.WithTimeout(context.WithoutCancel(ctx), f.drain)
-	defer dcancel()
-	if err := srv.Shutdown(dctx); err != nil {
+	if err := srv.Close(); err != nil {
 		e.errorf("%v", err)
 		return exitFailed
 	}
