@@ -45,7 +45,9 @@ func (r *Runner) agentImageSpec(from string) AgentImageSpec {
 
 // AgentImage builds (or finds) the agent image this Runner's traces run
 // on from ("": the sandbox image), with r.ImageProgress receiving the
-// build's output: what `image build` does ahead of the first trace.
+// build's output, and returns its reference: what `image build` does ahead
+// of the first trace, and what a long-running caller (serve) calls once at
+// start, so that its first traces do not each wait for the build.
 func (r *Runner) AgentImage(ctx context.Context, from string) (string, error) {
 	img, err := r.Runtime.AgentImage(ctx, r.agentImageSpec(from), r.ImageProgress)
 	if err != nil {

@@ -25,6 +25,11 @@ type ArchiveLimits struct {
 	MaxFiles     int   // 0: 100,000
 	MaxFileSize  int64 // 0: 64 MiB
 	MaxTotalSize int64 // 0: 4 GiB
+	// RefuseSpecial refuses an archive holding a link, a device, a FIFO
+	// or any member other than a file or a folder; by default such
+	// members are skipped (never written). A server taking uploads sets
+	// it, so that the caller learns what was not accepted.
+	RefuseSpecial bool
 }
 
 func (l ArchiveLimits) withDefaults() ArchiveLimits {
@@ -124,7 +129,9 @@ func extractFrom(ctx context.Context, r io.ReaderAt, size int64, format, dest st
 					return err
 				}
 			default:
-				w.skipped++
+				if err := w.special(zf.Name, m.Type().String()); err != nil {
+					return err
+				}
 			}
 		}
 		return nil
@@ -171,7 +178,10 @@ func extractFrom(ctx context.Context, r io.ReaderAt, size int64, format, dest st
 				return err
 			}
 		default:
-			w.skipped++ // links, devices, FIFOs: never written
+			// links, devices, FIFOs: never written
+			if err := w.special(h.Name, tarKind(h.Typeflag)); err != nil {
+				return err
+			}
 		}
 	}
 }
@@ -201,6 +211,30 @@ func (u *unpacker) target(name string) (string, error) {
 		return u.dest, nil
 	}
 	return filepath.Join(u.dest, filepath.FromSlash(c)), nil
+}
+
+// special skips a member that is neither a file nor a folder, or refuses
+// the archive (RefuseSpecial).
+func (u *unpacker) special(name, kind string) error {
+	if u.lim.RefuseSpecial {
+		return fmt.Errorf("%w: member %q is a %s; only files and folders are accepted", ErrArchive, name, kind)
+	}
+	u.skipped++
+	return nil
+}
+
+func tarKind(t byte) string {
+	switch t {
+	case tar.TypeSymlink:
+		return "symbolic link"
+	case tar.TypeLink:
+		return "hard link"
+	case tar.TypeChar, tar.TypeBlock:
+		return "device"
+	case tar.TypeFifo:
+		return "FIFO"
+	}
+	return fmt.Sprintf("member of type %q", t)
 }
 
 func (u *unpacker) dir(name string) error {
@@ -238,9 +272,15 @@ func (u *unpacker) file(name string, r io.Reader, perm os.FileMode) error {
 	if err != nil {
 		return fmt.Errorf("unpack %s: %w", name, err)
 	}
-	n, err := io.Copy(f, io.LimitReader(r, u.lim.MaxFileSize+1))
+	rr := &readErrs{r: r}
+	n, err := io.Copy(f, io.LimitReader(rr, u.lim.MaxFileSize+1))
 	if cerr := f.Close(); err == nil {
 		err = cerr
+	}
+	if rr.err != nil {
+		// A corrupt member (bad checksum, broken compression) is the
+		// archive's fault, not the disk's.
+		return fmt.Errorf("%w: %s: %v", ErrArchive, name, rr.err)
 	}
 	if err != nil {
 		return fmt.Errorf("unpack %s: %w", name, err)
@@ -253,4 +293,18 @@ func (u *unpacker) file(name string, r io.Reader, perm os.FileMode) error {
 		return fmt.Errorf("%w: over %d bytes in all", ErrArchive, u.lim.MaxTotalSize)
 	}
 	return nil
+}
+
+// readErrs remembers the read error of r (io.EOF aside).
+type readErrs struct {
+	r   io.Reader
+	err error
+}
+
+func (e *readErrs) Read(p []byte) (int, error) {
+	n, err := e.r.Read(p)
+	if err != nil && !errors.Is(err, io.EOF) {
+		e.err = err
+	}
+	return n, err
 }

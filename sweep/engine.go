@@ -384,7 +384,7 @@ func (e *engine) attempt(ctx context.Context, l *Lease) error {
 	case errors.Is(context.Cause(actx), ErrLeaseLost):
 		return nil // another worker owns it now
 	}
-	o := outcomeOf(rep, terr)
+	o := OutcomeOf(rep, terr)
 	o.RunDir, o.TraceID, o.FinishedAt = rel, l.TraceID, e.opt.Now().UTC()
 	if o.DurationMS == 0 {
 		o.DurationMS = e.opt.Now().Sub(start).Milliseconds()
@@ -439,9 +439,9 @@ func (e *engine) attempt(ctx context.Context, l *Lease) error {
 
 var errBudget = errors.New("over the per-skill budget")
 
-// outcomeOf turns a trace's report (nil when it failed before one existed)
+// OutcomeOf turns a trace's report (nil when it failed before one existed)
 // and error into an Outcome.
-func outcomeOf(rep *reports.Report, err error) Outcome {
+func OutcomeOf(rep *reports.Report, err error) Outcome {
 	var o Outcome
 	if err != nil {
 		o.Error = firstLine(err.Error())
