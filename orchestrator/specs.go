@@ -163,16 +163,6 @@ _apt:*:19700:0:99999:7:::
 	}
 }
 
-// loginShell is the SHELL of a home's environment (bash when unset).
-func loginShell(env []string) string {
-	for _, kv := range env {
-		if sh, ok := strings.CutPrefix(kv, "SHELL="); ok && sh != "" {
-			return sh
-		}
-	}
-	return "/bin/bash"
-}
-
 // groupFile is the sandbox's /etc/group, with user in the groups a
 // developer's account is in.
 func groupFile(user string) string {
