@@ -7,6 +7,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"mime/multipart"
 	"net/http"
@@ -224,7 +225,7 @@ func TestServeEndToEnd(t *testing.T) {
 	root := t.TempDir()
 	data := filepath.Join(root, "data")
 	tokens := filepath.Join(root, "tokens")
-	os.WriteFile(tokens, []byte("e2e e2e-token-0123456789abcdef concurrency=4\n"), 0o600)
+	os.WriteFile(tokens, []byte("e2e e2e-token-0123456789abcdef concurrency=4\nbatch batch-token-0123456789abcdef rate=60 burst=20 concurrency=20\n"), 0o600)
 
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
@@ -305,6 +306,38 @@ func TestServeEndToEnd(t *testing.T) {
 		!bytes.Contains(m, []byte("sandboxctl_serve_cached_total 1")) || !bytes.Contains(m, []byte("sandboxctl_serve_trace_duration_seconds_count 2")) {
 		t.Errorf("metrics:\n%s", m)
 	}
+
+	// 20 submissions at once from a caller whose limits allow them: none is
+	// refused, and every one is traced and judged.
+	batch := &serveClient{t: t, base: base, token: "batch-token-0123456789abcdef"}
+	var bmu sync.Mutex
+	var bids []string
+	var wg sync.WaitGroup
+	t3 := time.Now()
+	for i := range 20 {
+		wg.Go(func() {
+			md := fmt.Sprintf("---\nname: batch-%02d\ndescription: Prints a greeting. Use to say hello.\n---\n\n```bash\necho hello %d\n```\n", i, i)
+			body, _ := json.Marshal(map[string]any{"files": map[string]string{"SKILL.md": md}})
+			code, _, b := batch.do("POST", "/v1/traces", bytes.NewReader(body), map[string]string{"Content-Type": "application/json"})
+			var sub server.Submitted
+			json.Unmarshal(b, &sub)
+			if code != 202 || sub.ID == "" {
+				t.Errorf("batch submission %d: %d %s", i, code, b)
+				return
+			}
+			bmu.Lock()
+			bids = append(bids, sub.ID)
+			bmu.Unlock()
+		})
+	}
+	wg.Wait()
+	ids = append(ids, bids...)
+	for _, id := range bids {
+		if v := batch.wait(id, 8*time.Minute); v.Status != server.StatusDone || v.Verdict != "clean" {
+			t.Errorf("batch trace %s: %s %s (%s)", id, v.Status, v.Verdict, v.Error)
+		}
+	}
+	t.Logf("20 concurrent submissions, %d judged in %v with 2 workers", len(bids), time.Since(t3).Round(time.Second))
 
 	// DELETE a trace while it runs: it stops and its containers go.
 	slow, _ := json.Marshal(map[string]any{"files": map[string]string{"SKILL.md": "---\nname: slow-sync\ndescription: Waits for the sync window. Use before a sync.\n---\n\n# Slow sync\n\nWait for the window:\n\n```bash\nsleep 300\n```\n"}})
