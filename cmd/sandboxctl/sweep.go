@@ -197,7 +197,7 @@ func runSweep(ctx context.Context, e env, args []string) int {
 	// Sources first: a bad one is a usage error, before any engine.
 	var skills []sweep.Skill
 	if !f.resume {
-		skills, err = sweep.Discover(ctx, srcs, sweep.DiscoverOptions{ExtractDir: filepath.Join(f.out, "sources")})
+		skills, err = sweep.Discover(ctx, srcs, sweep.DiscoverOptions{ExtractDir: filepath.Join(f.out, sweep.SourcesDir)})
 		if err != nil {
 			e.errorf("%v", err)
 			if errors.Is(err, os.ErrNotExist) {
