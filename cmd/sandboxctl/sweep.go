@@ -254,11 +254,7 @@ func runSweep(ctx context.Context, e env, args []string) int {
 			if !shard.Holds(s) {
 				continue
 			}
-			sha := s.SHA256
-			if s.Refused != "" {
-				sha = "refused:" + s.ID
-			}
-			items = append(items, sweep.Item{Skill: s, Key: sweep.ResultKey(sha, planHash, imageID)})
+			items = append(items, sweep.NewItem(s, planHash, imageID))
 		}
 		now := time.Now()
 		runID = newTraceID(now)
