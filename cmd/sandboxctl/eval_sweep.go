@@ -64,7 +64,7 @@ func evalSweep(ctx context.Context, e env, f *evalFlags, plan orchestrator.Plan,
 		e.errorf("%v", err)
 		return nil, exitFailed, nil
 	}
-	planHash, err := sweep.PlanHash(plan, version())
+	planHash, err := sweep.PlanHash(plan, judgeVersion())
 	if err != nil {
 		e.errorf("%v", err)
 		return nil, exitUsage, nil

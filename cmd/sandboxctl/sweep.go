@@ -233,7 +233,7 @@ func runSweep(ctx context.Context, e env, args []string) int {
 		e.errorf("%v", err)
 		return exitFailed
 	}
-	planHash, err := sweep.PlanHash(plan, version())
+	planHash, err := sweep.PlanHash(plan, judgeVersion())
 	if err != nil {
 		e.errorf("%v", err)
 		return exitUsage
