@@ -52,7 +52,9 @@ func TestEvalCLI(t *testing.T) {
 		"--keep-runs", runs, "--update-doc", doc, "--timeout", "3m", filepath.Join(root, "manifest.tsv"))
 	var so, se strings.Builder
 	cmd.Stdout, cmd.Stderr = &so, &se
+	start := time.Now()
 	cmd.Run()
+	t.Logf("first evaluation (two traces): %s", time.Since(start).Round(100*time.Millisecond))
 	code := cmd.ProcessState.ExitCode()
 	if code != exitClean {
 		t.Errorf("exit %d, want 0 (every verdict as expected); stderr:\n%s\nstdout:\n%s", code, se.String(), so.String())
@@ -118,9 +120,11 @@ func TestEvalCLI(t *testing.T) {
 	cmd = exec.CommandContext(ctx, bin, "eval", "--check", "--json", jsonPath, "--keep-runs", runs, "--timeout", "3m", filepath.Join(root, "manifest.tsv"))
 	se.Reset()
 	cmd.Stderr = &se
+	start = time.Now()
 	if err := cmd.Run(); err != nil {
 		t.Fatalf("second evaluation: %v\n%s", err, se.String())
 	}
+	t.Logf("second evaluation (nothing to trace): %s", time.Since(start).Round(100*time.Millisecond))
 	if !strings.Contains(se.String(), "0 to trace") || !strings.Contains(se.String(), "2 skill(s) reused") {
 		t.Errorf("second evaluation: stderr does not say both results were reused:\n%s", se.String())
 	}
@@ -140,9 +144,11 @@ func TestEvalCLI(t *testing.T) {
 	so.Reset()
 	se.Reset()
 	cmd.Stdout, cmd.Stderr = &so, &se
+	start = time.Now()
 	if err := cmd.Run(); err != nil {
 		t.Errorf("rescore: %v\n%s\n%s", err, se.String(), so.String())
 	}
+	t.Logf("rescore: %s", time.Since(start).Round(100*time.Millisecond))
 	for slug, v := range got {
 		if !strings.Contains(se.String(), slug+" ") || !strings.Contains(se.String(), ": "+v) {
 			t.Errorf("rescore: no %s %s in the progress:\n%s", slug, v, se.String())
