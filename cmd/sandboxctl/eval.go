@@ -271,7 +271,7 @@ func runEval(ctx context.Context, e env, args []string) int {
 	if runErr != nil {
 		e.errorf("%v", runErr)
 		if f.rescore == "" && f.keepRuns != "" {
-			e.hintf("finish it with: sandboxctl eval --resume --keep-runs %s %s", f.keepRuns, strings.Join(fs.Args(), " "))
+			e.hintf("finish it with the same flags and: sandboxctl eval --resume --keep-runs %s %s", f.keepRuns, strings.Join(fs.Args(), " "))
 		}
 		code = exitFailed
 	}

@@ -116,7 +116,7 @@ func evalSweep(ctx context.Context, e env, f *evalFlags, plan orchestrator.Plan,
 	switch {
 	case errors.Is(runErr, evaluation.ErrUnfinished):
 		e.errorf("%v in %s", runErr, dir)
-		e.hintf("finish it with: sandboxctl eval --resume --keep-runs %s %s (or start over with --force)", dir, strings.Join(manifests, " "))
+		e.hintf("finish it with the same flags and: sandboxctl eval --resume --keep-runs %s %s (or start over with --force)", dir, strings.Join(manifests, " "))
 		return nil, exitUsage, nil
 	case errors.Is(runErr, evaluation.ErrResumeMismatch):
 		e.errorf("%v", runErr)
