@@ -47,8 +47,11 @@ bench: build ## benchmarks that report ratios against a baseline measured in the
 # a user's clone has none, and eval then measures eval/ alone.
 SHARED_CORPUS ?= ../shared/corpus
 EVAL_FLAGS    ?=
+# The evaluation's sweep folder: a second `make eval` with nothing changed
+# reuses its verdicts; EVAL_FLAGS=--resume finishes a stopped one.
+EVAL_DIR      ?= runs/eval
 
-eval: build ## measure verdicts on ../shared/corpus and eval/; update docs/detection.md (EVAL_FLAGS passes flags)
+eval: build ## measure verdicts on ../shared/corpus and eval/; update docs/detection.md (traces kept in EVAL_DIR; EVAL_FLAGS passes flags)
 	@manifests=eval/manifest.tsv; \
 	if [ -f "$(SHARED_CORPUS)/manifest.tsv" ]; then \
 	  manifests="$(SHARED_CORPUS)/manifest.tsv $$manifests"; \
@@ -59,7 +62,7 @@ eval: build ## measure verdicts on ../shared/corpus and eval/; update docs/detec
 	fi; \
 	mkdir -p runs; \
 	set -x; $(BIN) eval --commit "$$(git describe --always --dirty --abbrev=12 2>/dev/null)" --json runs/eval.json \
-	  --update-doc docs/detection.md $(EVAL_FLAGS) $$manifests
+	  --keep-runs $(EVAL_DIR) --update-doc docs/detection.md $(EVAL_FLAGS) $$manifests
 
 gc: build ## remove leftovers of crashed traces (by label only)
 	$(BIN) gc

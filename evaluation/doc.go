@@ -6,6 +6,14 @@
 // benign ones, inconclusive rates, dual-use reported apart, and the skills
 // that disagree with their label with the rule ids that decided.
 //
+// RunSweep runs the cases as one run of a sweep (package sweep): the cases
+// are the run's items, keyed as a sweep keys skills, so that traces that
+// could not observe are retried, a stopped evaluation resumes, and a case
+// judged before under the same key in the same sweep folder is reused; its
+// results map back to Result. Run is the plain worker loop that rescoring
+// (RescoreTracer, which reads a kept sweep folder or the older
+// <corpus>/<slug> layout) and the corpus sample tests use.
+//
 // It sits above the orchestrator: it runs traces and reads their reports,
 // and never judges a trace itself (the verdict is the rules' alone). It never
 // reads flags or the environment and never prints: cmd/sandboxctl's eval

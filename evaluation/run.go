@@ -110,8 +110,15 @@ type Result struct {
 	Deciding   []string `json:"deciding"`
 	ToolCalls  int      `json:"tool_calls"`
 	DurationMS int64    `json:"duration_ms"`
-	// RunDir is the kept run folder, when Options.KeepRuns is set.
+	// RunDir is the kept run folder, when Options.KeepRuns is set (or the
+	// sweep folder of RunSweep is kept).
 	RunDir string `json:"run_dir,omitempty"`
+	// Attempts is how many traces the sweep ran to judge the skill (traces
+	// that could not observe are tried again); 0 when not run by a sweep.
+	Attempts int `json:"attempts,omitempty"`
+	// Cached is set when an earlier evaluation in the same sweep folder
+	// judged the skill under the same key: its result was reused.
+	Cached bool `json:"cached,omitempty"`
 }
 
 // VerdictError is Result.Verdict for a trace that produced no report.
@@ -246,9 +253,66 @@ func resultOf(c Case, rep *reports.Report, err error) Result {
 // timeline (reports.Reprocess), nothing is executed. It measures a change
 // to the rules on the very same traces, in seconds; a change to the
 // sandbox, the jail or the drivers needs new traces.
+//
+// From is either the sweep folder an evaluation kept (--keep-runs: its
+// sweep.db says which run folder, runs/<skill>-<key>, holds each case,
+// the latest run that judged it winning) or a folder of the older layout,
+// <From>/<corpus>/<slug>, which earlier evaluations and rescores with
+// KeepRuns wrote.
 type RescoreTracer struct {
 	From  string      // the earlier evaluation's KeepRuns folder
 	Extra rules.Extra // the user's rules, besides the built-in ones (nil: none)
+
+	once  sync.Once
+	runs  map[string]string // case ID -> run folder, from the sweep's state
+	index error
+}
+
+// runDir is the kept run folder of c.
+func (t *RescoreTracer) runDir(ctx context.Context, c Case) (string, error) {
+	t.once.Do(func() { t.runs, t.index = KeptRuns(ctx, t.From) })
+	if t.index != nil {
+		return "", t.index
+	}
+	if d, ok := t.runs[c.ID()]; ok {
+		return d, nil
+	}
+	return filepath.Join(t.From, c.Corpus, c.Slug), nil
+}
+
+// KeptRuns maps each case ID (<corpus>/<slug>) to its run folder in the
+// sweep folder dir, from the runs recorded in its state database, the
+// latest run to judge a case winning. A folder without a state database
+// (the older <corpus>/<slug> layout) maps nothing.
+func KeptRuns(ctx context.Context, dir string) (map[string]string, error) {
+	db := filepath.Join(dir, sweep.DBFile)
+	if _, err := os.Stat(db); errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	} else if err != nil {
+		return nil, fmt.Errorf("kept runs in %s: %w", dir, err)
+	}
+	st, err := sweep.OpenStore(ctx, db)
+	if err != nil {
+		return nil, fmt.Errorf("kept runs in %s: %w", dir, err)
+	}
+	defer st.Close()
+	runs, err := st.Runs(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("kept runs in %s: %w", dir, err)
+	}
+	out := map[string]string{}
+	for _, run := range runs {
+		res, err := st.Results(ctx, run.ID)
+		if err != nil {
+			return nil, fmt.Errorf("kept runs in %s: %w", dir, err)
+		}
+		for _, r := range res {
+			if r.RunDir != "" && (r.Status == sweep.StatusDone || r.Status == sweep.StatusFailed) {
+				out[r.Skill.ID] = filepath.Join(dir, filepath.FromSlash(r.RunDir))
+			}
+		}
+	}
+	return out, nil
 }
 
 // Trace implements Tracer. The earlier run folder is never changed: it is
@@ -258,7 +322,10 @@ func (t *RescoreTracer) Trace(ctx context.Context, c Case, dir string) (*reports
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	src := filepath.Join(t.From, c.Corpus, c.Slug)
+	src, err := t.runDir(ctx, c)
+	if err != nil {
+		return nil, fmt.Errorf("rescore %s: %w", c.ID(), err)
+	}
 	if _, err := os.Stat(filepath.Join(src, reports.FileEvents)); err != nil {
 		return nil, fmt.Errorf("rescore %s: no kept run: %w", c.ID(), err)
 	}

@@ -213,6 +213,11 @@ func TestJSONSchema(t *testing.T) {
 			r.Sample, r.Seed = 40, evaluation.DefaultSeed
 			return r
 		}(),
+		"swept": func() *evaluation.Report {
+			r := fixtureReport()
+			r.Results[0].Attempts, r.Results[0].Cached, r.Results[0].RunDir = 2, true, "/tmp/ev/runs/weather-0123456789abcdef"
+			return r
+		}(),
 		"empty": {SchemaVersion: evaluation.SchemaVersion, Driver: "literal", Manifests: []string{}, Parallel: 1, Summary: evaluation.Summarize(nil), Results: []evaluation.Result{}},
 	} {
 		var buf bytes.Buffer

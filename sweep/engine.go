@@ -112,6 +112,9 @@ type Event struct {
 	Attempt int
 	Verdict string // EventDone
 	Err     string // EventRetry, EventFailed
+	// Outcome is what was recorded (EventDone, and EventFailed after an
+	// attempt; nil otherwise).
+	Outcome *Outcome
 	Stats   Stats
 }
 
@@ -403,7 +406,7 @@ func (e *engine) attempt(ctx context.Context, l *Lease) error {
 		if err != nil {
 			return err
 		}
-		e.emit(Event{Kind: EventDone, Item: l.Item, Attempt: l.Attempt, Verdict: o.Verdict}, func(s *Stats) {
+		e.emit(Event{Kind: EventDone, Item: l.Item, Attempt: l.Attempt, Verdict: o.Verdict, Outcome: &o}, func(s *Stats) {
 			s.Running--
 			s.Left--
 			s.Ran++
@@ -429,7 +432,7 @@ func (e *engine) attempt(ctx context.Context, l *Lease) error {
 	if err != nil && !errors.Is(err, ErrLeaseLost) {
 		return err
 	}
-	e.emit(Event{Kind: EventFailed, Item: l.Item, Attempt: l.Attempt, Err: o.Error}, func(s *Stats) {
+	e.emit(Event{Kind: EventFailed, Item: l.Item, Attempt: l.Attempt, Err: o.Error, Outcome: &o}, func(s *Stats) {
 		s.Running--
 		s.Left--
 		s.Failed++

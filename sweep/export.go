@@ -210,12 +210,13 @@ func exportOne(sweepDir, to string, r Result, run RunInfo, opt ExportOptions, no
 	if !traceIDRe.MatchString(rep.TraceID) {
 		return Exported{}, fmt.Errorf("report %s: bad trace id %q", runDir, rep.TraceID)
 	}
-	sk, err := skill.Load(r.Skill.Path, skill.Options{})
+	skillPath := HostPath(sweepDir, r.Skill.Path)
+	sk, err := skill.Load(skillPath, skill.Options{})
 	if err != nil {
 		return Exported{}, fmt.Errorf("skill files: %w", err)
 	}
 	if sk.SHA256 != r.Skill.SHA256 {
-		return Exported{}, fmt.Errorf("skill files at %s changed since the sweep (sha256 %.12s, judged %.12s)", r.Skill.Path, sk.SHA256, r.Skill.SHA256)
+		return Exported{}, fmt.Errorf("skill files at %s changed since the sweep (sha256 %.12s, judged %.12s)", skillPath, sk.SHA256, r.Skill.SHA256)
 	}
 	dest := filepath.Join(to, ExportRoot, rep.TraceID)
 	if err := os.RemoveAll(dest); err != nil {

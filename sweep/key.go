@@ -71,6 +71,16 @@ func ResultKey(skillSHA, planHash, imageDigest string) string {
 	return hex.EncodeToString(s[:])
 }
 
+// NewItem is s with its result key under the plan hash and image digest;
+// a skill the loader refused (no content digest) is keyed by its ID.
+func NewItem(s Skill, planHash, imageDigest string) Item {
+	sha := s.SHA256
+	if s.Refused != "" {
+		sha = "refused:" + s.ID
+	}
+	return Item{Skill: s, Key: ResultKey(sha, planHash, imageDigest)}
+}
+
 // A Shard is one part of N of a sweep's skills (Index in [0, Count)).
 // The zero Shard is the whole sweep.
 type Shard struct {

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
+	"strings"
 	"time"
 )
 
@@ -111,8 +112,12 @@ func Merge(ctx context.Context, out string, shards []string, opt MergeOptions) (
 		}
 	}
 	var all []Result
+	copied := map[string]bool{}
 	for _, s := range got {
 		for _, r := range s.res {
+			if err := copySource(s.dir, out, r.Skill.Path, copied); err != nil {
+				return Summary{}, fmt.Errorf("merge: skill files of %s: %w", r.Skill.ID, err)
+			}
 			if r.RunDir != "" {
 				src := filepath.Join(s.dir, r.RunDir)
 				dst := filepath.Join(out, r.RunDir)
@@ -172,4 +177,35 @@ func (s *Store) Import(ctx context.Context, run RunInfo, res []Result) error {
 		return fmt.Errorf("import: %w", err)
 	}
 	return nil
+}
+
+// copySource copies the unpacked archive a skill recorded relative to the
+// shard's folder (sources/<digest>/...) to the same place under out, once,
+// so that the merged folder's relative paths name the skill's files. A
+// skill recorded by an absolute path is left where it is.
+func copySource(shard, out, path string, copied map[string]bool) error {
+	if path == "" || filepath.IsAbs(path) {
+		return nil
+	}
+	parts := strings.SplitN(path, "/", 3)
+	if len(parts) < 2 || parts[0] != SourcesDir {
+		return nil
+	}
+	top := parts[0] + "/" + parts[1]
+	if copied[top] {
+		return nil
+	}
+	copied[top] = true
+	dst := filepath.Join(out, filepath.FromSlash(top))
+	if _, err := os.Stat(dst); err == nil {
+		return nil // unpacked from the same archive digest: the same files
+	}
+	src := filepath.Join(shard, filepath.FromSlash(top))
+	if _, err := os.Stat(src); err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+		return err
+	}
+	return os.CopyFS(dst, os.DirFS(src))
 }

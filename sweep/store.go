@@ -28,6 +28,10 @@ const (
 // DBFile is the state database's name in a sweep folder.
 const DBFile = "sweep.db"
 
+// SourcesDir is the folder of a sweep folder that archives are unpacked
+// into, one folder per archive digest.
+const SourcesDir = "sources"
+
 const schema = `
 CREATE TABLE IF NOT EXISTS runs (
 	id        TEXT PRIMARY KEY,
@@ -108,6 +112,41 @@ func (s *Store) Close() error { return s.db.Close() }
 // Path is the database file.
 func (s *Store) Path() string { return s.path }
 
+// Dir is the sweep folder: the database's folder.
+func (s *Store) Dir() string { return filepath.Dir(s.path) }
+
+// storedSkill is sk as recorded: a skill inside the sweep folder (unpacked
+// from an archive under sources/) by its path relative to the folder, so
+// that the folder can be moved, or merged from another machine; any other
+// skill by its absolute path.
+func (s *Store) storedSkill(sk Skill) Skill {
+	sk.Path = relToDir(s.Dir(), sk.Path)
+	return sk
+}
+
+// relToDir is path relative to dir, with slashes, when path is inside
+// dir; path itself otherwise.
+func relToDir(dir, path string) string {
+	if !filepath.IsAbs(path) {
+		return path
+	}
+	rel, err := filepath.Rel(dir, path)
+	if err != nil || !filepath.IsLocal(rel) {
+		return path
+	}
+	return filepath.ToSlash(rel)
+}
+
+// HostPath is a recorded skill path on this host: a path relative to the
+// sweep folder (a skill unpacked under its sources/) joined to dir, an
+// absolute path as it is.
+func HostPath(dir, path string) string {
+	if path == "" || filepath.IsAbs(path) {
+		return path
+	}
+	return filepath.Join(dir, filepath.FromSlash(path))
+}
+
 // RunInfo describes one sweep run in the database.
 type RunInfo struct {
 	ID       string    `json:"id"`
@@ -163,7 +202,7 @@ func (s *Store) Begin(ctx context.Context, run RunInfo, items []Item, opt BeginO
 	now := time.Now().UnixMilli()
 	keys := map[string]bool{}
 	for i, it := range items {
-		sk, _ := json.Marshal(it.Skill)
+		sk, _ := json.Marshal(s.storedSkill(it.Skill))
 		if _, err := tx.ExecContext(ctx, `INSERT INTO items (run_id, seq, id, key, skill) VALUES (?,?,?,?,?)`,
 			run.ID, i, it.ID, it.Key, string(sk)); err != nil {
 			return 0, fmt.Errorf("begin sweep: item %s: %w", it.ID, err)
@@ -338,6 +377,7 @@ func (s *Store) Claim(ctx context.Context, runID string, opt ClaimOptions) (*Lea
 		}
 		seen[c.it.Key] = true
 		json.Unmarshal([]byte(sk), &c.it.Skill)
+		c.it.Path = HostPath(s.Dir(), c.it.Path)
 		cands = append(cands, c)
 	}
 	rows.Close()
@@ -524,8 +564,11 @@ type Result struct {
 
 // ResultSkill identifies the skill of a result.
 type ResultSkill struct {
-	ID     string `json:"id"`
-	Name   string `json:"name"`
+	ID   string `json:"id"`
+	Name string `json:"name"`
+	// Path is the skill as traced: relative to the sweep folder (with
+	// slashes) for a skill inside it, unpacked from an archive under
+	// sources/; absolute for any other. HostPath resolves it.
 	Path   string `json:"path"`
 	SHA256 string `json:"sha256"`
 	Source string `json:"source"`

@@ -15,6 +15,7 @@ import (
 	"github.com/sandboxctl/sandboxctl/evaluation"
 	"github.com/sandboxctl/sandboxctl/orchestrator"
 	"github.com/sandboxctl/sandboxctl/rules"
+	"github.com/sandboxctl/sandboxctl/sweep"
 )
 
 func init() {
@@ -31,6 +32,14 @@ inconclusive rates, dual-use skills apart, per family or category and overall,
 and the skills that disagree with their label with the rules that decided.
 The table goes to stdout, progress to stderr.
 
+The traces run as a sweep (see sweep): a trace that could not observe is
+retried with backoff (--attempts) before the skill counts as an error. With
+--keep-runs DIR, DIR is the sweep folder (sweep.db, runs/, results.jsonl,
+index.html): a stopped evaluation is finished by --resume, and a second
+evaluation into DIR reuses every result whose skill, settings, sandboxctl
+version and image are unchanged (--force traces them again). Without it, the
+sweep folder is temporary.
+
 A manifest is tab-separated with a header line; slug and label (benign,
 dual-use, malicious) are required, category, family and expect (verdicts
 separated by |) are used when present. See docs/detection.md.
@@ -39,6 +48,7 @@ Examples:
   sandboxctl eval eval/manifest.tsv
   sandboxctl eval --sample 40 --json /tmp/eval.json ../shared/corpus/manifest.tsv
   sandboxctl eval --only weather-report --keep-runs /tmp/runs eval/manifest.tsv
+  sandboxctl eval --resume --keep-runs /tmp/runs eval/manifest.tsv   (after Ctrl-C or kill -9)
   sandboxctl eval --update-doc docs/detection.md ../shared/corpus/manifest.tsv eval/manifest.tsv
   sandboxctl eval --rescore /tmp/runs eval/manifest.tsv   (rules only, on the runs kept before)`
 
@@ -51,6 +61,9 @@ type evalFlags struct {
 	commit               string
 	only                 stringList
 	check                bool
+	resume, force        bool
+	attempts             int
+	backoff              time.Duration
 }
 
 // stringList is a flag that may be given several times, or with commas.
@@ -72,7 +85,11 @@ func (f *evalFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&f.sample, "sample", 0, "trace a fixed, stratified sample of N skills (by corpus, label and family or category) instead of all")
 	fs.StringVar(&f.sampleSeed, "sample-seed", evaluation.DefaultSeed, "seed of --sample: the same seed picks the same skills")
 	fs.Var(&f.only, "only", "trace only this skill (slug or corpus/slug); repeat or separate with commas")
-	fs.StringVar(&f.keepRuns, "keep-runs", "", "keep each trace's run folder as DIR/<corpus>/<slug>")
+	fs.StringVar(&f.keepRuns, "keep-runs", "", "keep the evaluation's sweep folder in DIR (state, runs/<skill>-<key>/, results.jsonl, index.html); a later evaluation into DIR reuses unchanged results")
+	fs.BoolVar(&f.resume, "resume", false, "finish the evaluation stopped in --keep-runs DIR (after Ctrl-C or kill -9); starts one when none is unfinished")
+	fs.BoolVar(&f.force, "force", false, "trace every skill, even those judged before in --keep-runs DIR under the same key")
+	fs.IntVar(&f.attempts, "attempts", sweep.DefaultMaxAttempts, "attempts at a skill whose trace fails to observe before it counts as an error")
+	fs.DurationVar(&f.backoff, "backoff", sweep.DefaultBackoff, "wait after a failed attempt, doubled after each")
 	fs.StringVar(&f.rescore, "rescore", "", "trace nothing: rerun the rules on the run folders an earlier --keep-runs DIR kept (measures a rule change on the same traces)")
 	fs.StringVar(&f.jsonOut, "json", "", "write the evaluation as JSON to FILE (schema: evaluation/schema/eval.schema.json)")
 	fs.StringVar(&f.updateDoc, "update-doc", "", "update the marked sections of FILE (docs/detection.md) with the figures")
@@ -128,6 +145,18 @@ func runEval(ctx context.Context, e env, args []string) int {
 	case f.trace.driver == orchestrator.DriverReplay:
 		e.errorf("eval cannot replay: a transcript belongs to one skill")
 		return exitUsage
+	case f.attempts < 1 || f.backoff < 0:
+		e.errorf("--attempts must be at least 1 and --backoff cannot be negative")
+		return exitUsage
+	case f.resume && f.force:
+		e.errorf("--resume finishes an evaluation; --force starts one over: choose one")
+		return exitUsage
+	case f.resume && f.keepRuns == "":
+		e.errorf("--resume needs --keep-runs DIR, the folder of the evaluation to finish")
+		return exitUsage
+	case f.rescore != "" && (f.resume || f.force):
+		e.errorf("--rescore traces nothing: --resume and --force do not apply")
+		return exitUsage
 	}
 
 	var cases []evaluation.Case
@@ -182,40 +211,6 @@ func runEval(ctx context.Context, e env, args []string) int {
 		return exitUsage
 	}
 
-	var tracer evaluation.Tracer
-	if f.rescore != "" {
-		if f.keepRuns != "" && filepath.Clean(f.keepRuns) == filepath.Clean(f.rescore) {
-			e.errorf("--keep-runs and --rescore name the same folder: the kept runs would be replaced while read")
-			return exitUsage
-		}
-		tracer = &evaluation.RescoreTracer{From: f.rescore, Extra: urules.Extra()}
-	} else {
-		rt, ok := openDocker(ctx, e)
-		if !ok {
-			return exitFailed
-		}
-		defer rt.Close()
-		ui := newProgressUI(e.stderr, false)
-		bin, err := sandboxBinary(ctx, e, ui)
-		if err != nil {
-			e.warnf("the sandbox gets this dynamically linked binary: %v", err)
-		}
-		if plan.Image == "" {
-			// Build (or find) the image once, before the traces race for it.
-			ref, ok := ensureImage(ctx, e, rt, ui)
-			if !ok {
-				return exitFailed
-			}
-			plan.Image = ref
-		}
-		tracer = &evaluation.PipelineTracer{
-			Runner: &orchestrator.Runner{
-				Runtime: rt, Binary: bin, Version: version(), Log: debugLog(e), EngineDiff: f.trace.engineDiff, Extra: urules.Extra(),
-			},
-			Plan: plan,
-		}
-	}
-
 	commit := f.commit
 	if commit == "" {
 		commit = buildRevision()
@@ -232,17 +227,42 @@ func runEval(ctx context.Context, e env, args []string) int {
 	if f.sample > 0 {
 		rep.Sample, rep.Seed = f.sample, f.sampleSeed
 	}
-	fmt.Fprintf(e.stderr, "sandboxctl: evaluating %d skill(s), %d at a time\n", len(cases), f.parallel)
-	start := time.Now()
-	results, runErr := evaluation.Run(ctx, cases, evaluation.Options{
-		Tracer:   tracer,
-		Parallel: f.parallel,
-		KeepRuns: f.keepRuns,
-		Progress: func(done, total int, r evaluation.Result) {
-			fmt.Fprintf(e.stderr, "sandboxctl: [%d/%d] %s/%s %s: %s%s (%.0fs)\n", done, total, r.Corpus, r.Slug, r.Label,
-				r.Verdict, decidingNote(r), float64(r.DurationMS)/1000)
-		},
-	})
+	progress := func(done, total int, r evaluation.Result) {
+		note := ""
+		if r.Cached {
+			note = ", reused"
+		} else if r.Attempts > 1 {
+			note = fmt.Sprintf(", %d attempts", r.Attempts)
+		}
+		fmt.Fprintf(e.stderr, "sandboxctl: [%d/%d] %s/%s %s: %s%s (%.0fs%s)\n", done, total, r.Corpus, r.Slug, r.Label,
+			r.Verdict, decidingNote(r), float64(r.DurationMS)/1000, note)
+	}
+	var (
+		results []evaluation.Result
+		runErr  error
+		start   time.Time
+	)
+	if f.rescore != "" {
+		if f.keepRuns != "" && filepath.Clean(f.keepRuns) == filepath.Clean(f.rescore) {
+			e.errorf("--keep-runs and --rescore name the same folder: the kept runs would be replaced while read")
+			return exitUsage
+		}
+		fmt.Fprintf(e.stderr, "sandboxctl: rescoring %d skill(s) from %s\n", len(cases), f.rescore)
+		start = time.Now()
+		results, runErr = evaluation.Run(ctx, cases, evaluation.Options{
+			Tracer:   &evaluation.RescoreTracer{From: f.rescore, Extra: urules.Extra()},
+			Parallel: f.parallel,
+			KeepRuns: f.keepRuns,
+			Progress: progress,
+		})
+	} else {
+		var code int
+		start = time.Now()
+		results, code, runErr = evalSweep(ctx, e, &f, plan, urules.Extra(), fs.Args(), cases, progress)
+		if code != exitClean {
+			return code
+		}
+	}
 	rep.DurationMS = time.Since(start).Milliseconds()
 	rep.Results = results
 	rep.Summary = evaluation.Summarize(results)
@@ -250,6 +270,9 @@ func runEval(ctx context.Context, e env, args []string) int {
 	code := exitClean
 	if runErr != nil {
 		e.errorf("%v", runErr)
+		if f.rescore == "" && f.keepRuns != "" {
+			e.hintf("finish it with the same flags and: sandboxctl eval --resume --keep-runs %s %s", f.keepRuns, strings.Join(fs.Args(), " "))
+		}
 		code = exitFailed
 	}
 	if len(results) == 0 {

@@ -10,8 +10,10 @@ import (
 	"log/slog"
 	"os"
 	"runtime/debug"
+	"strings"
 
 	"github.com/sandboxctl/sandboxctl/agent/llm"
+	"github.com/sandboxctl/sandboxctl/internal/fsutil"
 	"github.com/sandboxctl/sandboxctl/orchestrator"
 	"github.com/sandboxctl/sandboxctl/reports"
 	"github.com/sandboxctl/sandboxctl/rules"
@@ -165,4 +167,26 @@ func debugLog(e env) *slog.Logger {
 		return nil
 	}
 	return slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+}
+
+// judgeVersion is the version that enters a result key (sweep.PlanHash):
+// version() for a build of a clean tree, whose version names its commit;
+// for a development build ("devel", or a tree with uncommitted changes,
+// whose version stays the same across edits) the sha256 of this binary
+// too, so that a rule edited and rebuilt judges again instead of reusing
+// the verdicts of the rules before it.
+func judgeVersion() string {
+	v := version()
+	if v != "devel" && !strings.Contains(v, "dirty") {
+		return v
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return v
+	}
+	sum, err := fsutil.SHA256(exe)
+	if err != nil {
+		return v
+	}
+	return v + "+bin." + sum[:16]
 }

@@ -197,7 +197,7 @@ func runSweep(ctx context.Context, e env, args []string) int {
 	// Sources first: a bad one is a usage error, before any engine.
 	var skills []sweep.Skill
 	if !f.resume {
-		skills, err = sweep.Discover(ctx, srcs, sweep.DiscoverOptions{ExtractDir: filepath.Join(f.out, "sources")})
+		skills, err = sweep.Discover(ctx, srcs, sweep.DiscoverOptions{ExtractDir: filepath.Join(f.out, sweep.SourcesDir)})
 		if err != nil {
 			e.errorf("%v", err)
 			if errors.Is(err, os.ErrNotExist) {
@@ -233,7 +233,7 @@ func runSweep(ctx context.Context, e env, args []string) int {
 		e.errorf("%v", err)
 		return exitFailed
 	}
-	planHash, err := sweep.PlanHash(plan, version())
+	planHash, err := sweep.PlanHash(plan, judgeVersion())
 	if err != nil {
 		e.errorf("%v", err)
 		return exitUsage
@@ -254,11 +254,7 @@ func runSweep(ctx context.Context, e env, args []string) int {
 			if !shard.Holds(s) {
 				continue
 			}
-			sha := s.SHA256
-			if s.Refused != "" {
-				sha = "refused:" + s.ID
-			}
-			items = append(items, sweep.Item{Skill: s, Key: sweep.ResultKey(sha, planHash, imageID)})
+			items = append(items, sweep.NewItem(s, planHash, imageID))
 		}
 		now := time.Now()
 		runID = newTraceID(now)
