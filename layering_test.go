@@ -41,17 +41,20 @@ var internalRules = map[string][]string{
 	"reports":    {"trace", "rules", "canary", "skill", "safetext", "internal/fsutil", "fingerprint"},
 	// fingerprint/store (SQLite) is under the same key: it may import
 	// fingerprint.
-	"fingerprint": {"trace", "rules", "canary", "skill"},
+	"fingerprint": {"trace", "rules", "canary", "skill", "internal/sqlitedb"},
 	"safetext":    {},
 	"toolspec":    {},
 	"userrules":   {"trace", "rules", "reports"},
 	// server runs traces through a Tracer given by cmd/ (no engine of
 	// its own) and reuses sweep's result key, archive limits and outcome.
-	"server": {"orchestrator", "reports", "rules", "skill", "sweep"},
+	"server": {"orchestrator", "reports", "rules", "skill", "sweep", "internal/sqlitedb"},
 	// internal/capbuf is a leaf; internal/testenv is test support (no
 	// production package may import it: see TestLayering).
 	"internal/capbuf": {},
 	"internal/fsutil": {},
+	// internal/sqlitedb opens the SQLite state of sweep, server and
+	// fingerprint/store.
+	"internal/sqlitedb": {},
 }
 
 // rulesFor returns the internalRules entry of pkg: the longest key it is

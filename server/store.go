@@ -6,12 +6,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/url"
 	"os"
 	"path/filepath"
 	"time"
 
-	_ "modernc.org/sqlite" // pure-Go SQLite, as sweep's state
+	"github.com/sandboxctl/sandboxctl/internal/sqlitedb"
 
 	"github.com/sandboxctl/sandboxctl/sweep"
 )
@@ -90,18 +89,8 @@ func OpenStore(ctx context.Context, path string) (*Store, error) {
 	if err := os.MkdirAll(filepath.Dir(abs), 0o700); err != nil {
 		return nil, fmt.Errorf("open serve state %s: %w", path, err)
 	}
-	q := url.Values{}
-	q.Add("_pragma", "busy_timeout(30000)")
-	q.Add("_pragma", "journal_mode(WAL)")
-	q.Add("_pragma", "synchronous(FULL)")
-	q.Set("_txlock", "immediate")
-	db, err := sql.Open("sqlite", "file:"+abs+"?"+q.Encode())
+	db, _, err := sqlitedb.Open(ctx, abs, schema)
 	if err != nil {
-		return nil, fmt.Errorf("open serve state %s: %w", path, err)
-	}
-	db.SetMaxOpenConns(1)
-	if _, err := db.ExecContext(ctx, schema); err != nil {
-		db.Close()
 		return nil, fmt.Errorf("open serve state %s: %w", path, err)
 	}
 	return &Store{db: db}, nil

@@ -6,14 +6,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"time"
 
-	_ "modernc.org/sqlite" // pure-Go SQLite: the sweep's state
+	"github.com/sandboxctl/sandboxctl/internal/sqlitedb"
 )
 
 // Item statuses in the state database.
@@ -87,20 +86,8 @@ func OpenStore(ctx context.Context, path string) (*Store, error) {
 	if err := os.MkdirAll(filepath.Dir(abs), 0o755); err != nil {
 		return nil, fmt.Errorf("open state %s: %w", path, err)
 	}
-	q := url.Values{}
-	q.Add("_pragma", "busy_timeout(30000)")
-	q.Add("_pragma", "journal_mode(WAL)")
-	q.Add("_pragma", "synchronous(FULL)")
-	q.Set("_txlock", "immediate")
-	db, err := sql.Open("sqlite", "file:"+abs+"?"+q.Encode())
+	db, abs, err := sqlitedb.Open(ctx, abs, schema)
 	if err != nil {
-		return nil, fmt.Errorf("open state %s: %w", path, err)
-	}
-	// One connection: the process's own accesses queue here, other
-	// processes wait on SQLite's lock (busy_timeout).
-	db.SetMaxOpenConns(1)
-	if _, err := db.ExecContext(ctx, schema); err != nil {
-		db.Close()
 		return nil, fmt.Errorf("open state %s: %w", path, err)
 	}
 	return &Store{db: db, path: abs}, nil

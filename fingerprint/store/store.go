@@ -12,7 +12,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -21,7 +20,7 @@ import (
 	"github.com/sandboxctl/sandboxctl/fingerprint"
 	"github.com/sandboxctl/sandboxctl/rules"
 
-	_ "modernc.org/sqlite" // pure-Go SQLite
+	"github.com/sandboxctl/sandboxctl/internal/sqlitedb"
 )
 
 const schema = `
@@ -76,52 +75,11 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	if err := os.MkdirAll(filepath.Dir(abs), 0o755); err != nil {
 		return nil, fmt.Errorf("open fingerprint store %s: %w", path, err)
 	}
-	q := url.Values{}
-	q.Add("_pragma", "busy_timeout(30000)")
-	q.Add("_pragma", "journal_mode(WAL)")
-	q.Add("_pragma", "synchronous(FULL)")
-	q.Set("_txlock", "immediate")
-	// Two processes creating the database at once race on switching it
-	// to WAL, which SQLite answers with SQLITE_BUSY at once rather than
-	// through the busy timeout: opening is retried for a while.
-	deadline := time.Now().Add(openRetry)
-	for {
-		db, err := openDB(ctx, "file:"+abs+"?"+q.Encode())
-		if err == nil {
-			return &Store{db: db, path: abs}, nil
-		}
-		if !busy(err) || time.Now().After(deadline) {
-			return nil, fmt.Errorf("open fingerprint store %s: %w", path, err)
-		}
-		select {
-		case <-ctx.Done():
-			return nil, fmt.Errorf("open fingerprint store %s: %w", path, errors.Join(err, ctx.Err()))
-		case <-time.After(50 * time.Millisecond):
-		}
-	}
-}
-
-// openRetry bounds the retries of Open on a busy database.
-const openRetry = 30 * time.Second
-
-func openDB(ctx context.Context, dsn string) (*sql.DB, error) {
-	db, err := sql.Open("sqlite", dsn)
+	db, abs, err := sqlitedb.Open(ctx, abs, schema)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("open fingerprint store %s: %w", path, err)
 	}
-	// One connection: this process's accesses queue here, other
-	// processes wait on SQLite's lock (busy_timeout).
-	db.SetMaxOpenConns(1)
-	if _, err := db.ExecContext(ctx, schema); err != nil {
-		db.Close()
-		return nil, err
-	}
-	return db, nil
-}
-
-func busy(err error) bool {
-	s := err.Error()
-	return strings.Contains(s, "SQLITE_BUSY") || strings.Contains(s, "database is locked")
+	return &Store{db: db, path: abs}, nil
 }
 
 // Close closes the database.
