@@ -52,6 +52,20 @@ type Plan struct {
 	// Unwatched runs this plan's tools without the syscall tracer, with
 	// process sampling instead: set by Run for the unwatched pass.
 	Unwatched bool `json:"unwatched,omitempty"`
+	// Restore are files put into the seeded home and the temp folders at
+	// setup, before the skill gets control, owned by the user: the state an
+	// earlier trace left (sandboxctl monitor's chained runs). Paths are
+	// absolute, under the home or /tmp, /var/tmp, /dev/shm; a restored file
+	// replaces a planted one of the same path. A plan with files to
+	// restore never takes a warm pair.
+	Restore []RestoreFile `json:"restore,omitempty"`
+}
+
+// RestoreFile is one file of Plan.Restore.
+type RestoreFile struct {
+	Path    string `json:"path"`
+	Mode    int64  `json:"mode"`
+	Content []byte `json:"-"`
 }
 
 // Stealth modes.

@@ -144,7 +144,7 @@ func warmKey(p Plan) Plan {
 // fills, or returns nil when plan is not made like the pool's template, p
 // is nil or closed. The pair is then the caller's to remove.
 func (p *Pool) claim(ctx context.Context, plan Plan) (*run, error) {
-	if p == nil || !reflect.DeepEqual(warmKey(plan), warmKey(p.tmpl)) || pinsPackages(plan.SkillPath) {
+	if p == nil || len(plan.Restore) > 0 || !reflect.DeepEqual(warmKey(plan), warmKey(p.tmpl)) || pinsPackages(plan.SkillPath) {
 		return nil, nil
 	}
 	select {
