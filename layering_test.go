@@ -43,6 +43,8 @@ var internalRules = map[string][]string{
 	// fingerprint.
 	"fingerprint": {"trace", "rules", "canary", "skill"},
 	"safetext":    {},
+	// monitor compares the reports of traces a Tracer given by cmd/ runs.
+	"monitor": {"fingerprint", "reports", "rules"},
 	"toolspec":    {},
 	"userrules":   {"trace", "rules", "reports"},
 	// server runs traces through a Tracer given by cmd/ (no engine of
