@@ -241,10 +241,20 @@ func (r *Report) finish() {
 	case Activation:
 		r.Actions = append(r.Actions,
 			fmt.Sprintf("do not install: the skill changes behaviour at run %d, driven by state it keeps in %s", r.ActivationRun, strings.Join(r.ActivationState, ", ")),
-			"read the deviating run's report (its folder is listed above) for what it did")
+			"read the report of the deviating run, runs/"+r.activationLabel()+" in the monitor's folder, for what it did")
 	case Variant:
-		r.Actions = append(r.Actions, "read the deviating run's report; run the monitor with more runs to see whether the change repeats")
+		r.Actions = append(r.Actions, "read the reports of the deviating runs (deviation above, under runs/ in the monitor's folder); run the monitor with more runs to see whether the change repeats")
 	case Marginal:
 		r.Actions = append(r.Actions, "the variation is within what a benign skill shows; run more runs if it matters")
 	}
+}
+
+// activationLabel is the label of the first activation's run.
+func (r *Report) activationLabel() string {
+	for _, c := range r.Cells {
+		if c.Verdict == Activation {
+			return c.Observations[c.Deviation.Run-1].Label
+		}
+	}
+	return ""
 }
