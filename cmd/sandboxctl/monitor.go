@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -37,7 +38,7 @@ Examples:
   sandboxctl monitor --runs 8 --cells chained --format json --out /tmp/mon ./my-skill/`
 
 type monitorFlags struct {
-	runs, candidates                 int
+	runs, candidates, warm           int
 	cells, out, format, seed, driver string
 	transcript, image, prompt        string
 	timeout                          time.Duration
@@ -50,6 +51,7 @@ func (f *monitorFlags) register(fs interface {
 }) {
 	fs.IntVar(&f.runs, "runs", 5, "runs per cell (at least 2)")
 	fs.StringVar(&f.cells, "cells", "chained,independent", "the cells to run, in order: chained (state carried from run to run), independent (fresh every run)")
+	fs.IntVar(&f.warm, "warm", 1, "warm sandbox pairs kept ready for the runs that start fresh (independent cells); 0: none")
 	fs.IntVar(&f.candidates, "candidates", 3, "carried files tried one at a time, when confirming an activation, to name the one that carries it")
 	fs.StringVar(&f.out, "out", "", "the monitor's folder (required): runs/, monitor.json, monitor.txt")
 	fs.StringVar(&f.format, "format", "text", "what goes to stdout: text or json")
@@ -95,6 +97,9 @@ func runMonitor(ctx context.Context, e env, args []string) int {
 		return exitUsage
 	case f.candidates < 1:
 		e.errorf("--candidates must be at least 1")
+		return exitUsage
+	case f.warm < 0:
+		e.errorf("--warm cannot be negative, got %d", f.warm)
 		return exitUsage
 	}
 	sk, err := skill.Load(path, skill.Options{})
@@ -145,6 +150,24 @@ func runMonitor(ctx context.Context, e env, args []string) int {
 				ui.Phase(pr.Phase, pr.Message)
 			}
 		},
+	}
+	if f.warm > 0 && slices.Contains(opts.Cells, monitor.Independent) {
+		// Runs with carried state never take a warm pair (their home is
+		// made with the files they restore): the pool serves the fresh ones.
+		tmpl := base
+		tmpl.TraceID = base.TraceID + "-warm"
+		pool, err := orchestrator.NewPool(ctx, runner, tmpl, f.warm)
+		if err != nil {
+			ui.Close()
+			e.errorf("%v", err)
+			return exitUsage
+		}
+		defer func() {
+			if err := pool.Close(); err != nil {
+				e.warnf("warm pairs: %v", err)
+			}
+		}()
+		runner.Pool = pool
 	}
 	tracer := func(ctx context.Context, s monitor.Spec) (monitor.Result, error) {
 		p := base
