@@ -290,10 +290,5 @@ func joinCaps(c fingerprint.Capabilities) []string {
 	add("output", c.Outputs)
 	return out
 }
-
-func plural(n int, one, many string) string {
-	if n == 1 {
-		return one
-	}
 	return many
 }
