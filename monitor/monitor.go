@@ -290,5 +290,3 @@ func joinCaps(c fingerprint.Capabilities) []string {
 	add("output", c.Outputs)
 	return out
 }
-	return many
-}
