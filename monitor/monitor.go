@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 
 	"github.com/sandboxctl/sandboxctl/fingerprint"
 	"github.com/sandboxctl/sandboxctl/reports"
@@ -142,6 +143,20 @@ func (s state) files(skip string) []File {
 	return out
 }
 
+// apply adds a run's changed files to the state. A file where a carried
+// file's folder was, or a folder where a carried file was, replaces it:
+// the run deleted the one to make the other.
+func (s state) apply(changed []File) {
+	for _, f := range changed {
+		for p := range s {
+			if strings.HasPrefix(f.Path, p+"/") || strings.HasPrefix(p, f.Path+"/") {
+				delete(s, p)
+			}
+		}
+		s[f.Path] = f
+	}
+}
+
 func runCell(ctx context.Context, t Tracer, o Options, kind string) (Cell, error) {
 	c := Cell{Kind: kind}
 	st := state{}
@@ -164,9 +179,7 @@ func runCell(ctx context.Context, t Tracer, o Options, kind string) (Cell, error
 		before = append(before, maps.Clone(st))
 		changed = append(changed, obs.Written)
 		if kind == Chained {
-			for _, f := range res.Changed {
-				st[f.Path] = f
-			}
+			st.apply(res.Changed)
 		}
 	}
 	c.analyse()

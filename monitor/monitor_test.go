@@ -170,3 +170,32 @@ func TestOptionsValidate(t *testing.T) {
 		})
 	}
 }
+
+func TestStateApply(t *testing.T) {
+	tests := []struct {
+		name    string
+		have    []string
+		changed []string
+		want    []string
+	}{
+		{name: "new and rewritten", have: []string{"/tmp/a", "/home/u/n"}, changed: []string{"/home/u/n", "/tmp/b"}, want: []string{"/home/u/n", "/tmp/a", "/tmp/b"}},
+		{name: "a folder where a file was", have: []string{"/tmp/a", "/tmp/ab"}, changed: []string{"/tmp/a/b"}, want: []string{"/tmp/a/b", "/tmp/ab"}},
+		{name: "a file where a folder was", have: []string{"/tmp/a/b", "/tmp/a/c/d"}, changed: []string{"/tmp/a"}, want: []string{"/tmp/a"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			s := state{}
+			for _, p := range tc.have {
+				s[p] = File{Path: p}
+			}
+			var ch []File
+			for _, p := range tc.changed {
+				ch = append(ch, File{Path: p})
+			}
+			s.apply(ch)
+			if got := paths(s.files("")); !slices.Equal(got, tc.want) {
+				t.Errorf("state %v, want %v", got, tc.want)
+			}
+		})
+	}
+}

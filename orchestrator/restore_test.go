@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"io"
+	"path"
 	"strings"
 	"testing"
 	"time"
@@ -104,4 +105,59 @@ func TestRestoreSkipsPool(t *testing.T) {
 	if st != nil || err != nil {
 		t.Fatalf("claim = %v, %v; want a cold trace", st, err)
 	}
+}
+
+// FuzzWriteRestoreTar: whatever paths a run's changed files name
+// (untrusted: the skill chose them), the archive unpacked as root holds
+// only entries under the home or a temp folder, never a link, and never
+// a path through one of the home's links.
+func FuzzWriteRestoreTar(f *testing.F) {
+	home, err := canaryfs.Build(canaryfs.Options{User: "jdoe", Hostname: "jdoe-laptop", Seed: []byte("fuzz"), Now: time.Unix(1_700_000_000, 0)})
+	if err != nil {
+		f.Fatal(err)
+	}
+	links := map[string]bool{}
+	for _, hf := range home.Files {
+		if hf.Symlink != "" {
+			links[strings.TrimPrefix(hf.Path, "/")] = true
+		}
+	}
+	for _, s := range []string{"/home/jdoe/.cache/n", "/tmp/a/b", "/home/jdoe/../../etc/shadow", "/tmp/../etc/x", "/dev/shm/./x", "//tmp/x", "/home/jdoe/.ssh/id_rsa", "/var/tmp"} {
+		f.Add(s, s+"2")
+	}
+	f.Fuzz(func(t *testing.T, p1, p2 string) {
+		var buf bytes.Buffer
+		if err := writeRestoreTar(&buf, home, []RestoreFile{{Path: p1, Content: []byte("x")}, {Path: p2}}); err != nil {
+			return
+		}
+		tr := tar.NewReader(&buf)
+		for {
+			h, err := tr.Next()
+			if err == io.EOF {
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			name := strings.TrimSuffix(h.Name, "/")
+			if h.Typeflag != tar.TypeReg && h.Typeflag != tar.TypeDir {
+				t.Fatalf("entry %q of type %c", h.Name, h.Typeflag)
+			}
+			if name != path.Clean(name) || strings.HasPrefix(name, "/") {
+				t.Fatalf("unclean entry %q", h.Name)
+			}
+			ok := false
+			for _, r := range []string{"home/jdoe/", "tmp/", "var/tmp/", "dev/shm/"} {
+				ok = ok || strings.HasPrefix(name, r)
+			}
+			if !ok {
+				t.Fatalf("entry %q outside the home and temp folders", h.Name)
+			}
+			for d := path.Dir(name); d != "."; d = path.Dir(d) {
+				if links[d] {
+					t.Fatalf("entry %q goes through the home's link %s", h.Name, d)
+				}
+			}
+		}
+	})
 }
