@@ -21,6 +21,16 @@ type Report struct {
 	Summary         string   `json:"summary"`
 	Cells           []Cell   `json:"cells"`
 	Actions         []string `json:"recommended_actions"`
+	// Audit is the signed checkpoint of the monitor's audit log (every
+	// run's observation, in the order they were made) and its verifier
+	// key: `sandboxctl audit verify` checks the log against it.
+	Audit *Audit `json:"audit,omitempty"`
+}
+
+// Audit is the audit log's state as the report holds it.
+type Audit struct {
+	Checkpoint  string `json:"checkpoint"`
+	VerifierKey string `json:"verifier_key"`
 }
 
 // SchemaVersion is the monitor report's schema version

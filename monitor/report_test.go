@@ -24,6 +24,7 @@ func activationReport(t *testing.T) Report {
 		t.Fatal(err)
 	}
 	r.Skill = "counter-skill"
+	r.Audit = &Audit{Checkpoint: "o\n1\nAAAA\n\n— o abc\n", VerifierKey: "o+1+AAAA"}
 	return r
 }
 

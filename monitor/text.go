@@ -49,6 +49,9 @@ func WriteText(w io.Writer, r Report) error {
 	for _, a := range r.Actions {
 		fmt.Fprintf(&b, "  - %s\n", a)
 	}
+	if r.Audit != nil {
+		fmt.Fprintf(&b, "\naudit log checkpoint (sandboxctl audit verify DIR):\n%s", r.Audit.Checkpoint)
+	}
 	_, err := io.WriteString(w, b.String())
 	return err
 }

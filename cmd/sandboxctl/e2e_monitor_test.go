@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"os"
@@ -80,5 +81,31 @@ echo "forecast: sunny"`)
 		if _, err := os.Stat(filepath.Join(out, f)); err != nil {
 			t.Errorf("monitor folder: %v", err)
 		}
+	}
+
+	// The audit log verifies against the report's checkpoint, and fails
+	// once a record is rewritten, then once the log is truncated.
+	verify := func() (int, string) {
+		var so, se bytes.Buffer
+		code := run(t.Context(), []string{"audit", "verify", out}, env{stdout: &so, stderr: &se, getenv: func(string) string { return "" }})
+		return code, so.String() + se.String()
+	}
+	if code, msg := verify(); code != exitClean || !strings.Contains(msg, "5 records") {
+		t.Fatalf("audit verify of the real log: exit %d: %s", code, msg)
+	}
+	records := filepath.Join(out, "audit", "records.jsonl")
+	orig, err := os.ReadFile(records)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.SplitAfter(string(orig), "\n")
+	lines[2] = strings.Replace(lines[2], `"malicious"`, `"clean"`, 1)
+	os.WriteFile(records, []byte(strings.Join(lines, "")), 0o644)
+	if code, msg := verify(); code != exitFindings || !strings.Contains(msg, "rewritten") {
+		t.Errorf("audit verify of a rewritten record: exit %d: %s", code, msg)
+	}
+	os.WriteFile(records, []byte(strings.Join(strings.SplitAfter(string(orig), "\n")[:3], "")), 0o644)
+	if code, msg := verify(); code != exitFindings || !strings.Contains(msg, "truncated") {
+		t.Errorf("audit verify of a truncated log: exit %d: %s", code, msg)
 	}
 }

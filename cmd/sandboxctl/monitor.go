@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	"github.com/sandboxctl/sandboxctl/monitor"
+	"github.com/sandboxctl/sandboxctl/monitor/audit"
 	"github.com/sandboxctl/sandboxctl/orchestrator"
 	"github.com/sandboxctl/sandboxctl/skill"
 	"github.com/sandboxctl/sandboxctl/trace"
@@ -169,6 +171,14 @@ func runMonitor(ctx context.Context, e env, args []string) int {
 		}()
 		runner.Pool = pool
 	}
+	alog, err := audit.Create(filepath.Join(f.out, "audit"), "sandboxctl.monitor/"+base.TraceID)
+	if err != nil {
+		ui.Close()
+		e.errorf("%v", err)
+		e.hintf("--out must be a new folder (or one without an audit log)")
+		return exitUsage
+	}
+	defer alog.Close()
 	tracer := func(ctx context.Context, s monitor.Spec) (monitor.Result, error) {
 		p := base
 		p.TraceID = newTraceID(time.Now())
@@ -183,11 +193,32 @@ func runMonitor(ctx context.Context, e env, args []string) int {
 		}
 		res := monitor.Result{Observation: monitor.Observe(out.Report, s.Label, dir)}
 		res.Changed, err = changedState(dir, out.Report.Events)
+		if err != nil {
+			return res, err
+		}
+		// The observation as the monitor saw it, before any comparison.
+		rec := res.Observation
+		rec.Label, rec.Written = s.Label, nil
+		for _, c := range res.Changed {
+			rec.Written = append(rec.Written, c.Path)
+		}
+		for _, r := range s.Restore {
+			rec.Restored = append(rec.Restored, r.Path)
+		}
+		b, err := json.Marshal(rec)
+		if err == nil {
+			err = alog.Append(b)
+		}
 		return res, err
 	}
 	rep, runErr := monitor.Run(ctx, tracer, opts)
 	ui.Close()
 	rep.Skill = sk.Name
+	if cp, err := alog.Checkpoint(); err != nil {
+		runErr = errors.Join(runErr, err)
+	} else {
+		rep.Audit = &monitor.Audit{Checkpoint: cp, VerifierKey: alog.VerifierKey()}
+	}
 	if err := writeMonitorDir(f.out, rep); err != nil {
 		e.errorf("%v", err)
 		return exitFailed
