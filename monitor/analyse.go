@@ -18,9 +18,12 @@ type Report struct {
 	// activation's run and the carried files whose deletion resets it.
 	ActivationRun   int      `json:"activation_run,omitempty"`
 	ActivationState []string `json:"activation_state,omitempty"`
-	Summary         string   `json:"summary"`
-	Cells           []Cell   `json:"cells"`
-	Actions         []string `json:"recommended_actions"`
+	// ActivationCondition is the first confirmed condition trigger
+	// (NAME=VALUE), when the activation is a condition's.
+	ActivationCondition string   `json:"activation_condition,omitempty"`
+	Summary             string   `json:"summary"`
+	Cells               []Cell   `json:"cells"`
+	Actions             []string `json:"recommended_actions"`
 	// Audit is the signed checkpoint of the monitor's audit log (every
 	// run's observation, in the order they were made) and its verifier
 	// key: `sandboxctl audit verify` checks the log against it.
@@ -39,7 +42,9 @@ const SchemaVersion = "1"
 
 // Cell is one cell's runs and verdict.
 type Cell struct {
-	Kind         string        `json:"kind"`
+	Kind string `json:"kind"`
+	// Condition is a vary cell's condition, NAME=VALUE.
+	Condition    string        `json:"condition,omitempty"`
 	Verdict      string        `json:"verdict"`
 	Why          string        `json:"why"`
 	Observations []Observation `json:"runs"`
@@ -93,24 +98,30 @@ func (c *Cell) baseline(k int) Observation {
 // verdict a cell has before any confirmation.
 func (c *Cell) analyse() {
 	for k := 2; k <= len(c.Observations); k++ {
-		o := c.Observations[k-1]
-		base := c.baseline(k)
-		d := &Deviation{Run: k, Added: base.Capabilities.Diff(o.Capabilities)}
-		for _, r := range o.Rules {
-			if !slices.Contains(base.Rules, r) {
-				d.NewRules = append(d.NewRules, r)
-			}
-		}
-		if worse(o.Verdict, base.Verdict) {
-			d.VerdictFrom, d.VerdictTo = base.Verdict, o.Verdict
-		}
-		if d.Added.Count() > 0 || len(d.NewRules) > 0 || d.VerdictTo != "" {
+		if d := deviation(c.baseline(k), c.Observations[k-1], k); d != nil {
 			c.Deviation = d
 			break
 		}
 	}
 	c.Varied = c.varied()
 	c.decide()
+}
+
+// deviation is what run k (o) did that base did not, or nil.
+func deviation(base, o Observation, k int) *Deviation {
+	d := &Deviation{Run: k, Added: base.Capabilities.Diff(o.Capabilities)}
+	for _, r := range o.Rules {
+		if !slices.Contains(base.Rules, r) {
+			d.NewRules = append(d.NewRules, r)
+		}
+	}
+	if worse(o.Verdict, base.Verdict) {
+		d.VerdictFrom, d.VerdictTo = base.Verdict, o.Verdict
+	}
+	if d.Added.Count() > 0 || len(d.NewRules) > 0 || d.VerdictTo != "" {
+		return d
+	}
+	return nil
 }
 
 // Resource bands: a figure is out of its band when it is more than
@@ -190,6 +201,12 @@ func (c *Cell) decide() {
 		c.Verdict, c.Why = Consistent, fmt.Sprintf("%d runs did the same", len(c.Observations))
 	case d == nil:
 		c.Verdict, c.Why = Marginal, "no run did anything new; "+strings.Join(c.Varied, "; ")
+	case c.Kind == Varied && c.Confirmation != nil && c.Confirmation.Recurred && len(c.Observations) > 1:
+		c.Verdict = Activation
+		c.Why = fmt.Sprintf("only when %s: every one of its %d runs did something no independent run did (%s)", c.Condition, len(c.Observations), d.what())
+	case c.Kind == Varied:
+		c.Verdict = Variant
+		c.Why = fmt.Sprintf("under %s, run %d did something no independent run did (%s), but not every run under it did", c.Condition, d.Run, d.what())
 	case c.Confirmation != nil && c.Confirmation.Recurred && len(c.Confirmation.ResetBy) > 0:
 		c.Verdict = Activation
 		c.Why = fmt.Sprintf("activates at run %d (%s); it recurred from the state carried into run %d and is resettable by deleting %s",
@@ -240,18 +257,25 @@ func (r *Report) finish() {
 		if verdictOrder[c.Verdict] > verdictOrder[r.Verdict] {
 			r.Verdict = c.Verdict
 		}
-		if c.Verdict == Activation && r.ActivationRun == 0 {
-			r.ActivationRun, r.ActivationState = c.Deviation.Run, c.Confirmation.ResetBy
+		if c.Verdict == Activation && c.Kind == Varied && r.ActivationCondition == "" && r.ActivationRun == 0 {
+			r.ActivationCondition = c.Condition
 		}
-		why = append(why, c.Kind+": "+c.Why)
+		if c.Verdict == Activation && c.Kind != Varied && r.ActivationRun == 0 {
+			r.ActivationRun, r.ActivationState = c.Deviation.Run, c.Confirmation.ResetBy
+			r.ActivationCondition = ""
+		}
+		why = append(why, c.name()+": "+c.Why)
 	}
 	r.Summary = strings.Join(why, "\n")
 	r.Actions = []string{}
 	switch r.Verdict {
 	case Activation:
-		r.Actions = append(r.Actions,
-			fmt.Sprintf("do not install: the skill changes behaviour at run %d, driven by state it keeps in %s", r.ActivationRun, strings.Join(r.ActivationState, ", ")),
-			"read the report of the deviating run, runs/"+r.activationLabel()+" in the monitor's folder, for what it did")
+		if r.ActivationRun > 0 {
+			r.Actions = append(r.Actions, fmt.Sprintf("do not install: the skill changes behaviour at run %d, driven by state it keeps in %s", r.ActivationRun, strings.Join(r.ActivationState, ", ")))
+		} else {
+			r.Actions = append(r.Actions, fmt.Sprintf("do not install: the skill changes behaviour only when %s", r.ActivationCondition))
+		}
+		r.Actions = append(r.Actions, "read the report of the deviating run, runs/"+r.activationLabel()+" in the monitor's folder, for what it did")
 	case Variant:
 		r.Actions = append(r.Actions, "read the reports of the deviating runs (deviation above, under runs/ in the monitor's folder); run the monitor with more runs to see whether the change repeats")
 	case Marginal:
@@ -267,4 +291,12 @@ func (r *Report) activationLabel() string {
 		}
 	}
 	return ""
+}
+
+// name is the cell's kind, with its condition for a vary cell.
+func (c *Cell) name() string {
+	if c.Condition != "" {
+		return c.Kind + " " + c.Condition
+	}
+	return c.Kind
 }

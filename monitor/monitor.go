@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"regexp"
 	"slices"
 	"strings"
 
@@ -25,7 +26,40 @@ const (
 const (
 	Chained     = "chained"     // each run starts from the state the runs before it left
 	Independent = "independent" // each run starts fresh
+	Varied      = "vary"        // each run starts fresh under one condition (Options.Vary)
 )
+
+// Condition names a run condition a vary cell sets.
+const (
+	CondTimeZone = "tz"       // the sandbox's time zone (an IANA name)
+	CondUser     = "user"     // the user's name (and so the home's path)
+	CondHostname = "hostname" // the host name
+)
+
+// Condition is one condition of a vary cell: NAME=VALUE.
+type Condition struct {
+	Name  string `json:"name"`
+	Value string `json:"value"`
+}
+
+func (c Condition) String() string { return c.Name + "=" + c.Value }
+
+var conditionValue = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._+/-]{0,62}$`)
+
+// ParseCondition parses NAME=VALUE.
+func ParseCondition(s string) (Condition, error) {
+	name, value, ok := strings.Cut(s, "=")
+	c := Condition{Name: strings.TrimSpace(name), Value: strings.TrimSpace(value)}
+	switch {
+	case !ok:
+		return c, fmt.Errorf("condition %q: want NAME=VALUE", s)
+	case c.Name != CondTimeZone && c.Name != CondUser && c.Name != CondHostname:
+		return c, fmt.Errorf("condition %q: unknown name %q (want tz, user or hostname)", s, c.Name)
+	case !conditionValue.MatchString(c.Value) || strings.Contains(c.Value, ".."):
+		return c, fmt.Errorf("condition %q: value must be 1-63 letters, digits and . _ + / -", s)
+	}
+	return c, nil
+}
 
 // File is one file of the state a run left (home, /tmp, /var/tmp,
 // /dev/shm), as a chained run restores it.
@@ -38,6 +72,8 @@ type File struct {
 // Spec is one trace the monitor asks for.
 type Spec struct {
 	Cell string // the cell's kind
+	// Condition is the vary cell's condition (zero for other cells).
+	Condition Condition
 	// Label names the run's folder: "chained-03", "confirm-chained-03",
 	// "reset-chained-03-1".
 	Label string
@@ -87,6 +123,9 @@ func Observe(r *reports.Report, label, dir string) Observation {
 type Options struct {
 	Runs  int      // runs per cell
 	Cells []string // Chained, Independent, in order
+	// Vary are conditions each run as a cell of fresh runs after Cells,
+	// compared with the independent cell's runs (which Cells must hold).
+	Vary []Condition
 	// Candidates caps the carried files tried one by one to name the
 	// state that carries an activation (default 3).
 	Candidates int
@@ -104,6 +143,9 @@ func (o Options) Validate() error {
 		if c != Chained && c != Independent {
 			return fmt.Errorf("unknown cell %q (want chained or independent)", c)
 		}
+	}
+	if len(o.Vary) > 0 && !slices.Contains(o.Cells, Independent) {
+		return errors.New("varied conditions are compared with the independent cell: add it to the cells")
 	}
 	return nil
 }
@@ -126,8 +168,63 @@ func Run(ctx context.Context, t Tracer, o Options) (Report, error) {
 			return rep, err
 		}
 	}
+	var base *Cell
+	for i := range rep.Cells {
+		if rep.Cells[i].Kind == Independent {
+			base = &rep.Cells[i]
+		}
+	}
+	for _, cond := range o.Vary {
+		c, err := runVaried(ctx, t, o, cond, base)
+		rep.Cells = append(rep.Cells, c)
+		if err != nil {
+			rep.finish()
+			return rep, err
+		}
+	}
 	rep.finish()
 	return rep, nil
+}
+
+// runVaried runs a vary cell: fresh runs under cond, each compared with
+// what the independent cell's runs did together. The cell's own runs
+// confirm a deviation: a trigger is the condition when every run under it
+// deviates the same way and no independent run did.
+func runVaried(ctx context.Context, t Tracer, o Options, cond Condition, base *Cell) (Cell, error) {
+	c := Cell{Kind: Varied, Condition: cond.String()}
+	for i := 1; i <= o.Runs; i++ {
+		spec := Spec{Cell: Varied, Condition: cond, Label: fmt.Sprintf("vary-%s-%02d", labelSafe(cond.String()), i)}
+		res, err := t(ctx, spec)
+		if err != nil {
+			return c, fmt.Errorf("monitor %s: %w", spec.Label, err)
+		}
+		obs := res.Observation
+		obs.Label, obs.Written = spec.Label, paths(res.Changed)
+		c.Observations = append(c.Observations, obs)
+	}
+	b := base.baseline(len(base.Observations) + 1)
+	for k, o := range c.Observations {
+		if d := deviation(b, o, k+1); d != nil {
+			c.Deviation = d
+			break
+		}
+	}
+	c.Varied = c.varied()
+	if c.Deviation != nil {
+		conf := &Confirmation{Recurred: true, Observations: []Observation{}} // the cell's own runs confirm it
+		for _, o := range c.Observations {
+			conf.Recurred = conf.Recurred && newBehaviour(b, o, c.Deviation)
+		}
+		c.Confirmation = conf
+	}
+	c.decide()
+	return c, nil
+}
+
+var unsafeLabel = regexp.MustCompile(`[^a-z0-9.-]+`)
+
+func labelSafe(s string) string {
+	return strings.Trim(unsafeLabel.ReplaceAllString(strings.ToLower(s), "-"), "-")
 }
 
 // state is the carried state of a chained cell: path to file.

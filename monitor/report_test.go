@@ -46,11 +46,18 @@ func TestSchema(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	var tz []Spec
+	vary, err := Run(t.Context(), (&fakeSkill{when: Condition{"tz", "Asia/Tokyo"}}).tracer(&tz),
+		Options{Runs: 2, Cells: []string{Independent}, Vary: []Condition{{"tz", "Asia/Tokyo"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
 	tests := []struct {
 		name string
 		r    Report
 	}{
 		{name: "activation", r: activationReport(t)},
+		{name: "condition", r: vary},
 		{name: "consistent", r: consistent},
 	}
 	for _, tc := range tests {

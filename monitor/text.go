@@ -19,7 +19,7 @@ func WriteText(w io.Writer, r Report) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "sandboxctl monitor: %s, %d runs per cell\n", r.Skill, r.Runs)
 	for _, c := range r.Cells {
-		fmt.Fprintf(&b, "\n%s cell: %s\n", c.Kind, c.Verdict)
+		fmt.Fprintf(&b, "\n%s cell: %s\n", c.name(), c.Verdict)
 		for _, o := range c.Observations {
 			writeRun(&b, o)
 		}
@@ -44,6 +44,8 @@ func WriteText(w io.Writer, r Report) error {
 	fmt.Fprintf(&b, "\nverdict: %s", r.Verdict)
 	if r.ActivationRun > 0 {
 		fmt.Fprintf(&b, " (activates at run %d; resettable by deleting %s)", r.ActivationRun, strings.Join(r.ActivationState, ", "))
+	} else if r.ActivationCondition != "" {
+		fmt.Fprintf(&b, " (activates only when %s)", r.ActivationCondition)
 	}
 	b.WriteString("\n")
 	for _, a := range r.Actions {

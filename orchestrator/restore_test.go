@@ -95,15 +95,18 @@ func TestWriteRestoreTar(t *testing.T) {
 	}
 }
 
-// TestRestoreSkipsPool: a plan with files to restore never takes a warm
-// pair (the pair's home is made before the plan is known).
+// TestRestoreSkipsPool: a plan with files to restore, or another time
+// zone than the pool's, never takes a warm pair (the pair's home and
+// system files are made before the plan is known).
 func TestRestoreSkipsPool(t *testing.T) {
 	p := &Pool{tmpl: Plan{}, done: make(chan struct{})} // no pair ready: a claim would wait
 	ctx, cancel := context.WithTimeout(t.Context(), time.Second)
 	defer cancel()
-	st, err := p.claim(ctx, Plan{Restore: []RestoreFile{{Path: "/tmp/x"}}})
-	if st != nil || err != nil {
-		t.Fatalf("claim = %v, %v; want a cold trace", st, err)
+	for _, plan := range []Plan{{Restore: []RestoreFile{{Path: "/tmp/x"}}}, {TimeZone: "Asia/Tokyo"}} {
+		st, err := p.claim(ctx, plan)
+		if st != nil || err != nil {
+			t.Fatalf("claim = %v, %v; want a cold trace", st, err)
+		}
 	}
 }
 
