@@ -393,10 +393,10 @@ func joinCaps(c fingerprint.Capabilities) []string {
 			out = append(out, class+" "+k)
 		}
 	}
-	add("file", c.Filesystem)
-	add("net", c.Network)
-	add("env", c.Environment)
+	add("net", c.Network) // most telling first: a deviation's summary keeps the first four
 	add("proc", c.Processes)
+	add("env", c.Environment)
 	add("output", c.Outputs)
+	add("file", c.Filesystem)
 	return out
 }

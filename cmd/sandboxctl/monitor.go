@@ -37,12 +37,13 @@ DIR/monitor.txt, and prints the report.
 
 Examples:
   sandboxctl monitor --runs 5 --out /tmp/mon ./my-skill/
-  sandboxctl monitor --runs 8 --cells chained --format json --out /tmp/mon ./my-skill/`
+  sandboxctl monitor --runs 8 --cells chained --format json --out /tmp/mon ./my-skill/
+  sandboxctl monitor --runs 3 --vary tz=Asia/Tokyo,tz=Pacific/Kiritimati,user=alice --out /tmp/mon ./my-skill/`
 
 type monitorFlags struct {
 	runs, candidates, warm           int
 	cells, out, format, seed, driver string
-	transcript, image, prompt        string
+	transcript, image, prompt, vary  string
 	timeout                          time.Duration
 }
 
@@ -53,6 +54,7 @@ func (f *monitorFlags) register(fs interface {
 }) {
 	fs.IntVar(&f.runs, "runs", 5, "runs per cell (at least 2)")
 	fs.StringVar(&f.cells, "cells", "chained,independent", "the cells to run, in order: chained (state carried from run to run), independent (fresh every run)")
+	fs.StringVar(&f.vary, "vary", "", "conditions, each a cell of fresh runs compared with the independent cell: NAME=VALUE,... with NAME tz (an IANA time zone), user or hostname")
 	fs.IntVar(&f.warm, "warm", 1, "warm sandbox pairs kept ready for the runs that start fresh (independent cells); 0: none")
 	fs.IntVar(&f.candidates, "candidates", 3, "carried files tried one at a time, when confirming an activation, to name the one that carries it")
 	fs.StringVar(&f.out, "out", "", "the monitor's folder (required): runs/, monitor.json, monitor.txt")
@@ -83,6 +85,17 @@ func runMonitor(ctx context.Context, e env, args []string) int {
 		if c = strings.TrimSpace(c); c != "" {
 			opts.Cells = append(opts.Cells, c)
 		}
+	}
+	for v := range strings.SplitSeq(f.vary, ",") {
+		if strings.TrimSpace(v) == "" {
+			continue
+		}
+		c, err := monitor.ParseCondition(v)
+		if err != nil {
+			e.errorf("--vary: %v", err)
+			return exitUsage
+		}
+		opts.Vary = append(opts.Vary, c)
 	}
 	switch err := opts.Validate(); {
 	case err != nil:
@@ -182,6 +195,17 @@ func runMonitor(ctx context.Context, e env, args []string) int {
 	tracer := func(ctx context.Context, s monitor.Spec) (monitor.Result, error) {
 		p := base
 		p.TraceID = newTraceID(time.Now())
+		switch s.Condition.Name {
+		case monitor.CondTimeZone:
+			p.TimeZone = s.Condition.Value
+		case monitor.CondUser:
+			p.User = s.Condition.Value
+		case monitor.CondHostname:
+			p.Hostname = s.Condition.Value
+		}
+		if err := p.Validate(); err != nil {
+			return monitor.Result{}, err
+		}
 		for _, r := range s.Restore {
 			p.Restore = append(p.Restore, orchestrator.RestoreFile{Path: r.Path, Mode: r.Mode, Content: r.Content})
 		}
