@@ -43,8 +43,10 @@ var internalRules = map[string][]string{
 	// fingerprint.
 	"fingerprint": {"trace", "rules", "canary", "skill", "internal/sqlitedb"},
 	"safetext":    {},
-	"toolspec":    {},
-	"userrules":   {"trace", "rules", "reports"},
+	// monitor compares the reports of traces a Tracer given by cmd/ runs.
+	"monitor":   {"fingerprint", "reports", "rules"},
+	"toolspec":  {},
+	"userrules": {"trace", "rules", "reports"},
 	// server runs traces through a Tracer given by cmd/ (no engine of
 	// its own) and reuses sweep's result key, archive limits and outcome.
 	"server": {"orchestrator", "reports", "rules", "skill", "sweep", "internal/sqlitedb"},

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"strings"
 	"time"
 
 	"github.com/sandboxctl/sandboxctl/canaryfs"
@@ -34,6 +35,9 @@ type Plan struct {
 	// User and Hostname of the seeded home; "" picks plausible ones.
 	User     string `json:"user,omitempty"`
 	Hostname string `json:"hostname,omitempty"`
+	// TimeZone is the sandbox's time zone (an IANA name); "" picks a
+	// plausible one (from Seed when it is set).
+	TimeZone string `json:"time_zone,omitempty"`
 	// Seed makes the seeded home deterministic; nil is random.
 	Seed []byte `json:"-"`
 	// Keep leaves the containers for debugging.
@@ -52,6 +56,20 @@ type Plan struct {
 	// Unwatched runs this plan's tools without the syscall tracer, with
 	// process sampling instead: set by Run for the unwatched pass.
 	Unwatched bool `json:"unwatched,omitempty"`
+	// Restore are files put into the seeded home and the temp folders at
+	// setup, before the skill gets control, owned by the user: the state an
+	// earlier trace left (sandboxctl monitor's chained runs). Paths are
+	// absolute, under the home or /tmp, /var/tmp, /dev/shm; a restored file
+	// replaces a planted one of the same path. A plan with files to
+	// restore never takes a warm pair.
+	Restore []RestoreFile `json:"restore,omitempty"`
+}
+
+// RestoreFile is one file of Plan.Restore.
+type RestoreFile struct {
+	Path    string `json:"path"`
+	Mode    int64  `json:"mode"`
+	Content []byte `json:"-"`
 }
 
 // Stealth modes.
@@ -127,6 +145,8 @@ func DefaultLimits() Limits {
 	}
 }
 
+var timeZoneRe = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_+-]*(/[A-Za-z0-9_+-]+){0,2}$`)
+
 var traceIDRe = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{2,62}$`)
 
 // Validate reports the first problem with p, in words for the user.
@@ -159,6 +179,9 @@ func (p Plan) Validate() error {
 	case StealthAuto, StealthAlways, StealthOff:
 	default:
 		return fmt.Errorf("unknown stealth mode %q (want auto, always or off)", p.Stealth)
+	}
+	if p.TimeZone != "" && (!timeZoneRe.MatchString(p.TimeZone) || strings.Contains(p.TimeZone, "..")) {
+		return fmt.Errorf("time zone %q: want an IANA name such as Asia/Tokyo", p.TimeZone)
 	}
 	if err := persona.Check(p.Persona); err != nil {
 		return err

@@ -136,7 +136,7 @@ func (p *Pool) make(ctx context.Context) (*run, error) {
 
 // warmKey is what of a plan shapes its pair.
 func warmKey(p Plan) Plan {
-	return Plan{Limits: p.Limits, Image: p.Image, User: p.User, Hostname: p.Hostname, Seed: p.Seed,
+	return Plan{Limits: p.Limits, Image: p.Image, User: p.User, Hostname: p.Hostname, TimeZone: p.TimeZone, Seed: p.Seed,
 		NetworkConfig: p.NetworkConfig, Persona: p.Persona, Keep: p.Keep, Unwatched: p.Unwatched}
 }
 
@@ -144,7 +144,7 @@ func warmKey(p Plan) Plan {
 // fills, or returns nil when plan is not made like the pool's template, p
 // is nil or closed. The pair is then the caller's to remove.
 func (p *Pool) claim(ctx context.Context, plan Plan) (*run, error) {
-	if p == nil || !reflect.DeepEqual(warmKey(plan), warmKey(p.tmpl)) || pinsPackages(plan.SkillPath) {
+	if p == nil || len(plan.Restore) > 0 || !reflect.DeepEqual(warmKey(plan), warmKey(p.tmpl)) || pinsPackages(plan.SkillPath) {
 		return nil, nil
 	}
 	select {

@@ -184,6 +184,10 @@ func TestPlanValidate(t *testing.T) {
 		{name: "persona macos", mutate: func(p *orchestrator.Plan) { p.Persona = "macos" }},
 		{name: "persona linux", mutate: func(p *orchestrator.Plan) { p.Persona = "linux" }},
 		{name: "unknown persona", mutate: func(p *orchestrator.Plan) { p.Persona = "windows" }, want: "unknown persona"},
+		{name: "time zone", mutate: func(p *orchestrator.Plan) { p.TimeZone = "America/Argentina/Buenos_Aires" }},
+		{name: "time zone UTC", mutate: func(p *orchestrator.Plan) { p.TimeZone = "UTC" }},
+		{name: "time zone escaping zoneinfo", mutate: func(p *orchestrator.Plan) { p.TimeZone = "../../etc/passwd" }, want: "time zone"},
+		{name: "time zone with dots", mutate: func(p *orchestrator.Plan) { p.TimeZone = "Asia/.." }, want: "time zone"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

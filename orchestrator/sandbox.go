@@ -76,7 +76,7 @@ func packSetup(st *run) func() (*bytes.Buffer, error) {
 		if err = st.homeWait(); err != nil {
 			return
 		}
-		if err = writeSetupTar(&payload, st.home, st.skill, st.skillDir); err != nil {
+		if err = writeSetupTar(&payload, st.home, st.plan.Restore, st.skill, st.skillDir); err != nil {
 			err = fmt.Errorf("pack home and skill: %w", err)
 			return
 		}
@@ -182,11 +182,15 @@ for d, dirs, files in os.walk(sys.argv[1]):
             pass
 `
 
-// writeSetupTar writes the seeded home and the skill, read-only and owned by
-// root, as concatenated tar archives for `tar -x -i` at "/".
-func writeSetupTar(w io.Writer, home *canaryfs.Home, sk *skill.Skill, skillDir string) error {
+// writeSetupTar writes the seeded home, the files to restore (the user's)
+// and the skill, read-only and owned by root, as concatenated tar archives
+// for `tar -x -i` at "/".
+func writeSetupTar(w io.Writer, home *canaryfs.Home, restore []RestoreFile, sk *skill.Skill, skillDir string) error {
 	if err := home.WriteTar(w, UserUID, UserGID); err != nil {
 		return err
+	}
+	if err := writeRestoreTar(w, home, restore); err != nil {
+		return fmt.Errorf("pack restored files: %w", err)
 	}
 	if sk == nil {
 		return nil // a Pool's pair: the skill comes at claim (installSkill)
@@ -256,4 +260,70 @@ func skillSlug(s *skill.Skill) string {
 		n = n[:64]
 	}
 	return n
+}
+
+// restoreRoots are where a restored file may go besides the home: the
+// places whose changes a trace collects (changedScript).
+var restoreRoots = []string{"/tmp", "/var/tmp", "/dev/shm"}
+
+// writeRestoreTar writes the files to restore, owned by the user, with
+// the folders they need that the home does not have (owned by the user
+// too), as a tar archive for `tar -x` at "/". A path outside the home and
+// the temp folders, or through a planted symbolic link, is an error.
+func writeRestoreTar(w io.Writer, home *canaryfs.Home, files []RestoreFile) error {
+	if len(files) == 0 {
+		return nil
+	}
+	tw := tar.NewWriter(w)
+	made := map[string]bool{}
+	mtime := time.Now()
+	for _, f := range files {
+		p := path.Clean(f.Path)
+		root := ""
+		for _, r := range append([]string{home.HomeDir}, restoreRoots...) {
+			if strings.HasPrefix(p, r+"/") {
+				root = r
+				break
+			}
+		}
+		if root == "" || p != f.Path {
+			return fmt.Errorf("restore %q: not a clean path under the home or a temp folder", f.Path)
+		}
+		var parents []string
+		for d := path.Dir(p); d != root; d = path.Dir(d) {
+			parents = append(parents, d)
+		}
+		for i := len(parents) - 1; i >= 0; i-- {
+			d := parents[i]
+			if pf, ok := home.File(d); ok {
+				if !pf.Dir {
+					return fmt.Errorf("restore %q: %s is not a folder of the home", f.Path, d)
+				}
+				continue // the home has it, with its owner and mode
+			}
+			if made[d] {
+				continue
+			}
+			made[d] = true
+			if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeDir, Name: strings.TrimPrefix(d, "/") + "/",
+				Mode: 0o755, Uid: UserUID, Gid: UserGID, ModTime: mtime, Format: tar.FormatPAX}); err != nil {
+				return err
+			}
+		}
+		if pf, ok := home.File(p); ok && (pf.Dir || pf.Symlink != "") {
+			return fmt.Errorf("restore %q: the home has a folder or link there", f.Path)
+		}
+		mode := f.Mode & 0o777
+		if mode == 0 {
+			mode = 0o644
+		}
+		if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: strings.TrimPrefix(p, "/"), Mode: mode,
+			Size: int64(len(f.Content)), Uid: UserUID, Gid: UserGID, ModTime: mtime, Format: tar.FormatPAX}); err != nil {
+			return err
+		}
+		if _, err := tw.Write(f.Content); err != nil {
+			return err
+		}
+	}
+	return tw.Close()
 }

@@ -45,11 +45,15 @@ func newSystem(p Plan, hostname string, now time.Time) (system, error) {
 	id[6] = id[6]&0x0f | 0x40 // version 4
 	id[8] = id[8]&0x3f | 0x80 // RFC 4122 variant
 	days := 90 + (int(b[16])<<8|int(b[17]))%600
+	tz := timeZones[int(b[18])%len(timeZones)]
+	if p.TimeZone != "" {
+		tz = p.TimeZone
+	}
 	return system{
 		Persona:   p.Persona,
 		Hostname:  hostname,
 		MachineID: hex.EncodeToString(id),
-		TimeZone:  timeZones[int(b[18])%len(timeZones)],
+		TimeZone:  tz,
 		Installed: now.UTC().Add(-time.Duration(days)*24*time.Hour - time.Duration(b[19])*time.Minute).Truncate(time.Second),
 	}, nil
 }

@@ -65,6 +65,11 @@ func TestNewSystem(t *testing.T) {
 	if len(ids) != 20 {
 		t.Errorf("%d distinct machine ids in 20 traces", len(ids))
 	}
+	for _, p := range []Plan{{TimeZone: "Asia/Tokyo"}, {TimeZone: "Asia/Tokyo", Seed: []byte("x")}} {
+		if s, err := newSystem(p, "h", now); err != nil || s.TimeZone != "Asia/Tokyo" {
+			t.Errorf("plan's time zone: %q, %v", s.TimeZone, err)
+		}
+	}
 }
 
 func TestWriteSystemTar(t *testing.T) {

@@ -1,0 +1,310 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/sandboxctl/sandboxctl/monitor"
+	"github.com/sandboxctl/sandboxctl/monitor/audit"
+	"github.com/sandboxctl/sandboxctl/orchestrator"
+	"github.com/sandboxctl/sandboxctl/skill"
+	"github.com/sandboxctl/sandboxctl/trace"
+)
+
+func init() {
+	register(command{name: "monitor", short: "run a skill many times and catch behaviour that activates at run N", run: runMonitor})
+}
+
+const monitorSynopsis = `[flags] PATH
+
+Runs the skill at PATH many times and compares what should stay the same
+between the runs: chained runs start from the state the runs before them
+left (the home and temp folders), independent runs start fresh. A run that
+does something new is re-run from the same state, and without each file it
+carried, to confirm and name what triggers it (docs/monitor.md).
+
+Writes each run's folder under DIR/runs/, the report in DIR/monitor.json and
+DIR/monitor.txt, and prints the report.
+
+Examples:
+  sandboxctl monitor --runs 5 --out /tmp/mon ./my-skill/
+  sandboxctl monitor --runs 8 --cells chained --format json --out /tmp/mon ./my-skill/
+  sandboxctl monitor --runs 3 --vary tz=Asia/Tokyo,tz=Pacific/Kiritimati,user=alice --out /tmp/mon ./my-skill/`
+
+type monitorFlags struct {
+	runs, candidates, warm           int
+	cells, out, format, seed, driver string
+	transcript, image, prompt, vary  string
+	timeout                          time.Duration
+}
+
+func (f *monitorFlags) register(fs interface {
+	StringVar(*string, string, string, string)
+	DurationVar(*time.Duration, string, time.Duration, string)
+	IntVar(*int, string, int, string)
+}) {
+	fs.IntVar(&f.runs, "runs", 5, "runs per cell (at least 2)")
+	fs.StringVar(&f.cells, "cells", "chained,independent", "the cells to run, in order: chained (state carried from run to run), independent (fresh every run)")
+	fs.StringVar(&f.vary, "vary", "", "conditions, each a cell of fresh runs compared with the independent cell: NAME=VALUE,... with NAME tz (an IANA time zone), user or hostname")
+	fs.IntVar(&f.warm, "warm", 1, "warm sandbox pairs kept ready for the runs that start fresh (independent cells); 0: none")
+	fs.IntVar(&f.candidates, "candidates", 3, "carried files tried one at a time, when confirming an activation, to name the one that carries it")
+	fs.StringVar(&f.out, "out", "", "the monitor's folder (required): runs/, monitor.json, monitor.txt")
+	fs.StringVar(&f.format, "format", "text", "what goes to stdout: text or json")
+	fs.StringVar(&f.seed, "seed", "", "seed of the home every run shares (default: a random one per monitor)")
+	fs.StringVar(&f.driver, "driver", orchestrator.DriverLiteral, "who decides the tool calls, the same in every run: literal or replay")
+	fs.StringVar(&f.transcript, "transcript", "", "transcript.jsonl to replay with --driver replay")
+	fs.StringVar(&f.prompt, "prompt", "", "the user's request to the agent (default: derived from the skill's description)")
+	fs.StringVar(&f.image, "image", "", "sandbox image (default: built from the embedded Dockerfile.sandbox)")
+	fs.DurationVar(&f.timeout, "timeout", orchestrator.DefaultLimits().Timeout, "deadline of each run")
+}
+
+func runMonitor(ctx context.Context, e env, args []string) int {
+	var f monitorFlags
+	fs := newFlags(e, "monitor", monitorSynopsis)
+	f.register(fs)
+	if code, ok := parseFlags(fs, interspersed(fs, args)); !ok {
+		return code
+	}
+	if fs.NArg() != 1 {
+		e.errorf("monitor needs exactly one skill PATH")
+		e.hintf("usage: sandboxctl monitor --runs N --out DIR PATH")
+		return exitUsage
+	}
+	path := fs.Arg(0)
+	opts := monitor.Options{Runs: f.runs, Candidates: f.candidates}
+	for c := range strings.SplitSeq(f.cells, ",") {
+		if c = strings.TrimSpace(c); c != "" {
+			opts.Cells = append(opts.Cells, c)
+		}
+	}
+	for v := range strings.SplitSeq(f.vary, ",") {
+		if strings.TrimSpace(v) == "" {
+			continue
+		}
+		c, err := monitor.ParseCondition(v)
+		if err != nil {
+			e.errorf("--vary: %v", err)
+			return exitUsage
+		}
+		opts.Vary = append(opts.Vary, c)
+	}
+	switch err := opts.Validate(); {
+	case err != nil:
+		e.errorf("%v", err)
+		return exitUsage
+	case f.out == "":
+		e.errorf("monitor needs --out DIR")
+		return exitUsage
+	case f.format != "text" && f.format != "json":
+		e.errorf("unknown format %q (want text or json)", f.format)
+		return exitUsage
+	case f.driver != orchestrator.DriverLiteral && f.driver != orchestrator.DriverReplay:
+		e.errorf("monitor holds the tool calls fixed across runs: --driver literal or replay, not %q", f.driver)
+		return exitUsage
+	case f.candidates < 1:
+		e.errorf("--candidates must be at least 1")
+		return exitUsage
+	case f.warm < 0:
+		e.errorf("--warm cannot be negative, got %d", f.warm)
+		return exitUsage
+	}
+	sk, err := skill.Load(path, skill.Options{})
+	if err != nil {
+		e.errorf("%v", err)
+		skillHint(e, err)
+		return exitUsage
+	}
+	seed := f.seed
+	if seed == "" {
+		var b [16]byte
+		rand.Read(b[:])
+		seed = hex.EncodeToString(b[:])
+	}
+	base := orchestrator.Plan{
+		SkillPath: path, Prompt: f.prompt, Image: f.image, Seed: []byte(seed), Limits: orchestrator.DefaultLimits(),
+		Driver: orchestrator.Driver{Kind: f.driver, Transcript: f.transcript},
+		// One pass per run: an unwatched second pass would run the skill
+		// again and move its state on.
+		Stealth: orchestrator.StealthOff,
+	}
+	base.Limits.Timeout = f.timeout
+	base.TraceID = newTraceID(time.Now())
+	if err := base.Validate(); err != nil {
+		e.errorf("%v", err)
+		return exitUsage
+	}
+
+	rt, ok := openDocker(ctx, e)
+	if !ok {
+		return exitFailed
+	}
+	defer rt.Close()
+	tty := e.isTerminal != nil && e.isTerminal()
+	ui := newProgressUI(e.stderr, tty)
+	bin, err := sandboxBinary(ctx, e, ui)
+	if err != nil && bin == "" {
+		ui.Close()
+		e.errorf("%v", err)
+		return exitFailed
+	}
+	imgLog := newImageLog(ui, imageLogPath(e))
+	defer imgLog.Close()
+	runner := &orchestrator.Runner{
+		Runtime: rt, Binary: bin, Version: version(), Log: debugLog(e), ImageProgress: imgLog,
+		Progress: func(pr orchestrator.Progress) {
+			if pr.Call == nil {
+				ui.Phase(pr.Phase, pr.Message)
+			}
+		},
+	}
+	if f.warm > 0 && slices.Contains(opts.Cells, monitor.Independent) {
+		// Runs with carried state never take a warm pair (their home is
+		// made with the files they restore): the pool serves the fresh ones.
+		tmpl := base
+		tmpl.TraceID = base.TraceID + "-warm"
+		pool, err := orchestrator.NewPool(ctx, runner, tmpl, f.warm)
+		if err != nil {
+			ui.Close()
+			e.errorf("%v", err)
+			return exitUsage
+		}
+		defer func() {
+			if err := pool.Close(); err != nil {
+				e.warnf("warm pairs: %v", err)
+			}
+		}()
+		runner.Pool = pool
+	}
+	alog, err := audit.Create(filepath.Join(f.out, "audit"), "sandboxctl.monitor/"+base.TraceID)
+	if err != nil {
+		ui.Close()
+		e.errorf("%v", err)
+		e.hintf("--out must be a new folder (or one without an audit log)")
+		return exitUsage
+	}
+	defer alog.Close()
+	tracer := func(ctx context.Context, s monitor.Spec) (monitor.Result, error) {
+		p := base
+		p.TraceID = newTraceID(time.Now())
+		switch s.Condition.Name {
+		case monitor.CondTimeZone:
+			p.TimeZone = s.Condition.Value
+		case monitor.CondUser:
+			p.User = s.Condition.Value
+		case monitor.CondHostname:
+			p.Hostname = s.Condition.Value
+		}
+		if err := p.Validate(); err != nil {
+			return monitor.Result{}, err
+		}
+		for _, r := range s.Restore {
+			p.Restore = append(p.Restore, orchestrator.RestoreFile{Path: r.Path, Mode: r.Mode, Content: r.Content})
+		}
+		dir := filepath.Join(f.out, "runs", s.Label)
+		ui.Phase("monitor", s.Label)
+		out, err := runner.Run(ctx, p, dir)
+		if err != nil {
+			return monitor.Result{}, err
+		}
+		res := monitor.Result{Observation: monitor.Observe(out.Report, s.Label, dir)}
+		res.Changed, err = changedState(dir, out.Report.Events)
+		if err != nil {
+			return res, err
+		}
+		// The observation as the monitor saw it, before any comparison.
+		rec := res.Observation
+		rec.Label, rec.Written = s.Label, nil
+		for _, c := range res.Changed {
+			rec.Written = append(rec.Written, c.Path)
+		}
+		for _, r := range s.Restore {
+			rec.Restored = append(rec.Restored, r.Path)
+		}
+		b, err := json.Marshal(rec)
+		if err == nil {
+			err = alog.Append(b)
+		}
+		return res, err
+	}
+	rep, runErr := monitor.Run(ctx, tracer, opts)
+	ui.Close()
+	rep.Skill = sk.Name
+	if cp, err := alog.Checkpoint(); err != nil {
+		runErr = errors.Join(runErr, err)
+	} else {
+		rep.Audit = &monitor.Audit{Checkpoint: cp, VerifierKey: alog.VerifierKey()}
+	}
+	if err := writeMonitorDir(f.out, rep); err != nil {
+		e.errorf("%v", err)
+		return exitFailed
+	}
+	if f.format == "json" {
+		b, _ := json.MarshalIndent(rep, "", "  ")
+		fmt.Fprintf(e.stdout, "%s\n", b)
+	} else if err := monitor.WriteText(e.stdout, rep); err != nil {
+		e.errorf("write report: %v", err)
+		return exitFailed
+	}
+	fmt.Fprintf(e.stderr, "sandboxctl: monitor folder %s\n", f.out)
+	if runErr != nil {
+		e.errorf("%v", runErr)
+		return exitFailed
+	}
+	if rep.Verdict == monitor.Variant || rep.Verdict == monitor.Activation {
+		return exitFindings
+	}
+	return exitClean
+}
+
+// changedState is the state a run left: the files it created or changed
+// in the home and temp folders, as copied into its run folder.
+func changedState(dir string, events []trace.Event) ([]monitor.File, error) {
+	var out []monitor.File
+	for _, ev := range events {
+		ch, ok := ev.Data.(*trace.FSChange)
+		if !ok || ch.Copied == "" || ch.Kind == "deleted" {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(ch.Copied)))
+		if err != nil {
+			return nil, fmt.Errorf("read changed file %s: %w", ch.Path, err)
+		}
+		mode := int64(0o644)
+		if strings.HasPrefix(string(b), "#!") {
+			mode = 0o755
+		}
+		out = append(out, monitor.File{Path: ch.Path, Mode: mode, Content: b})
+	}
+	return out, nil
+}
+
+// writeMonitorDir writes monitor.json and monitor.txt into dir.
+func writeMonitorDir(dir string, rep monitor.Report) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("write monitor folder: %w", err)
+	}
+	b, err := json.MarshalIndent(rep, "", "  ")
+	if err != nil {
+		return fmt.Errorf("write monitor.json: %w", err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "monitor.json"), append(b, '\n'), 0o644); err != nil {
+		return fmt.Errorf("write monitor.json: %w", err)
+	}
+	var txt strings.Builder
+	if err := monitor.WriteText(&txt, rep); err != nil {
+		return fmt.Errorf("write monitor.txt: %w", err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "monitor.txt"), []byte(txt.String()), 0o644); err != nil {
+		return fmt.Errorf("write monitor.txt: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,97 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/sandboxctl/sandboxctl/trace"
+)
+
+func TestMonitorUsage(t *testing.T) {
+	dir := t.TempDir()
+	sk := filepath.Join(dir, "SKILL.md")
+	os.WriteFile(sk, []byte("---\nname: x\ndescription: y\n---\n\n```bash\necho hi\n```\n"), 0o644)
+	out := filepath.Join(dir, "out")
+	cases := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"no skill", []string{"monitor", "--out", out}, "exactly one skill"},
+		{"no out", []string{"monitor", sk}, "--out"},
+		{"one run", []string{"monitor", "--runs", "1", "--out", out, sk}, "at least 2 runs"},
+		{"unknown cell", []string{"monitor", "--cells", "chained,clock", "--out", out, sk}, "unknown cell"},
+		{"no cell", []string{"monitor", "--cells", ",", "--out", out, sk}, "at least one cell"},
+		{"format", []string{"monitor", "--format", "sarif", "--out", out, sk}, "text or json"},
+		{"model driver", []string{"monitor", "--driver", "llm", "--out", out, sk}, "literal or replay"},
+		{"replay without transcript", []string{"monitor", "--driver", "replay", "--out", out, sk}, "--transcript"},
+		{"vary name", []string{"monitor", "--vary", "clock=+3d", "--out", out, sk}, "unknown name"},
+		{"vary value", []string{"monitor", "--vary", "tz=../x", "--out", out, sk}, "value"},
+		{"vary without independent", []string{"monitor", "--cells", "chained", "--vary", "tz=UTC", "--out", out, sk}, "independent"},
+		{"candidates", []string{"monitor", "--candidates", "0", "--out", out, sk}, "--candidates"},
+		{"warm", []string{"monitor", "--warm", "-1", "--out", out, sk}, "--warm"},
+		{"missing skill", []string{"monitor", "--out", out, filepath.Join(dir, "none")}, "none"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			var stderr bytes.Buffer
+			code := run(t.Context(), c.args, env{stdout: &bytes.Buffer{}, stderr: &stderr, getenv: func(string) string { return "" }})
+			if code != exitUsage || !strings.Contains(stderr.String(), c.want) {
+				t.Fatalf("exit %d, stderr %q; want %d with %q", code, stderr.String(), exitUsage, c.want)
+			}
+		})
+	}
+}
+
+func TestChangedState(t *testing.T) {
+	dir := t.TempDir()
+	write := func(rel, content string) {
+		p := filepath.Join(dir, filepath.FromSlash(rel))
+		os.MkdirAll(filepath.Dir(p), 0o755)
+		os.WriteFile(p, []byte(content), 0o644)
+	}
+	write("files/home/u/.cache/n", "3")
+	write("files/tmp/run.sh", "#!/bin/sh\necho\n")
+	ev := func(ch *trace.FSChange) trace.Event {
+		return trace.Event{Type: trace.TypeFSChange, Data: ch}
+	}
+	tests := []struct {
+		name    string
+		events  []trace.Event
+		want    []string // path mode content
+		wantErr bool
+	}{
+		{name: "copied files, modes from content", events: []trace.Event{
+			ev(&trace.FSChange{Path: "/home/u/.cache/n", Kind: "added", Copied: "files/home/u/.cache/n"}),
+			ev(&trace.FSChange{Path: "/tmp/run.sh", Kind: "modified", Copied: "files/tmp/run.sh"}),
+		}, want: []string{"/home/u/.cache/n 420 3", "/tmp/run.sh 493 #!/bin/sh\necho\n"}},
+		{name: "not copied, deleted, other events", events: []trace.Event{
+			ev(&trace.FSChange{Path: "/home/u/big", Kind: "added"}),
+			ev(&trace.FSChange{Path: "/etc/x", Kind: "deleted", Copied: "files/home/u/.cache/n"}),
+			{Type: trace.TypeExec, Data: &trace.Exec{Path: "/bin/sh"}},
+		}, want: nil},
+		{name: "copy missing", events: []trace.Event{
+			ev(&trace.FSChange{Path: "/home/u/gone", Kind: "added", Copied: "files/home/u/gone"}),
+		}, wantErr: true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			fs, err := changedState(dir, tc.events)
+			if (err != nil) != tc.wantErr {
+				t.Fatalf("err = %v, want error %v", err, tc.wantErr)
+			}
+			var got []string
+			for _, f := range fs {
+				got = append(got, fmt.Sprintf("%s %d %s", f.Path, f.Mode, f.Content))
+			}
+			if !slices.Equal(got, tc.want) {
+				t.Errorf("state %q, want %q", got, tc.want)
+			}
+		})
+	}
+}

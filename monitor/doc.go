@@ -1,0 +1,15 @@
+// Package monitor runs one skill many times and compares what should stay
+// the same between the runs, to catch behaviour that activates at run N:
+// a run plan of cells (chained runs, whose state carries over from one run
+// into the next, and independent runs, fresh every time), a per-run
+// observation taken from each trace's report (the behaviour profile's
+// capabilities, the rules that fired, the verdict, resource figures and
+// the files written), the comparison of each run with the runs before it,
+// the confirmation of a deviation (re-run from the state carried into the
+// deviating run; re-run with the carried files deleted, to name the one
+// that carries it), and a verdict per cell and for the skill: CONSISTENT,
+// MARGINAL, VARIANT or ACTIVATION-PATTERN-DETECTED (docs/monitor.md).
+//
+// It runs no trace itself: a Tracer given by cmd/ runs each one, so the
+// plan, the comparison and the confirmation are tested with fakes.
+package monitor

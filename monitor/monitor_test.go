@@ -1,0 +1,245 @@
+package monitor
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/sandboxctl/sandboxctl/fingerprint"
+)
+
+// fakeSkill is a skill as the fake tracer runs it: it keeps a run counter
+// in counter (when set), writes noise files, and exfiltrates when active
+// says so for the run's count.
+type fakeSkill struct {
+	// when: the skill exfiltrates under this condition (zero: never)
+	when    Condition
+	flaky   bool // under when, only on every other run
+	counter string
+	noise   []string
+	active  func(count int) bool
+	cpu     func(count int) float64
+	fail    int // the trace number that fails (0: none)
+}
+
+func (f *fakeSkill) tracer(traces *[]Spec) Tracer {
+	return func(_ context.Context, s Spec) (Result, error) {
+		*traces = append(*traces, s)
+		if f.fail == len(*traces) {
+			return Result{}, errors.New("engine down")
+		}
+		count := 1
+		for _, r := range s.Restore {
+			if r.Path == f.counter {
+				n, _ := strconv.Atoi(string(r.Content))
+				count = n + 1
+			}
+		}
+		o := Observation{Verdict: "clean", Rules: []string{},
+			Capabilities: fingerprint.Capabilities{Filesystem: []string{"read ~/notes.md"}, Processes: []string{"python3 <skill>/run.py"}}}
+		var changed []File
+		if f.counter != "" {
+			o.Capabilities.Filesystem = append(o.Capabilities.Filesystem, "write ~/.cache/counter")
+			changed = append(changed, File{Path: f.counter, Content: []byte(strconv.Itoa(count))})
+		}
+		for _, n := range f.noise {
+			changed = append(changed, File{Path: n + strconv.Itoa(len(*traces))})
+		}
+		trigger := f.when != Condition{} && s.Condition == f.when && (!f.flaky || len(*traces)%2 == 0)
+		if f.active != nil && f.active(count) || trigger {
+			o.Capabilities.Network = []string{"https:collect.example:443"}
+			o.Capabilities.Filesystem = append(o.Capabilities.Filesystem, "read ~/.aws/credentials")
+			o.Rules = []string{"SBX-EXFIL-001"}
+			o.Verdict = "malicious"
+		}
+		if f.cpu != nil {
+			o.Resources.CPUSeconds = f.cpu(count)
+		}
+		o.Capabilities = o.Capabilities.Union(fingerprint.Capabilities{})
+		return Result{Observation: o, Changed: changed}, nil
+	}
+}
+
+func TestRun(t *testing.T) {
+	const counter = "/home/u/.cache/counter"
+	tests := []struct {
+		name       string
+		skill      fakeSkill
+		opts       Options
+		verdict    string
+		run        int      // activation_run or the deviation's run
+		cond       string   // activation_condition
+		state      []string // activation_state
+		traces     int
+		labels     []string // labels of the traces past the plan, in order
+		wantVaried bool
+		wantErr    bool
+	}{
+		{name: "benign deterministic", skill: fakeSkill{}, opts: Options{Runs: 3, Cells: []string{Chained, Independent}},
+			verdict: Consistent, traces: 6},
+		{name: "benign with a counter and temp names", skill: fakeSkill{counter: counter, noise: []string{"/tmp/tmp."}},
+			opts: Options{Runs: 4, Cells: []string{Chained}}, verdict: Consistent, traces: 4},
+		{name: "activates at run 3 on a counter", skill: fakeSkill{counter: counter, noise: []string{"/tmp/log."}, active: func(n int) bool { return n >= 3 }},
+			opts: Options{Runs: 4, Cells: []string{Chained}}, verdict: Activation, run: 3, state: []string{counter}, traces: 6,
+			labels: []string{"confirm-chained-03", "reset-chained-03-1"}},
+		{name: "activation not seen by independent runs", skill: fakeSkill{counter: counter, active: func(n int) bool { return n == 3 }},
+			opts: Options{Runs: 3, Cells: []string{Independent}}, verdict: Consistent, traces: 3},
+		{name: "random deviation does not recur", skill: fakeSkill{active: func() func(int) bool {
+			calls := 0
+			return func(int) bool { calls++; return calls == 2 }
+		}()}, opts: Options{Runs: 3, Cells: []string{Chained}}, verdict: Variant, run: 2, traces: 4, labels: []string{"confirm-chained-02"}},
+		{name: "deviation not reset by the state", skill: fakeSkill{counter: counter, active: func() func(int) bool {
+			calls := 0
+			return func(int) bool { calls++; return calls >= 2 }
+		}()}, opts: Options{Runs: 2, Cells: []string{Chained}}, verdict: Variant, run: 2, traces: 4,
+			labels: []string{"confirm-chained-02", "reset-chained-02-1"}},
+		{name: "cpu spike is marginal", skill: fakeSkill{cpu: func() func(int) float64 {
+			calls := 0
+			return func(int) float64 { calls++; return map[bool]float64{true: 30, false: 0.2}[calls == 2] }
+		}()}, opts: Options{Runs: 3, Cells: []string{Independent}}, verdict: Marginal, traces: 3, wantVaried: true},
+		{name: "activates only in a time zone", skill: fakeSkill{when: Condition{"tz", "Asia/Tokyo"}},
+			opts:    Options{Runs: 2, Cells: []string{Independent}, Vary: []Condition{{"tz", "Europe/Berlin"}, {"tz", "Asia/Tokyo"}, {"user", "root"}}},
+			verdict: Activation, cond: "tz=Asia/Tokyo", traces: 8},
+		{name: "a condition's deviation that does not repeat", skill: fakeSkill{when: Condition{"hostname", "ci-7"}, flaky: true},
+			opts:    Options{Runs: 2, Cells: []string{Independent}, Vary: []Condition{{"hostname", "ci-7"}}},
+			verdict: Variant, traces: 4},
+		{name: "a failed trace ends the monitor", skill: fakeSkill{fail: 2}, opts: Options{Runs: 3, Cells: []string{Chained}}, traces: 2, wantErr: true, verdict: Consistent},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var traces []Spec
+			rep, err := Run(t.Context(), tc.skill.tracer(&traces), tc.opts)
+			if (err != nil) != tc.wantErr {
+				t.Fatalf("err = %v, want error %v", err, tc.wantErr)
+			}
+			if rep.Verdict != tc.verdict {
+				t.Errorf("verdict %s, want %s\n%s", rep.Verdict, tc.verdict, rep.Summary)
+			}
+			if len(traces) != tc.traces {
+				t.Errorf("%d traces, want %d", len(traces), tc.traces)
+			}
+			if rep.ActivationCondition != tc.cond {
+				t.Errorf("activation condition %q, want %q", rep.ActivationCondition, tc.cond)
+			}
+			if tc.verdict == Activation && (rep.ActivationRun != tc.run || !slices.Equal(rep.ActivationState, tc.state)) {
+				t.Errorf("activation at run %d by %v, want run %d by %v", rep.ActivationRun, rep.ActivationState, tc.run, tc.state)
+			}
+			if tc.verdict == Variant && tc.run > 0 && (rep.Cells[0].Deviation == nil || rep.Cells[0].Deviation.Run != tc.run) {
+				t.Errorf("deviation %+v, want run %d", rep.Cells[0].Deviation, tc.run)
+			}
+			var extra []string
+			for _, s := range traces[min(len(traces), tc.opts.Runs*(len(tc.opts.Cells)+len(tc.opts.Vary))):] {
+				extra = append(extra, s.Label)
+			}
+			if !slices.Equal(extra, tc.labels) {
+				t.Errorf("confirmation traces %v, want %v", extra, tc.labels)
+			}
+			if tc.wantVaried != (len(rep.Cells) > 0 && len(rep.Cells[0].Varied) > 0) {
+				t.Errorf("varied %v", rep.Cells[0].Varied)
+			}
+		})
+	}
+}
+
+// TestChainedRestore: a chained run starts from every file the runs
+// before it left, the latest content of each; an independent run fresh.
+func TestChainedRestore(t *testing.T) {
+	var traces []Spec
+	f := fakeSkill{counter: "/home/u/.cache/counter", noise: []string{"/tmp/x."}}
+	if _, err := Run(t.Context(), f.tracer(&traces), Options{Runs: 3, Cells: []string{Chained, Independent}}); err != nil {
+		t.Fatal(err)
+	}
+	want := [][]string{nil, {"/home/u/.cache/counter=1", "/tmp/x.1="}, {"/home/u/.cache/counter=2", "/tmp/x.1=", "/tmp/x.2="}, nil, nil, nil}
+	for i, s := range traces {
+		var got []string
+		for _, r := range s.Restore {
+			got = append(got, r.Path+"="+string(r.Content))
+		}
+		if !slices.Equal(got, want[i]) {
+			t.Errorf("trace %d (%s) restored %v, want %v", i+1, s.Label, got, want[i])
+		}
+	}
+}
+
+func TestOptionsValidate(t *testing.T) {
+	tests := []struct {
+		name string
+		o    Options
+		want string
+	}{
+		{name: "ok", o: Options{Runs: 2, Cells: []string{Chained}}},
+		{name: "one run", o: Options{Runs: 1, Cells: []string{Chained}}, want: "at least 2 runs"},
+		{name: "no cell", o: Options{Runs: 3}, want: "at least one cell"},
+		{name: "unknown cell", o: Options{Runs: 3, Cells: []string{"clock"}}, want: "unknown cell"},
+		{name: "vary without independent", o: Options{Runs: 3, Cells: []string{Chained}, Vary: []Condition{{"tz", "UTC"}}}, want: "independent"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			err := tc.o.Validate()
+			if (tc.want == "") != (err == nil) || err != nil && !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("Validate() = %v, want %q", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestStateApply(t *testing.T) {
+	tests := []struct {
+		name    string
+		have    []string
+		changed []string
+		want    []string
+	}{
+		{name: "new and rewritten", have: []string{"/tmp/a", "/home/u/n"}, changed: []string{"/home/u/n", "/tmp/b"}, want: []string{"/home/u/n", "/tmp/a", "/tmp/b"}},
+		{name: "a folder where a file was", have: []string{"/tmp/a", "/tmp/ab"}, changed: []string{"/tmp/a/b"}, want: []string{"/tmp/a/b", "/tmp/ab"}},
+		{name: "a file where a folder was", have: []string{"/tmp/a/b", "/tmp/a/c/d"}, changed: []string{"/tmp/a"}, want: []string{"/tmp/a"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			s := state{}
+			for _, p := range tc.have {
+				s[p] = File{Path: p}
+			}
+			var ch []File
+			for _, p := range tc.changed {
+				ch = append(ch, File{Path: p})
+			}
+			s.apply(ch)
+			if got := paths(s.files("")); !slices.Equal(got, tc.want) {
+				t.Errorf("state %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestParseCondition(t *testing.T) {
+	tests := []struct {
+		in, want, err string
+	}{
+		{in: "tz=Asia/Tokyo", want: "tz=Asia/Tokyo"},
+		{in: " user = root ", want: "user=root"},
+		{in: "hostname=ci-runner-7.corp", want: "hostname=ci-runner-7.corp"},
+		{in: "tz", err: "NAME=VALUE"},
+		{in: "clock=+3d", err: "unknown name"},
+		{in: "tz=", err: "value"},
+		{in: "tz=../../etc/passwd", err: "value"},
+		{in: "user=a b", err: "value"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.in, func(t *testing.T) {
+			c, err := ParseCondition(tc.in)
+			if tc.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.err) {
+					t.Fatalf("ParseCondition = %v, %v; want error %q", c, err, tc.err)
+				}
+				return
+			}
+			if err != nil || c.String() != tc.want {
+				t.Fatalf("ParseCondition = %v, %v; want %s", c, err, tc.want)
+			}
+		})
+	}
+}

@@ -1,0 +1,69 @@
+package monitor
+
+import (
+	_ "embed"
+	"fmt"
+	"io"
+	"strings"
+)
+
+// Schema is the JSON Schema of the monitor report (monitor.json).
+//
+//go:embed schema/monitor.schema.json
+var Schema []byte
+
+// WriteText writes the report for a reader: per cell, each run's verdict,
+// rules and figures, the deviation, the confirmation and the verdict, then
+// the skill's verdict and the recommended actions.
+func WriteText(w io.Writer, r Report) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "sandboxctl monitor: %s, %d runs per cell\n", r.Skill, r.Runs)
+	for _, c := range r.Cells {
+		fmt.Fprintf(&b, "\n%s cell: %s\n", c.name(), c.Verdict)
+		for _, o := range c.Observations {
+			writeRun(&b, o)
+		}
+		if d := c.Deviation; d != nil {
+			fmt.Fprintf(&b, "  deviation at run %d: %s\n", d.Run, d.what())
+		}
+		if cf := c.Confirmation; cf != nil {
+			for _, o := range cf.Observations {
+				writeRun(&b, o)
+			}
+			fmt.Fprintf(&b, "  confirmation: recurred from the same state: %v", cf.Recurred)
+			if len(cf.ResetBy) > 0 {
+				fmt.Fprintf(&b, "; reset by deleting %s", strings.Join(cf.ResetBy, ", "))
+			}
+			b.WriteString("\n")
+		}
+		for _, v := range c.Varied {
+			fmt.Fprintf(&b, "  varied: %s\n", v)
+		}
+		fmt.Fprintf(&b, "  %s\n", c.Why)
+	}
+	fmt.Fprintf(&b, "\nverdict: %s", r.Verdict)
+	if r.ActivationRun > 0 {
+		fmt.Fprintf(&b, " (activates at run %d; resettable by deleting %s)", r.ActivationRun, strings.Join(r.ActivationState, ", "))
+	} else if r.ActivationCondition != "" {
+		fmt.Fprintf(&b, " (activates only when %s)", r.ActivationCondition)
+	}
+	b.WriteString("\n")
+	for _, a := range r.Actions {
+		fmt.Fprintf(&b, "  - %s\n", a)
+	}
+	if r.Audit != nil {
+		fmt.Fprintf(&b, "\naudit log checkpoint (sandboxctl audit verify DIR):\n%s", r.Audit.Checkpoint)
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+func writeRun(b *strings.Builder, o Observation) {
+	rules := "-"
+	if len(o.Rules) > 0 {
+		rules = strings.Join(o.Rules, ",")
+	}
+	fmt.Fprintf(b, "  %-22s %-12s caps %-3d rules %-s  cpu %.2fs  mem %dMiB  net out %dB  written %d  restored %d\n",
+		o.Label, o.Verdict, o.Capabilities.Count(), rules, o.Resources.CPUSeconds, o.Resources.PeakMemory>>20,
+		o.Resources.NetworkBytesUp, len(o.Written), len(o.Restored))
+}
