@@ -6,12 +6,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"time"
 
 	"github.com/sandboxctl/sandboxctl/internal/sqlitedb"
-
 	"github.com/sandboxctl/sandboxctl/sweep"
 )
 
@@ -82,14 +79,7 @@ type Store struct {
 
 // OpenStore opens (creating it when missing) the database at path.
 func OpenStore(ctx context.Context, path string) (*Store, error) {
-	abs, err := filepath.Abs(path)
-	if err != nil {
-		return nil, fmt.Errorf("open serve state %s: %w", path, err)
-	}
-	if err := os.MkdirAll(filepath.Dir(abs), 0o700); err != nil {
-		return nil, fmt.Errorf("open serve state %s: %w", path, err)
-	}
-	db, _, err := sqlitedb.Open(ctx, abs, schema)
+	db, _, err := sqlitedb.Open(ctx, path, 0o700, schema)
 	if err != nil {
 		return nil, fmt.Errorf("open serve state %s: %w", path, err)
 	}

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -79,14 +78,7 @@ type Store struct {
 
 // OpenStore opens (creating it and its folder when missing) the state database at path.
 func OpenStore(ctx context.Context, path string) (*Store, error) {
-	abs, err := filepath.Abs(path)
-	if err != nil {
-		return nil, fmt.Errorf("open state %s: %w", path, err)
-	}
-	if err := os.MkdirAll(filepath.Dir(abs), 0o755); err != nil {
-		return nil, fmt.Errorf("open state %s: %w", path, err)
-	}
-	db, abs, err := sqlitedb.Open(ctx, abs, schema)
+	db, abs, err := sqlitedb.Open(ctx, path, 0o755, schema)
 	if err != nil {
 		return nil, fmt.Errorf("open state %s: %w", path, err)
 	}

@@ -140,3 +140,41 @@ func runGC(ctx context.Context, e env, args []string) int {
 	}
 	return exitClean
 }
+
+// engine is what a command that runs many traces (sweep, eval, serve)
+// needs of the engine before its traces start.
+type engine struct {
+	rt      *docker.Runtime
+	bin     string // the sandbox binary baked into the agent images
+	image   string // the sandbox image: the one asked for, or the one built
+	imageID string // its content id (part of result keys)
+}
+
+// openEngine connects to the engine, finds the sandbox binary and finds or
+// builds the sandbox image (image, or the embedded build when empty) once,
+// before the traces race for it. On failure it has said why and returns
+// false; otherwise the caller closes eng.rt.
+func openEngine(ctx context.Context, e env, image string) (eng engine, ok bool) {
+	rt, ok := openDocker(ctx, e)
+	if !ok {
+		return eng, false
+	}
+	ui := newProgressUI(e.stderr, false)
+	bin, err := sandboxBinary(ctx, e, ui)
+	if err != nil {
+		e.warnf("the sandbox gets this dynamically linked binary: %v", err)
+	}
+	if image == "" {
+		if image, ok = ensureImage(ctx, e, rt, ui); !ok {
+			rt.Close()
+			return eng, false
+		}
+	}
+	id, err := rt.ImageID(ctx, image)
+	if err != nil {
+		e.errorf("%v", err)
+		rt.Close()
+		return eng, false
+	}
+	return engine{rt: rt, bin: bin, image: image, imageID: id}, true
+}

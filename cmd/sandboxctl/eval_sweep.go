@@ -41,29 +41,13 @@ func evalSweep(ctx context.Context, e env, f *evalFlags, plan orchestrator.Plan,
 	}
 	defer st.Close()
 
-	rt, ok := openDocker(ctx, e)
+	eng, ok := openEngine(ctx, e, plan.Image)
 	if !ok {
 		return nil, exitFailed, nil
 	}
-	defer rt.Close()
-	ui := newProgressUI(e.stderr, false)
-	bin, err := sandboxBinary(ctx, e, ui)
-	if err != nil {
-		e.warnf("the sandbox gets this dynamically linked binary: %v", err)
-	}
-	if plan.Image == "" {
-		// Build (or find) the image once, before the traces race for it.
-		ref, ok := ensureImage(ctx, e, rt, ui)
-		if !ok {
-			return nil, exitFailed, nil
-		}
-		plan.Image = ref
-	}
-	imageID, err := rt.ImageID(ctx, plan.Image)
-	if err != nil {
-		e.errorf("%v", err)
-		return nil, exitFailed, nil
-	}
+	defer eng.rt.Close()
+	rt, bin, imageID := eng.rt, eng.bin, eng.imageID
+	plan.Image = eng.image
 	planHash, err := sweep.PlanHash(plan, judgeVersion())
 	if err != nil {
 		e.errorf("%v", err)

@@ -107,30 +107,14 @@ func runServe(ctx context.Context, e env, args []string) int {
 		return exitUsage
 	}
 
-	rt, ok := openDocker(ctx, e)
+	eng, ok := openEngine(ctx, e, f.image)
 	if !ok {
 		return exitFailed
 	}
-	defer rt.Close()
-	pui := newProgressUI(e.stderr, false)
-	bin, err := sandboxBinary(ctx, e, pui)
-	if err != nil {
-		e.warnf("the sandbox gets this dynamically linked binary: %v", err)
-	}
-	plan := orchestrator.Plan{Image: f.image, Limits: orchestrator.DefaultLimits()}
+	defer eng.rt.Close()
+	rt, bin, imageID := eng.rt, eng.bin, eng.imageID
+	plan := orchestrator.Plan{Image: eng.image, Limits: orchestrator.DefaultLimits()}
 	plan.Limits.Timeout = f.timeout
-	if plan.Image == "" {
-		ref, ok := ensureImage(ctx, e, rt, pui)
-		if !ok {
-			return exitFailed
-		}
-		plan.Image = ref
-	}
-	imageID, err := rt.ImageID(ctx, plan.Image)
-	if err != nil {
-		e.errorf("%v", err)
-		return exitFailed
-	}
 	var logMu sync.Mutex
 	logf := func(s string) {
 		logMu.Lock()

@@ -210,29 +210,13 @@ func runSweep(ctx context.Context, e env, args []string) int {
 			return exitUsage
 		}
 	}
-	rt, ok := openDocker(ctx, e)
+	eng, ok := openEngine(ctx, e, plan.Image)
 	if !ok {
 		return exitFailed
 	}
-	defer rt.Close()
-	pui := newProgressUI(e.stderr, false)
-	bin, err := sandboxBinary(ctx, e, pui)
-	if err != nil {
-		e.warnf("the sandbox gets this dynamically linked binary: %v", err)
-	}
-	if plan.Image == "" {
-		// Build (or find) the image once, before the traces race for it.
-		ref, ok := ensureImage(ctx, e, rt, pui)
-		if !ok {
-			return exitFailed
-		}
-		plan.Image = ref
-	}
-	imageID, err := rt.ImageID(ctx, plan.Image)
-	if err != nil {
-		e.errorf("%v", err)
-		return exitFailed
-	}
+	defer eng.rt.Close()
+	rt, bin, imageID := eng.rt, eng.bin, eng.imageID
+	plan.Image = eng.image
 	planHash, err := sweep.PlanHash(plan, judgeVersion())
 	if err != nil {
 		e.errorf("%v", err)

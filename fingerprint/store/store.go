@@ -12,15 +12,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/sandboxctl/sandboxctl/fingerprint"
-	"github.com/sandboxctl/sandboxctl/rules"
-
 	"github.com/sandboxctl/sandboxctl/internal/sqlitedb"
+	"github.com/sandboxctl/sandboxctl/rules"
 )
 
 const schema = `
@@ -68,14 +65,7 @@ type Store struct {
 
 // Open opens (creating it and its folder when missing) the database at path.
 func Open(ctx context.Context, path string) (*Store, error) {
-	abs, err := filepath.Abs(path)
-	if err != nil {
-		return nil, fmt.Errorf("open fingerprint store %s: %w", path, err)
-	}
-	if err := os.MkdirAll(filepath.Dir(abs), 0o755); err != nil {
-		return nil, fmt.Errorf("open fingerprint store %s: %w", path, err)
-	}
-	db, abs, err := sqlitedb.Open(ctx, abs, schema)
+	db, abs, err := sqlitedb.Open(ctx, path, 0o755, schema)
 	if err != nil {
 		return nil, fmt.Errorf("open fingerprint store %s: %w", path, err)
 	}

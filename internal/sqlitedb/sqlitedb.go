@@ -15,6 +15,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"os"
 	"path/filepath"
 	"time"
 
@@ -25,17 +26,19 @@ import (
 // while creating it.
 const OpenRetry = 30 * time.Second
 
-// Open opens (creating it when missing) the database at path, in a folder
-// that exists,
-// and runs schema on it (statements that must be idempotent: CREATE ...
+// Open opens (creating it, and its folder with dirMode, when missing) the
+// database at path and runs schema on it (statements that must be idempotent: CREATE ...
 // IF NOT EXISTS). It returns the database and path made absolute.
 //
 // Two processes creating a database at once race on switching it to WAL,
 // which SQLite answers with SQLITE_BUSY at once rather than through the
 // busy timeout: Open retries for up to OpenRetry, or until ctx ends.
-func Open(ctx context.Context, path, schema string) (*sql.DB, string, error) {
+func Open(ctx context.Context, path string, dirMode os.FileMode, schema string) (*sql.DB, string, error) {
 	abs, err := filepath.Abs(path)
 	if err != nil {
+		return nil, "", err
+	}
+	if err := os.MkdirAll(filepath.Dir(abs), dirMode); err != nil {
 		return nil, "", err
 	}
 	q := url.Values{}

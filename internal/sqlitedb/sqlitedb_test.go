@@ -16,7 +16,7 @@ const testSchema = `CREATE TABLE IF NOT EXISTS t (k TEXT PRIMARY KEY, v INTEGER 
 // mode with every row.
 func TestOpenAtOnce(t *testing.T) {
 	if p := os.Getenv("SQLITEDB_HELPER_PATH"); p != "" {
-		db, _, err := Open(t.Context(), p, testSchema)
+		db, _, err := Open(t.Context(), p, 0o755, testSchema)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -26,7 +26,7 @@ func TestOpenAtOnce(t *testing.T) {
 		}
 		return
 	}
-	path := filepath.Join(t.TempDir(), "state.db")
+	path := filepath.Join(t.TempDir(), "sub", "state.db")
 	const n = 6
 	var wg sync.WaitGroup
 	outs := make([][]byte, n)
@@ -44,7 +44,7 @@ func TestOpenAtOnce(t *testing.T) {
 			t.Errorf("opener %d: %v\n%s", i, err, outs[i])
 		}
 	}
-	db, abs, err := Open(t.Context(), path, testSchema)
+	db, abs, err := Open(t.Context(), path, 0o755, testSchema)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -71,7 +71,7 @@ func TestBusy(t *testing.T) {
 }
 
 func TestOpenBadSchema(t *testing.T) {
-	if _, _, err := Open(t.Context(), filepath.Join(t.TempDir(), "x.db"), "NOT SQL"); err == nil {
+	if _, _, err := Open(t.Context(), filepath.Join(t.TempDir(), "x.db"), 0o755, "NOT SQL"); err == nil {
 		t.Error("a bad schema opened")
 	}
 }
