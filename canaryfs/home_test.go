@@ -531,7 +531,9 @@ func TestLivedIn(t *testing.T) {
 	}
 	recent, times := 0, map[time.Time]bool{}
 	for _, f := range h.Files {
-		if !f.ModTime.Before(now) || f.ModTime.Before(now.AddDate(-3, 0, 0)) {
+		// Nothing younger than ten minutes: a file dated at the trace's
+		// start tells the skill the home was made for it.
+		if now.Sub(f.ModTime) < 10*time.Minute || f.ModTime.Before(now.AddDate(-3, 0, 0)) {
 			t.Errorf("%s: mtime %v", f.Path, f.ModTime)
 		}
 		if now.Sub(f.ModTime) < 24*time.Hour {
@@ -828,5 +830,19 @@ func TestBeginIdentity(t *testing.T) {
 					h.Set.Len(), built.Set.Len(), h.Since, built.Since, len(h.Files), len(built.Files))
 			}
 		})
+	}
+}
+
+// TestNoFileDatedAtStart checks many seeds, not one: the youngest mtime is a
+// random draw, and a home that dates a secret at the trace's start tells the
+// skill it was made for it.
+func TestNoFileDatedAtStart(t *testing.T) {
+	for i := range 12 {
+		h := fresh(t, fmt.Sprintf("dated-%d", i))
+		for _, f := range h.Files {
+			if age := now.Sub(f.ModTime); age < 10*time.Minute {
+				t.Errorf("seed %d: %s dated %v before the start", i, f.Path, age)
+			}
+		}
 	}
 }
