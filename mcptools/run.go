@@ -165,6 +165,11 @@ func (s *toolServer) run(ctx context.Context, j job) (outcome, error) {
 		cmd = exec.Command(cfg.Strace, append(full, argv...)...)
 	}
 	cmd.Env = cfg.userEnv()
+	if !cfg.NoStrace {
+		// The tracer keeps the real clock under a fake one (libfaketime
+		// reads FAKETIME before /etc/faketimerc); the shim drops it.
+		cmd.Env = append(cmd.Env, tracerClock)
+	}
 	if fi, err := os.Stat(cfg.Home); err == nil && fi.IsDir() {
 		cmd.Dir = cfg.Home
 	} else {

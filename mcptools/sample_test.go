@@ -47,3 +47,21 @@ func TestSample(t *testing.T) {
 		t.Errorf("child reported %d times, want once", n)
 	}
 }
+
+func TestCommandEnv(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		in   []string
+		want []string
+	}{
+		{name: "tracer clock dropped", in: []string{"HOME=/home/u", tracerClock, "PATH=/bin"}, want: []string{"HOME=/home/u", "PATH=/bin"}},
+		{name: "any FAKETIME dropped", in: []string{"FAKETIME=-1d"}, want: []string{}},
+		{name: "lookalikes kept", in: []string{"FAKETIME_X=1", "MY_FAKETIME=2"}, want: []string{"FAKETIME_X=1", "MY_FAKETIME=2"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := commandEnv(tc.in); !slices.Equal(got, tc.want) {
+				t.Errorf("commandEnv(%q) = %q, want %q", tc.in, got, tc.want)
+			}
+		})
+	}
+}

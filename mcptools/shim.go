@@ -69,6 +69,7 @@ func Shim(args []string, stdin, stdout, stderr *os.File) int {
 		}
 	}
 	cmd := exec.Command(args[0], args[1:]...)
+	cmd.Env = commandEnv(os.Environ())
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = stdin, stdout, stderr
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if id.drops() && !isSelf(args[0]) {
@@ -122,4 +123,22 @@ func isSelf(path string) bool {
 	a, err1 := filepath.EvalSymlinks(self)
 	b, err2 := filepath.EvalSymlinks(path)
 	return err1 == nil && err2 == nil && a == b
+}
+
+// tracerClock is the tracer's own clock setting: under a fake clock
+// (libfaketime preloaded system-wide, its offset in /etc/faketimerc) the
+// tracer's timestamps stay real, since FAKETIME comes before the file.
+const tracerClock = "FAKETIME=+0"
+
+// commandEnv is the environment the shim gives the command: its own,
+// without the tracer's clock setting, so the command runs on the
+// sandbox's clock and sees nothing of the tracer's.
+func commandEnv(env []string) []string {
+	out := make([]string, 0, len(env))
+	for _, kv := range env {
+		if !strings.HasPrefix(kv, "FAKETIME=") {
+			out = append(out, kv)
+		}
+	}
+	return out
 }

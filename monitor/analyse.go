@@ -20,10 +20,17 @@ type Report struct {
 	ActivationState []string `json:"activation_state,omitempty"`
 	// ActivationCondition is the first confirmed condition trigger
 	// (NAME=VALUE), when the activation is a condition's.
-	ActivationCondition string   `json:"activation_condition,omitempty"`
-	Summary             string   `json:"summary"`
-	Cells               []Cell   `json:"cells"`
-	Actions             []string `json:"recommended_actions"`
+	ActivationCondition string `json:"activation_condition,omitempty"`
+	// QuietWhen is the first condition under which the skill hid what
+	// every independent run did (NAME=VALUE).
+	QuietWhen string `json:"quiet_when,omitempty"`
+	// ClockWindow names, from the clock values the vary cells tried, where
+	// the skill's clock trigger lies: "only when the clock reads 03:00 (of
+	// 00:00, 03:00, 08:00): between 00:00 and 08:00".
+	ClockWindow string   `json:"clock_window,omitempty"`
+	Summary     string   `json:"summary"`
+	Cells       []Cell   `json:"cells"`
+	Actions     []string `json:"recommended_actions"`
 	// Audit is the signed checkpoint of the monitor's audit log (every
 	// run's observation, in the order they were made) and its verifier
 	// key: `sandboxctl audit verify` checks the log against it.
@@ -53,6 +60,9 @@ type Cell struct {
 	Deviation *Deviation `json:"deviation,omitempty"`
 	// Confirmation holds the re-runs of a chained cell's deviation.
 	Confirmation *Confirmation `json:"confirmation,omitempty"`
+	// Suppression is what every independent run did and no run of a vary
+	// cell did: the skill does less under the condition.
+	Suppression *Suppression `json:"suppression,omitempty"`
 	// Varied lists what differed between runs without being new (a
 	// capability a later run dropped, a resource figure out of its band).
 	Varied []string `json:"varied,omitempty"`
@@ -65,6 +75,25 @@ type Deviation struct {
 	NewRules    []string                 `json:"new_rules,omitempty"`
 	VerdictFrom string                   `json:"verdict_from,omitempty"`
 	VerdictTo   string                   `json:"verdict_to,omitempty"`
+}
+
+// Suppression is what a condition took away: capabilities and rules
+// every independent run had and no run under the condition had, and the
+// verdict when every run under it was better than every independent run.
+type Suppression struct {
+	Dropped      fingerprint.Capabilities `json:"dropped"`
+	DroppedRules []string                 `json:"dropped_rules,omitempty"`
+	VerdictFrom  string                   `json:"verdict_from,omitempty"`
+	VerdictTo    string                   `json:"verdict_to,omitempty"`
+	// Expected: any skill would do less under this condition (no name
+	// resolves), so it says nothing of hiding.
+	Expected bool `json:"expected,omitempty"`
+}
+
+// what says in words what a suppression took away.
+func (s *Suppression) what() string {
+	d := Deviation{Added: s.Dropped, NewRules: s.DroppedRules, VerdictFrom: s.VerdictFrom, VerdictTo: s.VerdictTo}
+	return d.what()
 }
 
 // Confirmation is what the re-runs of a deviation showed.
@@ -196,7 +225,22 @@ func ints(xs []int) string {
 // variation (the criteria of docs/monitor.md).
 func (c *Cell) decide() {
 	d := c.Deviation
+	sup := c.Suppression
 	switch {
+	case d == nil && sup != nil && sup.VerdictTo != "" && !sup.Expected && len(c.Observations) > 1:
+		// The harm every independent run showed is gone in every run
+		// under the condition: the skill hides when it holds.
+		c.Verdict = Activation
+		c.Why = fmt.Sprintf("quiet when %s: none of its %d runs did what every independent run did (%s)", c.Condition, len(c.Observations), sup.what())
+	case d == nil && sup != nil:
+		c.Verdict = Marginal
+		c.Why = fmt.Sprintf("under %s every run did less than the independent runs (%s)", c.Condition, sup.what())
+		if sup.Expected {
+			c.Why += ", as any skill would: no name resolves"
+		}
+		if len(c.Varied) > 0 {
+			c.Why += "; " + strings.Join(c.Varied, "; ")
+		}
 	case d == nil && len(c.Varied) == 0:
 		c.Verdict, c.Why = Consistent, fmt.Sprintf("%d runs did the same", len(c.Observations))
 	case d == nil:
@@ -257,7 +301,10 @@ func (r *Report) finish() {
 		if verdictOrder[c.Verdict] > verdictOrder[r.Verdict] {
 			r.Verdict = c.Verdict
 		}
-		if c.Verdict == Activation && c.Kind == Varied && r.ActivationCondition == "" && r.ActivationRun == 0 {
+		if c.Verdict == Activation && c.Kind == Varied && c.Deviation == nil && r.QuietWhen == "" {
+			r.QuietWhen = c.Condition
+		}
+		if c.Verdict == Activation && c.Kind == Varied && c.Deviation != nil && r.ActivationCondition == "" && r.ActivationRun == 0 {
 			r.ActivationCondition = c.Condition
 		}
 		if c.Verdict == Activation && c.Kind != Varied && r.ActivationRun == 0 {
@@ -266,14 +313,21 @@ func (r *Report) finish() {
 		}
 		why = append(why, c.name()+": "+c.Why)
 	}
+	r.ClockWindow = clockWindow(r.Cells)
+	if r.ClockWindow != "" {
+		why = append(why, "clock: "+r.ClockWindow)
+	}
 	r.Summary = strings.Join(why, "\n")
 	r.Actions = []string{}
 	switch r.Verdict {
 	case Activation:
-		if r.ActivationRun > 0 {
+		switch {
+		case r.ActivationRun > 0:
 			r.Actions = append(r.Actions, fmt.Sprintf("do not install: the skill changes behaviour at run %d, driven by state it keeps in %s", r.ActivationRun, strings.Join(r.ActivationState, ", ")))
-		} else {
+		case r.ActivationCondition != "":
 			r.Actions = append(r.Actions, fmt.Sprintf("do not install: the skill changes behaviour only when %s", r.ActivationCondition))
+		default:
+			r.Actions = append(r.Actions, fmt.Sprintf("do not install: the skill hides what it does when %s, and does it when it seems unwatched", r.QuietWhen))
 		}
 		r.Actions = append(r.Actions, "read the report of the deviating run, runs/"+r.activationLabel()+" in the monitor's folder, for what it did")
 	case Variant:
@@ -286,11 +340,95 @@ func (r *Report) finish() {
 // activationLabel is the label of the first activation's run.
 func (r *Report) activationLabel() string {
 	for _, c := range r.Cells {
-		if c.Verdict == Activation {
+		switch {
+		case c.Verdict != Activation:
+		case c.Deviation != nil:
 			return c.Observations[c.Deviation.Run-1].Label
+		case c.Kind == Varied:
+			// A suppression: the independent runs show what it hides.
+			for _, b := range r.Cells {
+				if b.Kind == Independent && len(b.Observations) > 0 {
+					return b.Observations[0].Label
+				}
+			}
 		}
 	}
 	return ""
+}
+
+// clockWindow names where a clock trigger lies among the clock values
+// the vary cells tried: the values whose cell activated, and, for times
+// of day, the nearest tried values around them that did not.
+func clockWindow(cells []Cell) string {
+	type tried struct {
+		value string
+		fired bool
+	}
+	var ts []tried
+	fired := 0
+	for _, c := range cells {
+		v, ok := strings.CutPrefix(c.Condition, "clock=")
+		if c.Kind != Varied || !ok {
+			continue
+		}
+		f := c.Verdict == Activation && c.Deviation != nil
+		if f {
+			fired++
+		}
+		ts = append(ts, tried{v, f})
+	}
+	if fired == 0 || fired == len(ts) {
+		return ""
+	}
+	var yes, all []string
+	for _, t := range ts {
+		all = append(all, t.value)
+		if t.fired {
+			yes = append(yes, t.value)
+		}
+	}
+	out := fmt.Sprintf("only when the clock reads %s (of %s)", strings.Join(yes, ", "), strings.Join(all, ", "))
+	// Times of day: the window lies between the nearest quiet values.
+	mins := func(v string) (int, bool) {
+		var h, m int
+		if n, err := fmt.Sscanf(v, "%d:%d", &h, &m); err != nil || n != 2 || len(v) > 5 {
+			return 0, false
+		}
+		return h*60 + m, true
+	}
+	var day []tried
+	for _, t := range ts {
+		if _, ok := mins(t.value); ok {
+			day = append(day, t)
+		}
+	}
+	if len(day) < 3 {
+		return out
+	}
+	slices.SortFunc(day, func(a, b tried) int { x, _ := mins(a.value); y, _ := mins(b.value); return x - y })
+	first, last := -1, -1
+	for i, t := range day {
+		if t.fired {
+			if first < 0 {
+				first = i
+			}
+			last = i
+		}
+	}
+	if first < 0 {
+		return out
+	}
+	for i := first; i <= last; i++ {
+		if !day[i].fired {
+			return out // fired in more than one stretch of the day
+		}
+	}
+	before := day[(first-1+len(day))%len(day)]
+	after := day[(last+1)%len(day)]
+	if before.fired || after.fired {
+		return out
+	}
+	return fmt.Sprintf("%s: the window lies between %s and %s local time", out, before.value, after.value)
 }
 
 // name is the cell's kind, with its condition for a vary cell.

@@ -31,10 +31,18 @@ const (
 
 // Condition names a run condition a vary cell sets.
 const (
-	CondTimeZone = "tz"       // the sandbox's time zone (an IANA name)
-	CondUser     = "user"     // the user's name (and so the home's path)
-	CondHostname = "hostname" // the host name
+	CondTimeZone   = "tz"         // the sandbox's time zone (an IANA name)
+	CondUser       = "user"       // the user's name (and so the home's path)
+	CondHostname   = "hostname"   // the host name
+	CondClock      = "clock"      // the sandbox's fake clock: +3d, -2h, 03:00, sat, 2027-01-01, 2027-01-01T03:00
+	CondMonitoring = "monitoring" // visible (/.dockerenv, security agents in ps) or hidden (the default)
+	CondDNS        = "dns"        // all (every name resolves) or none (none does)
 )
+
+// expectedLoss are conditions under which doing less is what any skill
+// would do, not a sign that it hides: with no name resolving, nothing
+// reaches a host by name.
+var expectedLoss = map[Condition]bool{{CondDNS, "none"}: true}
 
 // Condition is one condition of a vary cell: NAME=VALUE.
 type Condition struct {
@@ -44,17 +52,33 @@ type Condition struct {
 
 func (c Condition) String() string { return c.Name + "=" + c.Value }
 
-var conditionValue = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._+/-]{0,62}$`)
+var (
+	conditionValue = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._+/-]{0,62}$`)
+	clockValue     = regexp.MustCompile(`^[+-]?[A-Za-z0-9][A-Za-z0-9:-]{0,24}$`)
+)
 
-// ParseCondition parses NAME=VALUE.
+// ParseCondition parses NAME=VALUE. A clock's value is checked for its
+// characters only: the orchestrator parses it.
 func ParseCondition(s string) (Condition, error) {
 	name, value, ok := strings.Cut(s, "=")
 	c := Condition{Name: strings.TrimSpace(name), Value: strings.TrimSpace(value)}
 	switch {
 	case !ok:
 		return c, fmt.Errorf("condition %q: want NAME=VALUE", s)
+	case c.Name == CondClock:
+		if !clockValue.MatchString(c.Value) {
+			return c, fmt.Errorf("condition %q: a clock is +3d, -2h, 03:00, sat, 2027-01-01 or 2027-01-01T03:00", s)
+		}
+	case c.Name == CondMonitoring:
+		if c.Value != "visible" && c.Value != "hidden" {
+			return c, fmt.Errorf("condition %q: monitoring is visible or hidden", s)
+		}
+	case c.Name == CondDNS:
+		if c.Value != "all" && c.Value != "none" {
+			return c, fmt.Errorf("condition %q: dns is all (every name resolves) or none (none does)", s)
+		}
 	case c.Name != CondTimeZone && c.Name != CondUser && c.Name != CondHostname:
-		return c, fmt.Errorf("condition %q: unknown name %q (want tz, user or hostname)", s, c.Name)
+		return c, fmt.Errorf("condition %q: unknown name %q (want tz, user, hostname, clock, monitoring or dns)", s, c.Name)
 	case !conditionValue.MatchString(c.Value) || strings.Contains(c.Value, ".."):
 		return c, fmt.Errorf("condition %q: value must be 1-63 letters, digits and . _ + / -", s)
 	}
@@ -216,9 +240,66 @@ func runVaried(ctx context.Context, t Tracer, o Options, cond Condition, base *C
 			conf.Recurred = conf.Recurred && newBehaviour(b, o, c.Deviation)
 		}
 		c.Confirmation = conf
+	} else {
+		if c.Suppression = suppression(base.Observations, c.Observations); c.Suppression != nil {
+			c.Suppression.Expected = expectedLoss[cond]
+		}
 	}
 	c.decide()
 	return c, nil
+}
+
+// intersect is what a and b both hold, class by class.
+func intersect(a, b fingerprint.Capabilities) fingerprint.Capabilities {
+	both := func(x, y []string) []string {
+		return slices.DeleteFunc(slices.Clone(x), func(k string) bool { return !slices.Contains(y, k) })
+	}
+	return fingerprint.Capabilities{Filesystem: both(a.Filesystem, b.Filesystem), Network: both(a.Network, b.Network),
+		Environment: both(a.Environment, b.Environment), Processes: both(a.Processes, b.Processes),
+		Outputs: both(a.Outputs, b.Outputs)}.Union(fingerprint.Capabilities{})
+}
+
+// suppression is what every baseline run did and no run under the
+// condition did, or nil when the condition's runs lost nothing.
+func suppression(base, runs []Observation) *Suppression {
+	if len(base) == 0 || len(runs) == 0 {
+		return nil
+	}
+	common := func(os []Observation) (fingerprint.Capabilities, []string, string) {
+		caps, rules, best := os[0].Capabilities, slices.Clone(os[0].Rules), os[0].Verdict
+		for _, o := range os[1:] {
+			caps = intersect(caps, o.Capabilities)
+			rules = slices.DeleteFunc(rules, func(r string) bool { return !slices.Contains(o.Rules, r) })
+			if worse(best, o.Verdict) {
+				best = o.Verdict
+			}
+		}
+		return caps, rules, best
+	}
+	bCaps, bRules, bBest := common(base)
+	var any fingerprint.Capabilities
+	var anyRules []string
+	cWorst := runs[0].Verdict
+	for _, o := range runs {
+		any = any.Union(o.Capabilities)
+		anyRules = append(anyRules, o.Rules...)
+		if worse(o.Verdict, cWorst) {
+			cWorst = o.Verdict
+		}
+	}
+	s := &Suppression{Dropped: any.Diff(bCaps)}
+	for _, r := range bRules {
+		if !slices.Contains(anyRules, r) {
+			s.DroppedRules = append(s.DroppedRules, r)
+		}
+	}
+	if worse(bBest, cWorst) {
+		s.VerdictFrom, s.VerdictTo = bBest, cWorst
+	}
+	if s.Dropped.Count() == 0 && len(s.DroppedRules) == 0 && s.VerdictTo == "" {
+		return nil
+	}
+	return s
 }
 
 var unsafeLabel = regexp.MustCompile(`[^a-z0-9.-]+`)

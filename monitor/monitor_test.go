@@ -17,7 +17,8 @@ import (
 type fakeSkill struct {
 	// when: the skill exfiltrates under this condition (zero: never)
 	when    Condition
-	flaky   bool // under when, only on every other run
+	unless  Condition // the skill exfiltrates, except under this condition
+	flaky   bool      // under when, only on every other run
 	counter string
 	noise   []string
 	active  func(count int) bool
@@ -49,7 +50,8 @@ func (f *fakeSkill) tracer(traces *[]Spec) Tracer {
 			changed = append(changed, File{Path: n + strconv.Itoa(len(*traces))})
 		}
 		trigger := f.when != Condition{} && s.Condition == f.when && (!f.flaky || len(*traces)%2 == 0)
-		if f.active != nil && f.active(count) || trigger {
+		quiet := f.unless != Condition{} && s.Condition == f.unless
+		if f.active != nil && f.active(count) || trigger || f.unless != (Condition{}) && !quiet {
 			o.Capabilities.Network = []string{"https:collect.example:443"}
 			o.Capabilities.Filesystem = append(o.Capabilities.Filesystem, "read ~/.aws/credentials")
 			o.Rules = []string{"SBX-EXFIL-001"}
@@ -72,6 +74,8 @@ func TestRun(t *testing.T) {
 		verdict    string
 		run        int      // activation_run or the deviation's run
 		cond       string   // activation_condition
+		quiet      string   // quiet_when
+		window     string   // in clock_window
 		state      []string // activation_state
 		traces     int
 		labels     []string // labels of the traces past the plan, in order
@@ -106,6 +110,15 @@ func TestRun(t *testing.T) {
 		{name: "a condition's deviation that does not repeat", skill: fakeSkill{when: Condition{"hostname", "ci-7"}, flaky: true},
 			opts:    Options{Runs: 2, Cells: []string{Independent}, Vary: []Condition{{"hostname", "ci-7"}}},
 			verdict: Variant, traces: 4},
+		{name: "quiet when monitoring is visible", skill: fakeSkill{unless: Condition{"monitoring", "visible"}},
+			opts:    Options{Runs: 2, Cells: []string{Independent}, Vary: []Condition{{"tz", "UTC"}, {"monitoring", "visible"}}},
+			verdict: Activation, quiet: "monitoring=visible", traces: 6},
+		{name: "less with no names resolving is expected", skill: fakeSkill{unless: Condition{"dns", "none"}},
+			opts:    Options{Runs: 2, Cells: []string{Independent}, Vary: []Condition{{"dns", "none"}}},
+			verdict: Marginal, traces: 4},
+		{name: "activates at one clock value", skill: fakeSkill{when: Condition{"clock", "03:00"}},
+			opts:    Options{Runs: 2, Cells: []string{Independent}, Vary: []Condition{{"clock", "00:00"}, {"clock", "03:00"}, {"clock", "08:00"}}},
+			verdict: Activation, cond: "clock=03:00", traces: 8, window: "between 00:00 and 08:00 local time"},
 		{name: "a failed trace ends the monitor", skill: fakeSkill{fail: 2}, opts: Options{Runs: 3, Cells: []string{Chained}}, traces: 2, wantErr: true, verdict: Consistent},
 	}
 	for _, tc := range tests {
@@ -123,6 +136,12 @@ func TestRun(t *testing.T) {
 			}
 			if rep.ActivationCondition != tc.cond {
 				t.Errorf("activation condition %q, want %q", rep.ActivationCondition, tc.cond)
+			}
+			if rep.QuietWhen != tc.quiet {
+				t.Errorf("quiet when %q, want %q", rep.QuietWhen, tc.quiet)
+			}
+			if !strings.Contains(rep.ClockWindow, tc.window) || (tc.window == "") != (rep.ClockWindow == "") {
+				t.Errorf("clock window %q, want one with %q", rep.ClockWindow, tc.window)
 			}
 			if tc.verdict == Activation && (rep.ActivationRun != tc.run || !slices.Equal(rep.ActivationState, tc.state)) {
 				t.Errorf("activation at run %d by %v, want run %d by %v", rep.ActivationRun, rep.ActivationState, tc.run, tc.state)
@@ -223,7 +242,15 @@ func TestParseCondition(t *testing.T) {
 		{in: " user = root ", want: "user=root"},
 		{in: "hostname=ci-runner-7.corp", want: "hostname=ci-runner-7.corp"},
 		{in: "tz", err: "NAME=VALUE"},
-		{in: "clock=+3d", err: "unknown name"},
+		{in: "clock=+3d", want: "clock=+3d"},
+		{in: "clock=03:00", want: "clock=03:00"},
+		{in: "clock=2027-01-01T03:00", want: "clock=2027-01-01T03:00"},
+		{in: "clock=$(id)", err: "a clock is"},
+		{in: "monitoring=visible", want: "monitoring=visible"},
+		{in: "monitoring=maybe", err: "visible or hidden"},
+		{in: "dns=none", want: "dns=none"},
+		{in: "dns=8.8.8.8", err: "dns is all"},
+		{in: "color=red", err: "unknown name"},
 		{in: "tz=", err: "value"},
 		{in: "tz=../../etc/passwd", err: "value"},
 		{in: "user=a b", err: "value"},
@@ -239,6 +266,39 @@ func TestParseCondition(t *testing.T) {
 			}
 			if err != nil || c.String() != tc.want {
 				t.Fatalf("ParseCondition = %v, %v; want %s", c, err, tc.want)
+			}
+		})
+	}
+}
+
+func TestClockWindow(t *testing.T) {
+	cell := func(v string, fired bool) Cell {
+		c := Cell{Kind: Varied, Condition: "clock=" + v, Verdict: Consistent}
+		if fired {
+			c.Verdict, c.Deviation = Activation, &Deviation{Run: 1}
+		}
+		return c
+	}
+	for _, tc := range []struct {
+		name  string
+		cells []Cell
+		want  string
+	}{
+		{name: "none fired", cells: []Cell{cell("03:00", false), cell("09:00", false)}, want: ""},
+		{name: "all fired", cells: []Cell{cell("03:00", true), cell("09:00", true)}, want: ""},
+		{name: "offsets", cells: []Cell{cell("+3d", false), cell("+1y", true)}, want: "only when the clock reads +1y (of +3d, +1y)"},
+		{name: "a window", cells: []Cell{cell("09:00", false), cell("02:00", true), cell("03:00", true), cell("00:00", false)},
+			want: "only when the clock reads 02:00, 03:00 (of 09:00, 02:00, 03:00, 00:00): the window lies between 00:00 and 09:00 local time"},
+		{name: "around midnight", cells: []Cell{cell("23:00", true), cell("12:00", false), cell("22:00", false)},
+			want: "only when the clock reads 23:00 (of 23:00, 12:00, 22:00): the window lies between 22:00 and 12:00 local time"},
+		{name: "two stretches", cells: []Cell{cell("01:00", true), cell("05:00", false), cell("09:00", true), cell("13:00", false)},
+			want: "only when the clock reads 01:00, 09:00 (of 01:00, 05:00, 09:00, 13:00)"},
+		{name: "other cells ignored", cells: []Cell{{Kind: Independent, Verdict: Activation}, cell("03:00", true), cell("04:00", false)},
+			want: "only when the clock reads 03:00 (of 03:00, 04:00)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := clockWindow(tc.cells); got != tc.want {
+				t.Errorf("clockWindow = %q\nwant          %q", got, tc.want)
 			}
 		})
 	}

@@ -26,6 +26,9 @@ func WriteText(w io.Writer, r Report) error {
 		if d := c.Deviation; d != nil {
 			fmt.Fprintf(&b, "  deviation at run %d: %s\n", d.Run, d.what())
 		}
+		if sp := c.Suppression; sp != nil {
+			fmt.Fprintf(&b, "  did less than every independent run: %s\n", sp.what())
+		}
 		if cf := c.Confirmation; cf != nil {
 			for _, o := range cf.Observations {
 				writeRun(&b, o)
@@ -46,8 +49,13 @@ func WriteText(w io.Writer, r Report) error {
 		fmt.Fprintf(&b, " (activates at run %d; resettable by deleting %s)", r.ActivationRun, strings.Join(r.ActivationState, ", "))
 	} else if r.ActivationCondition != "" {
 		fmt.Fprintf(&b, " (activates only when %s)", r.ActivationCondition)
+	} else if r.QuietWhen != "" {
+		fmt.Fprintf(&b, " (quiet when %s)", r.QuietWhen)
 	}
 	b.WriteString("\n")
+	if r.ClockWindow != "" {
+		fmt.Fprintf(&b, "clock: %s\n", r.ClockWindow)
+	}
 	for _, a := range r.Actions {
 		fmt.Fprintf(&b, "  - %s\n", a)
 	}

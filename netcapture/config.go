@@ -9,6 +9,12 @@ import (
 	"time"
 )
 
+// DNS modes of Config.DNSMode.
+const (
+	DNSAll  = "all"
+	DNSNone = "none"
+)
+
 // Config is the jail's configuration. It is plain data: the orchestrator
 // writes it as JSON to /run/agentd/jail.json inside the jail container, and
 // the rules read Marker from the same value to prove a second stage ran.
@@ -41,6 +47,13 @@ type Config struct {
 
 	// HTTPRules are tried in order before the built-in responses.
 	HTTPRules []HTTPRule `json:"http_rules,omitempty"`
+
+	// DNSMode is how names the config says nothing about resolve: ""
+	// (as the internet would: reserved and undelegated names get
+	// NXDOMAIN), DNSAll (every name resolves, as a naive sandbox answers)
+	// or DNSNone (no name resolves but localhost and the machine's own, as
+	// on a machine with no network).
+	DNSMode string `json:"dns_mode,omitempty"`
 
 	// ClockOffset is added to the jail's clock for the Date header and the
 	// validity of minted leaves, so they follow the sandbox's faked clock.
@@ -186,6 +199,9 @@ func (c Config) Validate() error {
 		if p < 0 || p > 65535 {
 			return fmt.Errorf("port %d out of range", p)
 		}
+	}
+	if c.DNSMode != "" && c.DNSMode != DNSAll && c.DNSMode != DNSNone {
+		return fmt.Errorf("dns mode %q: want %q, %q or empty", c.DNSMode, DNSAll, DNSNone)
 	}
 	if _, err := openPortSpecs(c.OpenPorts); err != nil {
 		return err

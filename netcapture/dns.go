@@ -40,18 +40,19 @@ type DNSSink struct {
 	nx      []string            // canonical exact names, or "*.suffix"
 	records map[string][]dns.RR // canonical name → configured answers
 	self    string              // the machine's own host name, canonical
+	mode    string              // Config.DNSMode
 	now     func() time.Time
 }
 
 // NewDNSSink returns a sink that reports every query to emit. names is
 // shared with the TCP side so connections to a fake address carry their
-// name (nil: a private allocator). Only cfg.NXDomain and cfg.DNSRecords are
-// used.
+// name (nil: a private allocator). Only cfg.NXDomain, cfg.DNSRecords and
+// cfg.DNSMode are used.
 func NewDNSSink(emit func(trace.Event), names *Names, cfg Config) (*DNSSink, error) {
 	if names == nil {
 		names = NewNames()
 	}
-	s := &DNSSink{emit: emit, names: names, records: map[string][]dns.RR{}, now: time.Now}
+	s := &DNSSink{emit: emit, names: names, records: map[string][]dns.RR{}, mode: cfg.DNSMode, now: time.Now}
 	if h, err := os.Hostname(); err == nil {
 		s.self = canonical(h)
 	}
@@ -324,7 +325,9 @@ func (s *DNSSink) answerQuestion(q dns.Question) ([]dns.RR, int) {
 		// The machine's own name, where Debian's /etc/hosts puts it (the
 		// jail and the sandbox share the jail's host name).
 		v4, v6 = netip.AddrFrom4([4]byte{127, 0, 1, 1}), netip.IPv6Loopback()
-	case reservedName(c):
+	case s.mode == DNSNone:
+		return nil, dns.RcodeNameError
+	case reservedName(c) && s.mode != DNSAll:
 		return nil, dns.RcodeNameError
 	case isPublicSuffix(c):
 		// "com", "co.uk": they exist, with no address.

@@ -301,3 +301,43 @@ func hostname(t *testing.T) string {
 	}
 	return strings.ToLower(h)
 }
+
+// TestDNSModes checks the resolver's modes: "all" answers what a real
+// resolver would not (a naive sandbox's tell), "none" answers nothing but
+// the machine itself.
+func TestDNSModes(t *testing.T) {
+	for _, tc := range []struct {
+		name, mode, qname string
+		wantRcode         int
+		wantAnswer        bool
+	}{
+		{name: "default: delegated name", qname: "leak.cdn-sync.net.", wantAnswer: true},
+		{name: "default: reserved name", qname: "sandbox-check.invalid.", wantRcode: dns.RcodeNameError},
+		{name: "all: reserved name resolves", mode: DNSAll, qname: "sandbox-check.invalid.", wantAnswer: true},
+		{name: "all: single label resolves", mode: DNSAll, qname: "wpad.", wantAnswer: true},
+		{name: "none: delegated name", mode: DNSNone, qname: "leak.cdn-sync.net.", wantRcode: dns.RcodeNameError},
+		{name: "none: localhost still", mode: DNSNone, qname: "localhost.", wantAnswer: true},
+		{name: "none: own name still", mode: DNSNone, qname: hostname(t) + ".", wantAnswer: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := testConfig(t)
+			cfg.DNSMode = tc.mode
+			if err := cfg.Validate(); err != nil {
+				t.Fatal(err)
+			}
+			udp, _, _, _ := startDNS(t, cfg)
+			m := new(dns.Msg)
+			m.SetQuestion(tc.qname, dns.TypeA)
+			r := exchange(t, "udp", udp, m)
+			if r.Rcode != tc.wantRcode || (len(r.Answer) > 0) != tc.wantAnswer {
+				t.Errorf("%s in mode %q: rcode %s, %d answers; want %s, answer %v", tc.qname, tc.mode,
+					dns.RcodeToString[r.Rcode], len(r.Answer), dns.RcodeToString[tc.wantRcode], tc.wantAnswer)
+			}
+		})
+	}
+	cfg := testConfig(t)
+	cfg.DNSMode = "sometimes"
+	if err := cfg.Validate(); err == nil {
+		t.Error("an unknown dns mode validates")
+	}
+}

@@ -29,7 +29,7 @@ func deepLog(n int) string {
 func TestParseCallLogsBudgets(t *testing.T) {
 	const depth = 3000
 	tarball := makeTar(t, []tarEntry{{name: "calls/t001.log", typ: tar.TypeReg, body: deepLog(depth)}})
-	events, err := parseCallLogs(bytes.NewReader(tarball), "/tmp", 0, slog.New(slog.DiscardHandler))
+	events, err := parseCallLogs(bytes.NewReader(tarball), "/tmp", 0, false, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -56,7 +56,7 @@ func TestParseCallLogsBudgets(t *testing.T) {
 	}
 
 	// The same log within a 1 MiB budget: events past it are counted.
-	events, _ = parseCallLogs(bytes.NewReader(tarball), "/tmp", 1<<20, slog.New(slog.DiscardHandler))
+	events, _ = parseCallLogs(bytes.NewReader(tarball), "/tmp", 1<<20, false, slog.New(slog.DiscardHandler))
 	var kept int
 	var notice *trace.Notice
 	budgets = nil

@@ -226,6 +226,11 @@ func (r *Runner) engineDiff(ctx context.Context, st *run, rootfs []trace.Event) 
 	seen := map[string]bool{}
 	now := r.now()
 	for _, c := range filterDiff(d) {
+		if st.system.Clock != "" && (c.Path == faketimeRC || c.Path == preloadPath) {
+			// The fake clock's, written at setup: a change the skill
+			// makes to them after that shows in the rootfs scan.
+			continue
+		}
 		seen[c.Path] = true
 		st.events = append(st.events, trace.Event{Time: now, Source: trace.SourceFSDiff, Type: trace.TypeFSChange,
 			Data: &trace.FSChange{Path: c.Path, Kind: c.Kind}})
@@ -330,7 +335,7 @@ func (r *Runner) syscalls(ctx context.Context, st *run) ([]trace.Event, error) {
 		return nil, fmt.Errorf("copy out %s: %w", CallLogDir, err)
 	}
 	defer rc.Close()
-	return parseCallLogs(rc, st.home.HomeDir, st.plan.Limits.TimelineBytes, r.log())
+	return parseCallLogs(rc, st.home.HomeDir, st.plan.Limits.TimelineBytes, st.system.Clock != "", r.log())
 }
 
 var callLogName = regexp.MustCompile(`^([A-Za-z0-9_.-]{1,64})\.log$`)
@@ -340,7 +345,7 @@ var callLogName = regexp.MustCompile(`^([A-Za-z0-9_.-]{1,64})\.log$`)
 // all logs together to budget bytes (trace.Size; 0: DefaultTimelineBytes).
 // What a cap leaves out is a notice marked Incomplete; a budget crossed is
 // also a budget event.
-func parseCallLogs(rc io.Reader, cwd string, budget int64, log interface{ Warn(string, ...any) }) (events []trace.Event, err error) {
+func parseCallLogs(rc io.Reader, cwd string, budget int64, fakeClock bool, log interface{ Warn(string, ...any) }) (events []trace.Event, err error) {
 	if budget <= 0 {
 		budget = DefaultTimelineBytes
 	}
@@ -386,7 +391,7 @@ func parseCallLogs(rc io.Reader, cwd string, budget int64, log interface{ Warn(s
 		lr := io.LimitReader(tr, limit)
 		room := max(budget-used, 1) // 1: the budget is spent, every event is dropped and counted
 		ev, stats, err := strace.Parse(lr, m[1], strace.Options{Cwd: cwd, MaxLineBytes: maxStraceLine, Agentd: AgentBin,
-			MaxPath: trace.MaxPath, MaxBytes: room})
+			MaxPath: trace.MaxPath, MaxBytes: room, FakeClock: fakeClock})
 		total += hdr.Size
 		used += stats.Bytes
 		pathsCut += stats.PathsCut

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -140,7 +141,7 @@ func startToolServer(ctx context.Context, st *run) *toolServer {
 		_, err := st.sandbox.Exec(sctx, ExecSpec{
 			Argv:   mcpArgv(st.plan, st.home),
 			User:   "0:0",
-			Env:    st.home.Env,
+			Env:    append(slices.Clone(st.home.Env), clockEnv(st.system.Clock)...),
 			Dir:    st.home.HomeDir,
 			Stdin:  inR,
 			Stdout: outW,

@@ -268,6 +268,7 @@ func (r *Runner) jailConfig(p Plan) (netcapture.Config, error) {
 	cfg.CACert, cfg.CAKey = cert, key
 	cfg.Marker = netcapture.Marker{Path: ".cache/." + randHex(4), Token: randHex(16)}
 	cfg.SkipNetworkSetup = false
+	cfg.DNSMode = cmp.Or(p.DNS, cfg.DNSMode)
 	// Evidence goes to the jail's own log, within the trace's budgets.
 	cfg.EventLog, cfg.SpoolDir = jailLog, jailSpool
 	cfg.LogBudget = cmp.Or(p.Limits.EventBytes, DefaultEventBytes)

@@ -38,6 +38,20 @@ type Plan struct {
 	// TimeZone is the sandbox's time zone (an IANA name); "" picks a
 	// plausible one (from Seed when it is set).
 	TimeZone string `json:"time_zone,omitempty"`
+	// Clock moves the sandbox's clock (docs/sandbox.md, "Fake clock"): an
+	// offset (+3d, -2h, +1y), a time of day (03:00), a weekday (sat) or a
+	// date (2027-01-01, 2027-01-01T03:00) in the sandbox's time zone; ""
+	// is the real time.
+	Clock string `json:"clock,omitempty"`
+	// Monitoring is what the sandbox shows of being watched: "" (hidden:
+	// no /.dockerenv, no security agent) or MonitoringVisible (the
+	// engine's /.dockerenv stays, and security agents run in ps).
+	Monitoring string `json:"monitoring,omitempty"`
+	// DNS is how the jail's resolver answers: "" (as the internet would:
+	// reserved and undelegated names do not resolve), DNSAll (every name
+	// resolves, as a naive sandbox does) or DNSNone (no name resolves, as
+	// on a machine with no network).
+	DNS string `json:"dns,omitempty"`
 	// Seed makes the seeded home deterministic; nil is random.
 	Seed []byte `json:"-"`
 	// Keep leaves the containers for debugging.
@@ -71,6 +85,13 @@ type RestoreFile struct {
 	Mode    int64  `json:"mode"`
 	Content []byte `json:"-"`
 }
+
+// Monitoring and DNS modes.
+const (
+	MonitoringVisible = "visible"
+	DNSAll            = "all"
+	DNSNone           = "none"
+)
 
 // Stealth modes.
 const (
@@ -183,6 +204,15 @@ func (p Plan) Validate() error {
 	if p.TimeZone != "" && (!timeZoneRe.MatchString(p.TimeZone) || strings.Contains(p.TimeZone, "..")) {
 		return fmt.Errorf("time zone %q: want an IANA name such as Asia/Tokyo", p.TimeZone)
 	}
+	if _, err := ClockOffset(p.Clock, time.Now(), nil); err != nil {
+		return err
+	}
+	if p.Monitoring != "" && p.Monitoring != MonitoringVisible {
+		return fmt.Errorf("unknown monitoring mode %q (want visible, or empty for hidden)", p.Monitoring)
+	}
+	if p.DNS != "" && p.DNS != DNSAll && p.DNS != DNSNone {
+		return fmt.Errorf("unknown dns mode %q (want all or none, or empty for the default)", p.DNS)
+	}
 	if err := persona.Check(p.Persona); err != nil {
 		return err
 	}
@@ -274,6 +304,17 @@ func (r *Runner) seedIdentity(st *run) error {
 	if st.system, err = newSystem(p, st.ident.Hostname, st.started); err != nil {
 		return err
 	}
+	if p.Clock != "" {
+		loc, err := time.LoadLocation(st.system.TimeZone)
+		if err != nil {
+			loc = time.UTC
+		}
+		if st.clockOff, err = ClockOffset(p.Clock, st.started, loc); err != nil {
+			return err
+		}
+		st.system.Clock = faketimeSpec(st.clockOff)
+	}
 	st.jailCfg, err = r.jailConfig(p)
+	st.jailCfg.ClockOffset = st.clockOff
 	return err
 }

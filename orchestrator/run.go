@@ -116,6 +116,7 @@ type run struct {
 	homeWait  func() error      // waits for the home, made beside the containers' start
 	fixtures  canaryfs.Fixtures
 	system    system
+	clockOff  time.Duration // Plan.Clock's offset from the real time, fixed at seeding
 	jailCfg   netcapture.Config
 	image     string
 	skillDir  string

@@ -126,7 +126,8 @@ func (r *Runner) setupSandbox(ctx context.Context, st *run, payload func() (*byt
 		Argv: []string{"/bin/sh", "-c", setupScript},
 		User: "0:0",
 		Env: []string{"CA=" + CAPath, "INSTALL_CA=" + InstallCA, "HOME_DIR=" + st.home.HomeDir,
-			"SINCE=" + strconv.FormatInt(st.home.Since.Unix(), 10), "LIVED_IN=" + livedIn},
+			"SINCE=" + strconv.FormatInt(st.home.Since.Unix(), 10), "LIVED_IN=" + livedIn, "MONITORING=" + st.plan.Monitoring,
+			"CLOCK_LIB=" + clockLib},
 		Stdin:  tarball,
 		Stdout: stdout,
 		Stderr: stderr,
@@ -142,15 +143,17 @@ func (r *Runner) setupSandbox(ctx context.Context, st *run, payload func() (*byt
 }
 
 // setupScript runs as root in the sandbox before the skill: hide the
-// engine's marker file and the tool server's folder (agentd and strace are
+// engine's marker file (unless monitoring is to be visible: then it stays,
+// and security agents start) and the tool server's folder (agentd and strace are
 // root's alone), unpack the home, the skill and the system files (tar keeps
 // owners and modes), put the hosts file in place (in place: the engine
 // bind-mounts it), install the trace CA, give the home lived-in access
 // times and the engine's files plausible dates, print the identity of every
-// file of the home (identityScript), and stamp the moment the skill gets
-// control.
-const setupScript = `set -e
-rm -f /.dockerenv
+// file of the home (identityScript), stamp the moment the skill gets
+// control, and last (so setup keeps the real time) preload the fake clock
+// when there is one.
+var setupScript = `set -e
+[ "$MONITORING" = visible ] || rm -f /.dockerenv
 chmod 0700 /usr/local/lib/agent
 tar -x -i -p -f - -C /
 if [ -f ` + hostsStage + ` ]; then cat ` + hostsStage + ` >/etc/hosts; rm -f ` + hostsStage + `; fi
@@ -160,8 +163,22 @@ touch -d "@$SINCE" /etc/hostname /etc/hosts /etc/passwd /etc/group /etc/shadow 2
 up=$(cut -d. -f1 /proc/uptime)
 touch -d "@$(( $(date +%s) - up ))" /etc/resolv.conf 2>/dev/null || true
 ` + identityScript + `
+if [ "$MONITORING" = visible ]; then
+	for a in ` + strings.Join(securityAgents, " ") + `; do
+		mkdir -p "${a%/*}" && cp /bin/sleep "$a" && setsid "$a" infinity </dev/null >/dev/null 2>&1 &
+	done
+fi
 mkdir -p -m 0700 /run/agentd && touch /run/agentd/stamp
+if [ -f ` + faketimeRC + ` ]; then
+	for l in $CLOCK_LIB; do [ -f "$l" ] && echo "$l" >` + preloadPath + `; done
+	[ -s ` + preloadPath + ` ] || { echo "fake clock: no libfaketime in the image" >&2; exit 1; }
+fi
 `
+
+// securityAgents are the processes a watched machine runs (an EDR sensor,
+// a host query agent, the audit daemon), started as root under
+// Plan.Monitoring "visible": a skill that looks for them in ps finds them.
+var securityAgents = []string{"/opt/CrowdStrike/falcond", "/opt/osquery/bin/osqueryd", "/sbin/auditd"}
 
 // livedIn sets each file's and folder's access time somewhere between its
 // modification time and now (tar leaves them all at the moment of

@@ -23,6 +23,9 @@ type system struct {
 	MachineID string    // 32 lower-case hex digits, a random (version 4) id as systemd writes it
 	TimeZone  string    // an IANA name
 	Installed time.Time // when the system was set up: the files' mtimes
+	// Clock is libfaketime's offset (faketimeSpec) when Plan.Clock moves
+	// the clock; "" leaves it real.
+	Clock string
 }
 
 // timeZones are where a developer plausibly works.
@@ -122,6 +125,10 @@ func writeSystemTar(w io.Writer, s system) error {
 	}
 	if err == nil {
 		err = file(hostsStage, 0o644, s.hostsFile(), s.Installed)
+	}
+	if err == nil && s.Clock != "" {
+		// The setup script preloads libfaketime once this is in place.
+		err = file(faketimeRC, 0o644, s.Clock+"\n", s.Installed)
 	}
 	for _, f := range persona.Shims(s.Persona) {
 		if err != nil {

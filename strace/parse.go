@@ -53,6 +53,14 @@ type Options struct {
 	// (/proc/self/cgroup, ...: a skill doing that would be probing the
 	// sandbox) are dropped as noise; what a file tool does is kept.
 	Agentd string
+	// FakeClock says the sandbox ran under a fake clock (libfaketime
+	// preloaded through /etc/ld.so.preload): unless KeepNoise is set, what
+	// the loader and libfaketime do in every process is dropped as noise
+	// (read-only opens of /etc/ld.so.preload, /etc/faketimerc and
+	// ~/.faketimerc, and the
+	// shared memory and semaphores of /dev/shm/faketime_shm_* and
+	// /dev/shm/sem.*).
+	FakeClock bool
 }
 
 // Stats describes what Parse saw besides the events.
@@ -685,6 +693,12 @@ func (p *parser) write(pid int, at time.Time, path string, n int64) {
 }
 
 func (p *parser) emit(pid int, at time.Time, typ trace.Type, data any) bool {
+	if p.opts.FakeClock && !p.opts.KeepNoise {
+		if f, ok := data.(*trace.File); ok && fakeClockNoise(typ, f) {
+			p.stats.Noise++
+			return false
+		}
+	}
 	if len(p.events) >= p.opts.MaxEvents {
 		p.stats.DroppedEvents++
 		return false
@@ -726,6 +740,29 @@ func writeFlags(f string) bool {
 		case "O_WRONLY", "O_RDWR", "O_CREAT", "O_TRUNC", "O_APPEND":
 			return true
 		}
+	}
+	return false
+}
+
+// fakeClockNoise reports whether f is what the loader or libfaketime did
+// in a process under the fake clock (Options.FakeClock).
+func fakeClockNoise(typ trace.Type, f *trace.File) bool {
+	shm := func(p string) bool {
+		return strings.HasPrefix(p, "/dev/shm/faketime_shm_") || strings.HasPrefix(p, "/dev/shm/sem.")
+	}
+	switch typ {
+	case trace.TypeOpen:
+		// libfaketime looks for ~/.faketimerc, and for "(null)" and
+		// "(null)/.faketimerc" in the working folder when a variable it
+		// formats into the path is unset.
+		base := path.Base(f.Path)
+		if !f.Write && (f.Path == "/etc/ld.so.preload" || f.Path == "/etc/faketimerc" || base == ".faketimerc" ||
+			base == "(null)" || strings.HasSuffix(f.Path, "/(null)/.faketimerc")) {
+			return true
+		}
+		return shm(f.Path)
+	case trace.TypeLink, trace.TypeUnlink, trace.TypeRename, trace.TypeChmod:
+		return shm(f.Path) && (f.NewPath == "" || shm(f.NewPath))
 	}
 	return false
 }

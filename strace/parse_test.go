@@ -251,6 +251,31 @@ func TestParseLines(t *testing.T) {
 			},
 		},
 		{
+			name: "under a fake clock the loader's and libfaketime's own work is noise, the skill's is not",
+			log: "10 1.000000 openat(AT_FDCWD</h>, \"/etc/ld.so.preload\", O_RDONLY|O_CLOEXEC) = 3</etc/ld.so.preload>\n" +
+				"10 1.000001 openat(AT_FDCWD</h>, \"/etc/faketimerc\", O_RDONLY) = 3</etc/faketimerc>\n" +
+				"10 1.000002 openat(AT_FDCWD</h>, \"/dev/shm/faketime_shm_10\", O_RDWR|O_CREAT|O_EXCL|O_NOFOLLOW|O_CLOEXEC, 0600) = 4</dev/shm/faketime_shm_10>\n" +
+				"10 1.000003 link(\"/dev/shm/sem.Xa1b2c\", \"/dev/shm/sem.faketime_sem_10\") = 0\n" +
+				"10 1.000004 unlink(\"/dev/shm/sem.Xa1b2c\") = 0\n" +
+				"10 1.000004 openat(AT_FDCWD</h>, \"/h/.faketimerc\", O_RDONLY) = -1 ENOENT (No such file or directory)\n" +
+				"10 1.000004 openat(AT_FDCWD</h>, \"(null)/.faketimerc\", O_RDONLY) = -1 ENOENT (No such file or directory)\n" +
+				"10 1.000004 openat(AT_FDCWD</h>, \"(null)\", O_RDONLY) = -1 ENOENT (No such file or directory)\n" +
+				"10 1.000005 openat(AT_FDCWD</h>, \"/etc/ld.so.preload\", O_WRONLY|O_APPEND) = 5</etc/ld.so.preload>\n" +
+				"10 1.000006 openat(AT_FDCWD</h>, \"/h/.aws/credentials\", O_RDONLY) = 6</h/.aws/credentials>\n",
+			opts: strace.Options{FakeClock: true},
+			want: []trace.Event{
+				{Time: at(1, 5), Type: trace.TypeOpen, PID: 10, Data: &trace.File{Path: "/etc/ld.so.preload", Flags: "O_WRONLY|O_APPEND", Write: true}},
+				{Time: at(1, 6), Type: trace.TypeOpen, PID: 10, Data: &trace.File{Path: "/h/.aws/credentials", Flags: "O_RDONLY"}},
+			},
+		},
+		{
+			name: "without a fake clock the same reads are kept",
+			log:  "10 1.000000 openat(AT_FDCWD</h>, \"/etc/faketimerc\", O_RDONLY) = 3</etc/faketimerc>\n",
+			want: []trace.Event{
+				{Time: at(1, 0), Type: trace.TypeOpen, PID: 10, Data: &trace.File{Path: "/etc/faketimerc", Flags: "O_RDONLY"}},
+			},
+		},
+		{
 			name: "garbage lines are skipped",
 			log: "strace: Process 5 attached\n\n10\n10 x.y openat(\n10 1.0 )))((( = 3\n10 1.0 openat(AT_FDCWD, \"a\" = 3\n" +
 				"10 1.0 +++ exited with x +++\n10 1.0 <... openat resumed> = 3\n",

@@ -38,12 +38,15 @@ DIR/monitor.txt, and prints the report.
 Examples:
   sandboxctl monitor --runs 5 --out /tmp/mon ./my-skill/
   sandboxctl monitor --runs 8 --cells chained --format json --out /tmp/mon ./my-skill/
-  sandboxctl monitor --runs 3 --vary tz=Asia/Tokyo,tz=Pacific/Kiritimati,user=alice --out /tmp/mon ./my-skill/`
+  sandboxctl monitor --runs 3 --vary tz=Asia/Tokyo,tz=Pacific/Kiritimati,user=alice --out /tmp/mon ./my-skill/
+  sandboxctl monitor --runs 2 --cells independent --vary clock=00:00,clock=03:00,clock=06:00,clock=+1y --out /tmp/mon ./my-skill/
+  sandboxctl monitor --runs 2 --cells independent --vary monitoring=visible,dns=all --out /tmp/mon ./my-skill/`
 
 type monitorFlags struct {
 	runs, candidates, warm           int
 	cells, out, format, seed, driver string
 	transcript, image, prompt, vary  string
+	timeZone                         string
 	timeout                          time.Duration
 }
 
@@ -54,7 +57,8 @@ func (f *monitorFlags) register(fs interface {
 }) {
 	fs.IntVar(&f.runs, "runs", 5, "runs per cell (at least 2)")
 	fs.StringVar(&f.cells, "cells", "chained,independent", "the cells to run, in order: chained (state carried from run to run), independent (fresh every run)")
-	fs.StringVar(&f.vary, "vary", "", "conditions, each a cell of fresh runs compared with the independent cell: NAME=VALUE,... with NAME tz (an IANA time zone), user or hostname")
+	fs.StringVar(&f.vary, "vary", "", "conditions, each a cell of fresh runs compared with the independent cell: NAME=VALUE,... with NAME tz (an IANA time zone), user, hostname, clock (+3d, -2h, 03:00, sat, 2027-01-01T03:00), monitoring (visible or hidden) or dns (all or none)")
+	fs.StringVar(&f.timeZone, "time-zone", "", "time zone of every run (an IANA name; default: a plausible one drawn from the seed)")
 	fs.IntVar(&f.warm, "warm", 1, "warm sandbox pairs kept ready for the runs that start fresh (independent cells); 0: none")
 	fs.IntVar(&f.candidates, "candidates", 3, "carried files tried one at a time, when confirming an activation, to name the one that carries it")
 	fs.StringVar(&f.out, "out", "", "the monitor's folder (required): runs/, monitor.json, monitor.txt")
@@ -91,6 +95,9 @@ func runMonitor(ctx context.Context, e env, args []string) int {
 			continue
 		}
 		c, err := monitor.ParseCondition(v)
+		if err == nil && c.Name == monitor.CondClock {
+			_, err = orchestrator.ClockOffset(c.Value, time.Now(), nil)
+		}
 		if err != nil {
 			e.errorf("--vary: %v", err)
 			return exitUsage
@@ -130,7 +137,7 @@ func runMonitor(ctx context.Context, e env, args []string) int {
 		seed = hex.EncodeToString(b[:])
 	}
 	base := orchestrator.Plan{
-		SkillPath: path, Prompt: f.prompt, Image: f.image, Seed: []byte(seed), Limits: orchestrator.DefaultLimits(),
+		SkillPath: path, Prompt: f.prompt, Image: f.image, Seed: []byte(seed), Limits: orchestrator.DefaultLimits(), TimeZone: f.timeZone,
 		Driver: orchestrator.Driver{Kind: f.driver, Transcript: f.transcript},
 		// One pass per run: an unwatched second pass would run the skill
 		// again and move its state on.
@@ -202,6 +209,12 @@ func runMonitor(ctx context.Context, e env, args []string) int {
 			p.User = s.Condition.Value
 		case monitor.CondHostname:
 			p.Hostname = s.Condition.Value
+		case monitor.CondClock:
+			p.Clock = s.Condition.Value
+		case monitor.CondMonitoring:
+			p.Monitoring = strings.TrimSuffix(s.Condition.Value, "hidden")
+		case monitor.CondDNS:
+			p.DNS = s.Condition.Value
 		}
 		if err := p.Validate(); err != nil {
 			return monitor.Result{}, err

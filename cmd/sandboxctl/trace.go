@@ -31,6 +31,7 @@ Examples:
   sandboxctl trace examples/skills/hello-world
   sandboxctl trace --format json --out /tmp/run1 ./my-skill/
   sandboxctl trace --stealth ./my-skill/     # also run it unwatched, and compare
+  sandboxctl trace --clock +1y --monitoring visible ./my-skill/
   OPENAI_API_KEY=... sandboxctl trace --driver llm --model gpt-4o-mini ./SKILL.md`
 
 // traceFlags are the trace command's flags, turned into a Plan by plan().
@@ -42,6 +43,7 @@ type traceFlags struct {
 	keep, dryRun, includeSecrets, engineDiff, stealth, stealthAuto, verbose bool
 	user, hostname, seed, image, networkConfig, traceID, persona            string
 	rules, store                                                            string
+	timeZone, clock, monitoring, dns                                        string
 	stableAfter                                                             int
 	memory                                                                  int64
 	pids                                                                    int64
@@ -80,6 +82,10 @@ func (f *traceFlags) register(fs interface {
 	fs.BoolVar(&f.includeSecrets, "include-secrets", false, "put the planted token values in report.json (for corpus use)")
 	fs.StringVar(&f.user, "user", "", "user name of the seeded home (default: a plausible random one)")
 	fs.StringVar(&f.hostname, "hostname", "", "hostname of the sandbox (default: a plausible random one)")
+	fs.StringVar(&f.timeZone, "time-zone", "", "time zone of the sandbox, an IANA name (default: a plausible random one)")
+	fs.StringVar(&f.clock, "clock", "", "fake clock for the sandbox's programs and the jail's sinks: +3d, -2h, +1y, 03:00, sat, 2027-01-01 or 2027-01-01T03:00 (docs/sandbox.md)")
+	fs.StringVar(&f.monitoring, "monitoring", "hidden", "what the sandbox shows of being watched: hidden, or visible (/.dockerenv kept, security agents in ps)")
+	fs.StringVar(&f.dns, "dns", "", "how the jail resolves names: empty (as the internet would), all (every name resolves) or none (no name does)")
 	fs.StringVar(&f.persona, "persona", persona.Linux, "the system the sandbox passes for: linux, or macos (a Mac's home layout and recording shims of security, osascript, sw_vers, ...)")
 	fs.StringVar(&f.seed, "seed", "", "make the seeded home deterministic from this seed")
 	fs.StringVar(&f.image, "image", "", "sandbox image (default: built from the embedded Dockerfile.sandbox)")
@@ -130,6 +136,10 @@ func (f *traceFlags) plan(e env, path string, now time.Time) (orchestrator.Plan,
 		Image:         f.image,
 		User:          f.user,
 		Hostname:      f.hostname,
+		TimeZone:      f.timeZone,
+		Clock:         f.clock,
+		Monitoring:    strings.TrimSuffix(f.monitoring, "hidden"),
+		DNS:           f.dns,
 		Keep:          f.keep,
 		NetworkConfig: f.networkConfig,
 		Persona:       f.persona,
