@@ -169,6 +169,7 @@ func (c *Cell) varied() []string {
 			}
 		}
 	}
+	out = append(out, outputVaried(runs)...)
 	figure("cpu seconds", cpuFloor, func(r fingerprint.Resources) float64 { return r.CPUSeconds })
 	figure("network bytes out", netFloor, func(r fingerprint.Resources) float64 { return float64(r.NetworkBytesUp) })
 	figure("peak memory", memFloor, func(r fingerprint.Resources) float64 { return float64(r.PeakMemory) })

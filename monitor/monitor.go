@@ -105,6 +105,11 @@ type Observation struct {
 	Written      []string                 `json:"written"`
 	// Restored are the paths of the state the run started from.
 	Restored []string `json:"restored,omitempty"`
+	// Calls are the run's tool calls ("bash COMMAND", or the tool's name)
+	// and OutputHashes their outputs' hashes, volatile parts normalised
+	// (OutputHash), one per call in order.
+	Calls        []string `json:"calls,omitempty"`
+	OutputHashes []string `json:"output_hashes,omitempty"`
 }
 
 // Observe is the observation of a trace's report.
@@ -116,6 +121,7 @@ func Observe(r *reports.Report, label, dir string) Observation {
 	}
 	slices.Sort(o.Rules)
 	o.Rules = slices.Compact(o.Rules)
+	observeCalls(&o, r)
 	return o
 }
 
