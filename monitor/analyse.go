@@ -28,6 +28,9 @@ type Report struct {
 	// run's observation, in the order they were made) and its verifier
 	// key: `sandboxctl audit verify` checks the log against it.
 	Audit *Audit `json:"audit,omitempty"`
+	// Envelope is the skill's declared envelope and what the runs did
+	// outside it (envelope.go).
+	Envelope *Envelope `json:"envelope,omitempty"`
 }
 
 // Audit is the audit log's state as the report holds it.
@@ -65,6 +68,9 @@ type Deviation struct {
 	NewRules    []string                 `json:"new_rules,omitempty"`
 	VerdictFrom string                   `json:"verdict_from,omitempty"`
 	VerdictTo   string                   `json:"verdict_to,omitempty"`
+	// OutsideEnvelope is what the run did outside the declared envelope
+	// that the runs before it did not.
+	OutsideEnvelope []string `json:"outside_envelope,omitempty"`
 }
 
 // Confirmation is what the re-runs of a deviation showed.
@@ -85,6 +91,7 @@ func (c *Cell) baseline(k int) Observation {
 	for _, o := range c.Observations[:k-1] {
 		b.Capabilities = b.Capabilities.Union(o.Capabilities)
 		b.Rules = append(b.Rules, o.Rules...)
+		b.Outside = append(b.Outside, o.Outside...)
 		if worse(o.Verdict, b.Verdict) {
 			b.Verdict = o.Verdict
 		}
@@ -118,7 +125,12 @@ func deviation(base, o Observation, k int) *Deviation {
 	if worse(o.Verdict, base.Verdict) {
 		d.VerdictFrom, d.VerdictTo = base.Verdict, o.Verdict
 	}
-	if d.Added.Count() > 0 || len(d.NewRules) > 0 || d.VerdictTo != "" {
+	for _, x := range o.Outside {
+		if !slices.Contains(base.Outside, x) {
+			d.OutsideEnvelope = append(d.OutsideEnvelope, x)
+		}
+	}
+	if d.Added.Count() > 0 || len(d.NewRules) > 0 || d.VerdictTo != "" || len(d.OutsideEnvelope) > 0 {
 		return d
 	}
 	return nil
@@ -239,6 +251,9 @@ func (d *Deviation) what() string {
 	if d.VerdictTo != "" {
 		parts = append(parts, "verdict "+d.VerdictFrom+" -> "+d.VerdictTo)
 	}
+	if len(d.OutsideEnvelope) > 0 {
+		parts = append(parts, "outside the declared envelope: "+capList(d.OutsideEnvelope, 4))
+	}
 	return strings.Join(parts, "; ")
 }
 
@@ -282,6 +297,7 @@ func (r *Report) finish() {
 	case Marginal:
 		r.Actions = append(r.Actions, "the variation is within what a benign skill shows; run more runs if it matters")
 	}
+	r.assess()
 }
 
 // activationLabel is the label of the first activation's run.

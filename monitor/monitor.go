@@ -110,6 +110,9 @@ type Observation struct {
 	// (OutputHash), one per call in order.
 	Calls        []string `json:"calls,omitempty"`
 	OutputHashes []string `json:"output_hashes,omitempty"`
+	// Outside is what the run did outside the skill's declared envelope
+	// (Options.Declared; envelope.go).
+	Outside []string `json:"outside_envelope,omitempty"`
 }
 
 // Observe is the observation of a trace's report.
@@ -135,6 +138,8 @@ type Options struct {
 	// Candidates caps the carried files tried one by one to name the
 	// state that carries an activation (default 3).
 	Candidates int
+	// Declared is the skill's declared envelope (DeclaredEnvelope).
+	Declared Declared
 }
 
 // Validate reports the first problem with o.
@@ -165,7 +170,8 @@ func Run(ctx context.Context, t Tracer, o Options) (Report, error) {
 	if o.Candidates <= 0 {
 		o.Candidates = 3
 	}
-	rep := Report{Runs: o.Runs}
+	t = o.Declared.tracer(t)
+	rep := Report{Runs: o.Runs, Envelope: &Envelope{Declared: o.Declared}}
 	for _, kind := range o.Cells {
 		c, err := runCell(ctx, t, o, kind)
 		rep.Cells = append(rep.Cells, c)
@@ -380,6 +386,11 @@ func newBehaviour(base Observation, o Observation, d *Deviation) bool {
 	}
 	for _, r := range d.NewRules {
 		if slices.Contains(o.Rules, r) {
+			return true
+		}
+	}
+	for _, x := range d.OutsideEnvelope {
+		if slices.Contains(o.Outside, x) {
 			return true
 		}
 	}

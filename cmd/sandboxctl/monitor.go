@@ -123,6 +123,7 @@ func runMonitor(ctx context.Context, e env, args []string) int {
 		skillHint(e, err)
 		return exitUsage
 	}
+	opts.Declared = monitor.DeclaredEnvelope(sk.AllowedTools, sk.Frontmatter)
 	seed := f.seed
 	if seed == "" {
 		var b [16]byte
