@@ -31,6 +31,14 @@ type Report struct {
 	// Envelope is the skill's declared envelope and what the runs did
 	// outside it (envelope.go).
 	Envelope *Envelope `json:"envelope,omitempty"`
+	// Tier is the risk tier (tier.go), asked for with Options.Tier or
+	// observed, why, and its policy.
+	Tier            string `json:"tier,omitempty"`
+	TierReason      string `json:"tier_reason,omitempty"`
+	RecommendedRuns int    `json:"recommended_runs,omitempty"`
+	Sampling        string `json:"sampling,omitempty"`
+
+	tierAsked string
 }
 
 // Audit is the audit log's state as the report holds it.

@@ -9,4 +9,5 @@ func (r *Report) assess() {
 			r.Actions = append(r.Actions, a)
 		}
 	}
+	r.setTier()
 }

@@ -113,6 +113,9 @@ type Observation struct {
 	// Outside is what the run did outside the skill's declared envelope
 	// (Options.Declared; envelope.go).
 	Outside []string `json:"outside_envelope,omitempty"`
+	// Secrets are the home secrets the run read or touched (filesystem
+	// keys of fingerprint's home_secret class): the risk tier counts them.
+	Secrets []string `json:"home_secrets,omitempty"`
 }
 
 // Observe is the observation of a trace's report.
@@ -125,6 +128,11 @@ func Observe(r *reports.Report, label, dir string) Observation {
 	slices.Sort(o.Rules)
 	o.Rules = slices.Compact(o.Rules)
 	observeCalls(&o, r)
+	for _, f := range r.Profile.Filesystem {
+		if f.Class == fingerprint.ClassHomeSecret {
+			o.Secrets = append(o.Secrets, f.Op+" "+f.Path)
+		}
+	}
 	return o
 }
 
@@ -140,6 +148,9 @@ type Options struct {
 	Candidates int
 	// Declared is the skill's declared envelope (DeclaredEnvelope).
 	Declared Declared
+	// Tier is the risk tier asked for (ParseTier): "" or TierAuto
+	// computes it from what the runs did.
+	Tier string
 }
 
 // Validate reports the first problem with o.
@@ -158,6 +169,9 @@ func (o Options) Validate() error {
 	if len(o.Vary) > 0 && !slices.Contains(o.Cells, Independent) {
 		return errors.New("varied conditions are compared with the independent cell: add it to the cells")
 	}
+	if _, err := ParseTier(o.Tier); err != nil {
+		return err
+	}
 	return nil
 }
 
@@ -171,7 +185,7 @@ func Run(ctx context.Context, t Tracer, o Options) (Report, error) {
 		o.Candidates = 3
 	}
 	t = o.Declared.tracer(t)
-	rep := Report{Runs: o.Runs, Envelope: &Envelope{Declared: o.Declared}}
+	rep := Report{Runs: o.Runs, Envelope: &Envelope{Declared: o.Declared}, tierAsked: o.Tier}
 	for _, kind := range o.Cells {
 		c, err := runCell(ctx, t, o, kind)
 		rep.Cells = append(rep.Cells, c)

@@ -51,6 +51,9 @@ func WriteText(w io.Writer, r Report) error {
 	for _, a := range r.Actions {
 		fmt.Fprintf(&b, "  - %s\n", a)
 	}
+	if r.Tier != "" {
+		fmt.Fprintf(&b, "\ntier: %s (%s)\n  policy: %d runs per cell; trace %s\n", r.Tier, r.TierReason, r.RecommendedRuns, r.Sampling)
+	}
 	writeEnvelope(&b, r.Envelope)
 	if r.Audit != nil {
 		fmt.Fprintf(&b, "\naudit log checkpoint (sandboxctl audit verify DIR):\n%s", r.Audit.Checkpoint)

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -32,18 +33,28 @@ left (the home and temp folders), independent runs start fresh. A run that
 does something new is re-run from the same state, and without each file it
 carried, to confirm and name what triggers it (docs/monitor.md).
 
+Each run's tool outputs are hashed with their volatile parts (times, temp
+names, ids) normalised; a run outside the skill's declared envelope
+(allowed-tools, network and filesystem scopes in its frontmatter) is
+reported, and is a deviation where earlier runs stayed inside it. The
+report's risk tier (--tier, default computed from the runs' network,
+filesystem and environment access) carries its policy: runs per cell and
+how much of the skill's use to trace.
+
 Writes each run's folder under DIR/runs/, the report in DIR/monitor.json and
 DIR/monitor.txt, and prints the report.
 
 Examples:
   sandboxctl monitor --runs 5 --out /tmp/mon ./my-skill/
   sandboxctl monitor --runs 8 --cells chained --format json --out /tmp/mon ./my-skill/
+  sandboxctl monitor --tier high --out /tmp/mon ./my-skill/   # 20 runs per cell
   sandboxctl monitor --runs 3 --vary tz=Asia/Tokyo,tz=Pacific/Kiritimati,user=alice --out /tmp/mon ./my-skill/`
 
 type monitorFlags struct {
 	runs, candidates, warm           int
 	cells, out, format, seed, driver string
 	transcript, image, prompt, vary  string
+	tier                             string
 	timeout                          time.Duration
 }
 
@@ -55,6 +66,7 @@ func (f *monitorFlags) register(fs interface {
 	fs.IntVar(&f.runs, "runs", 5, "runs per cell (at least 2)")
 	fs.StringVar(&f.cells, "cells", "chained,independent", "the cells to run, in order: chained (state carried from run to run), independent (fresh every run)")
 	fs.StringVar(&f.vary, "vary", "", "conditions, each a cell of fresh runs compared with the independent cell: NAME=VALUE,... with NAME tz (an IANA time zone), user or hostname")
+	fs.StringVar(&f.tier, "tier", monitor.TierAuto, "risk tier: auto (computed from what the runs did), high, medium or low; a tier given without --runs sets the runs per cell to its recommended count (high 20, medium 10, low 5)")
 	fs.IntVar(&f.warm, "warm", 1, "warm sandbox pairs kept ready for the runs that start fresh (independent cells); 0: none")
 	fs.IntVar(&f.candidates, "candidates", 3, "carried files tried one at a time, when confirming an activation, to name the one that carries it")
 	fs.StringVar(&f.out, "out", "", "the monitor's folder (required): runs/, monitor.json, monitor.txt")
@@ -80,7 +92,15 @@ func runMonitor(ctx context.Context, e env, args []string) int {
 		return exitUsage
 	}
 	path := fs.Arg(0)
-	opts := monitor.Options{Runs: f.runs, Candidates: f.candidates}
+	tier, err := monitor.ParseTier(f.tier)
+	if err != nil {
+		e.errorf("--tier: %v", err)
+		return exitUsage
+	}
+	runsSet := false
+	fs.Visit(func(fl *flag.Flag) { runsSet = runsSet || fl.Name == "runs" })
+	f.runs = monitorRuns(tier, f.runs, runsSet)
+	opts := monitor.Options{Runs: f.runs, Candidates: f.candidates, Tier: tier}
 	for c := range strings.SplitSeq(f.cells, ",") {
 		if c = strings.TrimSpace(c); c != "" {
 			opts.Cells = append(opts.Cells, c)
@@ -264,6 +284,16 @@ func runMonitor(ctx context.Context, e env, args []string) int {
 		return exitFindings
 	}
 	return exitClean
+}
+
+// monitorRuns is the runs per cell: --runs when given, else the
+// recommended count of a tier given with --tier, else the default (auto:
+// the report says when the observed tier recommends more).
+func monitorRuns(tier string, runs int, runsSet bool) int {
+	if p, ok := monitor.Policy(tier); ok && !runsSet {
+		return p.RecommendedRuns
+	}
+	return runs
 }
 
 // changedState is the state a run left: the files it created or changed

@@ -35,6 +35,8 @@ func TestMonitorUsage(t *testing.T) {
 		{"vary without independent", []string{"monitor", "--cells", "chained", "--vary", "tz=UTC", "--out", out, sk}, "independent"},
 		{"candidates", []string{"monitor", "--candidates", "0", "--out", out, sk}, "--candidates"},
 		{"warm", []string{"monitor", "--warm", "-1", "--out", out, sk}, "--warm"},
+		{"tier", []string{"monitor", "--tier", "extreme", "--out", out, sk}, "--tier"},
+		{"tier with too few runs", []string{"monitor", "--tier", "high", "--runs", "1", "--out", out, sk}, "at least 2 runs"},
 		{"missing skill", []string{"monitor", "--out", out, filepath.Join(dir, "none")}, "none"},
 	}
 	for _, c := range cases {
@@ -43,6 +45,29 @@ func TestMonitorUsage(t *testing.T) {
 			code := run(t.Context(), c.args, env{stdout: &bytes.Buffer{}, stderr: &stderr, getenv: func(string) string { return "" }})
 			if code != exitUsage || !strings.Contains(stderr.String(), c.want) {
 				t.Fatalf("exit %d, stderr %q; want %d with %q", code, stderr.String(), exitUsage, c.want)
+			}
+		})
+	}
+}
+
+func TestMonitorRuns(t *testing.T) {
+	tests := []struct {
+		name    string
+		tier    string
+		runs    int
+		runsSet bool
+		want    int
+	}{
+		{name: "auto keeps the default", tier: "auto", runs: 5, want: 5},
+		{name: "high without --runs", tier: "high", runs: 5, want: 20},
+		{name: "medium without --runs", tier: "medium", runs: 5, want: 10},
+		{name: "low without --runs", tier: "low", runs: 5, want: 5},
+		{name: "--runs wins", tier: "high", runs: 3, runsSet: true, want: 3},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := monitorRuns(tc.tier, tc.runs, tc.runsSet); got != tc.want {
+				t.Errorf("monitorRuns(%s, %d, %v) = %d, want %d", tc.tier, tc.runs, tc.runsSet, got, tc.want)
 			}
 		})
 	}
