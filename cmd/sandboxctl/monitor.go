@@ -41,8 +41,9 @@ report's risk tier (--tier, default computed from the runs' network,
 filesystem and environment access) carries its policy: runs per cell and
 how much of the skill's use to trace.
 
-Writes each run's folder under DIR/runs/, the report in DIR/monitor.json and
-DIR/monitor.txt, and prints the report.
+Writes each run's folder under DIR/runs/, the report in DIR/monitor.json,
+DIR/monitor.txt and DIR/monitor.html (one self-contained page with charts
+per run), and prints the report.
 
 Examples:
   sandboxctl monitor --runs 5 --out /tmp/mon ./my-skill/
@@ -69,7 +70,7 @@ func (f *monitorFlags) register(fs interface {
 	fs.StringVar(&f.tier, "tier", monitor.TierAuto, "risk tier: auto (computed from what the runs did), high, medium or low; a tier given without --runs sets the runs per cell to its recommended count (high 20, medium 10, low 5)")
 	fs.IntVar(&f.warm, "warm", 1, "warm sandbox pairs kept ready for the runs that start fresh (independent cells); 0: none")
 	fs.IntVar(&f.candidates, "candidates", 3, "carried files tried one at a time, when confirming an activation, to name the one that carries it")
-	fs.StringVar(&f.out, "out", "", "the monitor's folder (required): runs/, monitor.json, monitor.txt")
+	fs.StringVar(&f.out, "out", "", "the monitor's folder (required): runs/, monitor.json, monitor.txt, monitor.html")
 	fs.StringVar(&f.format, "format", "text", "what goes to stdout: text or json")
 	fs.StringVar(&f.seed, "seed", "", "seed of the home every run shares (default: a random one per monitor)")
 	fs.StringVar(&f.driver, "driver", orchestrator.DriverLiteral, "who decides the tool calls, the same in every run: literal or replay")
@@ -318,7 +319,8 @@ func changedState(dir string, events []trace.Event) ([]monitor.File, error) {
 	return out, nil
 }
 
-// writeMonitorDir writes monitor.json and monitor.txt into dir.
+// writeMonitorDir writes monitor.json, monitor.txt and monitor.html into
+// dir.
 func writeMonitorDir(dir string, rep monitor.Report) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("write monitor folder: %w", err)
@@ -336,6 +338,13 @@ func writeMonitorDir(dir string, rep monitor.Report) error {
 	}
 	if err := os.WriteFile(filepath.Join(dir, "monitor.txt"), []byte(txt.String()), 0o644); err != nil {
 		return fmt.Errorf("write monitor.txt: %w", err)
+	}
+	var page strings.Builder
+	if err := monitor.WriteHTML(&page, rep); err != nil {
+		return fmt.Errorf("write monitor.html: %w", err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "monitor.html"), []byte(page.String()), 0o644); err != nil {
+		return fmt.Errorf("write monitor.html: %w", err)
 	}
 	return nil
 }

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/sandboxctl/sandboxctl/monitor"
 	"github.com/sandboxctl/sandboxctl/trace"
 )
 
@@ -47,6 +48,26 @@ func TestMonitorUsage(t *testing.T) {
 				t.Fatalf("exit %d, stderr %q; want %d with %q", code, stderr.String(), exitUsage, c.want)
 			}
 		})
+	}
+}
+
+// TestWriteMonitorDir: the report goes to the folder as JSON, text and
+// one HTML page.
+func TestWriteMonitorDir(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "mon")
+	rep := monitor.Report{SchemaVersion: monitor.SchemaVersion, Skill: "<b>x</b>", Runs: 2, Verdict: monitor.Consistent,
+		Cells: []monitor.Cell{{Kind: monitor.Independent, Verdict: monitor.Consistent, Observations: []monitor.Observation{{Label: "independent-01"}, {Label: "independent-02"}}}}}
+	if err := writeMonitorDir(dir, rep); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"monitor.json", "monitor.txt", "monitor.html"} {
+		b, err := os.ReadFile(filepath.Join(dir, name))
+		if err != nil || len(b) == 0 {
+			t.Errorf("%s: %d bytes, %v", name, len(b), err)
+		}
+	}
+	if b, _ := os.ReadFile(filepath.Join(dir, "monitor.html")); !bytes.Contains(b, []byte("&lt;b&gt;x&lt;/b&gt;")) {
+		t.Error("monitor.html does not show the skill's name escaped")
 	}
 }
 
