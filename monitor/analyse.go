@@ -49,7 +49,10 @@ type Audit struct {
 
 // SchemaVersion is the monitor report's schema version
 // (schema/monitor.schema.json).
-const SchemaVersion = "1"
+// 1.1 added, to runs, calls, output_hashes, outside_envelope and
+// home_secrets; to deviations, outside_envelope; to the report, envelope,
+// tier, tier_reason, recommended_runs and sampling.
+const SchemaVersion = "1.1"
 
 // Cell is one cell's runs and verdict.
 type Cell struct {

@@ -54,11 +54,20 @@ func TestSchema(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	outside, err := Run(t.Context(), envelopeSkill(2), Options{Runs: 3, Cells: []string{Independent}, Tier: TierHigh,
+		Declared: DeclaredEnvelope([]string{"Bash(git:*)"}, map[string]any{"network": "none"})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if outside.Cells[0].Deviation == nil || len(outside.Envelope.Outside) == 0 || len(outside.Cells[0].Observations[2].OutputHashes) != 2 {
+		t.Fatalf("the envelope case does not exercise the new fields: %+v", outside)
+	}
 	tests := []struct {
 		name string
 		r    Report
 	}{
 		{name: "activation", r: activationReport(t)},
+		{name: "outside the envelope, output hashes, a tier asked for", r: outside},
 		{name: "condition", r: vary},
 		{name: "consistent", r: consistent},
 	}
