@@ -44,7 +44,7 @@ var internalRules = map[string][]string{
 	"fingerprint": {"trace", "rules", "canary", "skill", "internal/sqlitedb"},
 	"safetext":    {},
 	// monitor compares the reports of traces a Tracer given by cmd/ runs.
-	"monitor":   {"fingerprint", "reports", "rules"},
+	"monitor":   {"fingerprint", "reports", "rules", "safetext"},
 	"toolspec":  {},
 	"userrules": {"trace", "rules", "reports"},
 	// server runs traces through a Tracer given by cmd/ (no engine of

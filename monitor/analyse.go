@@ -35,6 +35,17 @@ type Report struct {
 	// run's observation, in the order they were made) and its verifier
 	// key: `sandboxctl audit verify` checks the log against it.
 	Audit *Audit `json:"audit,omitempty"`
+	// Envelope is the skill's declared envelope and what the runs did
+	// outside it (envelope.go).
+	Envelope *Envelope `json:"envelope,omitempty"`
+	// Tier is the risk tier (tier.go), asked for with Options.Tier or
+	// observed, why, and its policy.
+	Tier            string `json:"tier,omitempty"`
+	TierReason      string `json:"tier_reason,omitempty"`
+	RecommendedRuns int    `json:"recommended_runs,omitempty"`
+	Sampling        string `json:"sampling,omitempty"`
+
+	tierAsked string
 }
 
 // Audit is the audit log's state as the report holds it.
@@ -45,7 +56,10 @@ type Audit struct {
 
 // SchemaVersion is the monitor report's schema version
 // (schema/monitor.schema.json).
-const SchemaVersion = "1"
+// 1.1 added, to runs, calls, output_hashes, outside_envelope and
+// home_secrets; to deviations, outside_envelope; to the report, envelope,
+// tier, tier_reason, recommended_runs and sampling.
+const SchemaVersion = "1.1"
 
 // Cell is one cell's runs and verdict.
 type Cell struct {
@@ -75,6 +89,9 @@ type Deviation struct {
 	NewRules    []string                 `json:"new_rules,omitempty"`
 	VerdictFrom string                   `json:"verdict_from,omitempty"`
 	VerdictTo   string                   `json:"verdict_to,omitempty"`
+	// OutsideEnvelope is what the run did outside the declared envelope
+	// that the runs before it did not.
+	OutsideEnvelope []string `json:"outside_envelope,omitempty"`
 }
 
 // Suppression is what a condition took away: capabilities and rules
@@ -114,6 +131,7 @@ func (c *Cell) baseline(k int) Observation {
 	for _, o := range c.Observations[:k-1] {
 		b.Capabilities = b.Capabilities.Union(o.Capabilities)
 		b.Rules = append(b.Rules, o.Rules...)
+		b.Outside = append(b.Outside, o.Outside...)
 		if worse(o.Verdict, b.Verdict) {
 			b.Verdict = o.Verdict
 		}
@@ -147,7 +165,12 @@ func deviation(base, o Observation, k int) *Deviation {
 	if worse(o.Verdict, base.Verdict) {
 		d.VerdictFrom, d.VerdictTo = base.Verdict, o.Verdict
 	}
-	if d.Added.Count() > 0 || len(d.NewRules) > 0 || d.VerdictTo != "" {
+	for _, x := range o.Outside {
+		if !slices.Contains(base.Outside, x) {
+			d.OutsideEnvelope = append(d.OutsideEnvelope, x)
+		}
+	}
+	if d.Added.Count() > 0 || len(d.NewRules) > 0 || d.VerdictTo != "" || len(d.OutsideEnvelope) > 0 {
 		return d
 	}
 	return nil
@@ -198,6 +221,7 @@ func (c *Cell) varied() []string {
 			}
 		}
 	}
+	out = append(out, outputVaried(runs)...)
 	figure("cpu seconds", cpuFloor, func(r fingerprint.Resources) float64 { return r.CPUSeconds })
 	figure("network bytes out", netFloor, func(r fingerprint.Resources) float64 { return float64(r.NetworkBytesUp) })
 	figure("peak memory", memFloor, func(r fingerprint.Resources) float64 { return float64(r.PeakMemory) })
@@ -282,6 +306,9 @@ func (d *Deviation) what() string {
 	if d.VerdictTo != "" {
 		parts = append(parts, "verdict "+d.VerdictFrom+" -> "+d.VerdictTo)
 	}
+	if len(d.OutsideEnvelope) > 0 {
+		parts = append(parts, "outside the declared envelope: "+capList(d.OutsideEnvelope, 4))
+	}
 	return strings.Join(parts, "; ")
 }
 
@@ -335,6 +362,7 @@ func (r *Report) finish() {
 	case Marginal:
 		r.Actions = append(r.Actions, "the variation is within what a benign skill shows; run more runs if it matters")
 	}
+	r.assess()
 }
 
 // activationLabel is the label of the first activation's run.

@@ -9,6 +9,10 @@
 // deviating run; re-run with the carried files deleted, to name the one
 // that carries it), and a verdict per cell and for the skill: CONSISTENT,
 // MARGINAL, VARIANT or ACTIVATION-PATTERN-DETECTED (docs/monitor.md).
+// Beside the verdicts: a hash per tool call of its output with the volatile
+// parts normalised (output.go), the skill's declared envelope and what the
+// runs did outside it (envelope.go), the risk tier and its policy
+// (tier.go), and the report as JSON, text and one HTML page (html.go).
 //
 // It runs no trace itself: a Tracer given by cmd/ runs each one, so the
 // plan, the comparison and the confirmation are tested with fakes.

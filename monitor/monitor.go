@@ -129,6 +129,17 @@ type Observation struct {
 	Written      []string                 `json:"written"`
 	// Restored are the paths of the state the run started from.
 	Restored []string `json:"restored,omitempty"`
+	// Calls are the run's tool calls ("bash COMMAND", or the tool's name)
+	// and OutputHashes their outputs' hashes, volatile parts normalised
+	// (OutputHash), one per call in order.
+	Calls        []string `json:"calls,omitempty"`
+	OutputHashes []string `json:"output_hashes,omitempty"`
+	// Outside is what the run did outside the skill's declared envelope
+	// (Options.Declared; envelope.go).
+	Outside []string `json:"outside_envelope,omitempty"`
+	// Secrets are the home secrets the run read or touched (filesystem
+	// keys of fingerprint's home_secret class): the risk tier counts them.
+	Secrets []string `json:"home_secrets,omitempty"`
 }
 
 // Observe is the observation of a trace's report.
@@ -140,6 +151,12 @@ func Observe(r *reports.Report, label, dir string) Observation {
 	}
 	slices.Sort(o.Rules)
 	o.Rules = slices.Compact(o.Rules)
+	observeCalls(&o, r)
+	for _, f := range r.Profile.Filesystem {
+		if f.Class == fingerprint.ClassHomeSecret {
+			o.Secrets = append(o.Secrets, f.Op+" "+f.Path)
+		}
+	}
 	return o
 }
 
@@ -153,6 +170,11 @@ type Options struct {
 	// Candidates caps the carried files tried one by one to name the
 	// state that carries an activation (default 3).
 	Candidates int
+	// Declared is the skill's declared envelope (DeclaredEnvelope).
+	Declared Declared
+	// Tier is the risk tier asked for (ParseTier): "" or TierAuto
+	// computes it from what the runs did.
+	Tier string
 }
 
 // Validate reports the first problem with o.
@@ -171,6 +193,9 @@ func (o Options) Validate() error {
 	if len(o.Vary) > 0 && !slices.Contains(o.Cells, Independent) {
 		return errors.New("varied conditions are compared with the independent cell: add it to the cells")
 	}
+	if _, err := ParseTier(o.Tier); err != nil {
+		return err
+	}
 	return nil
 }
 
@@ -183,7 +208,8 @@ func Run(ctx context.Context, t Tracer, o Options) (Report, error) {
 	if o.Candidates <= 0 {
 		o.Candidates = 3
 	}
-	rep := Report{Runs: o.Runs}
+	t = o.Declared.tracer(t)
+	rep := Report{Runs: o.Runs, Envelope: &Envelope{Declared: o.Declared}, tierAsked: o.Tier}
 	for _, kind := range o.Cells {
 		c, err := runCell(ctx, t, o, kind)
 		rep.Cells = append(rep.Cells, c)
@@ -455,6 +481,11 @@ func newBehaviour(base Observation, o Observation, d *Deviation) bool {
 	}
 	for _, r := range d.NewRules {
 		if slices.Contains(o.Rules, r) {
+			return true
+		}
+	}
+	for _, x := range d.OutsideEnvelope {
+		if slices.Contains(o.Outside, x) {
 			return true
 		}
 	}

@@ -54,6 +54,7 @@ func (f *fakeSkill) tracer(traces *[]Spec) Tracer {
 		if f.active != nil && f.active(count) || trigger || f.unless != (Condition{}) && !quiet {
 			o.Capabilities.Network = []string{"https:collect.example:443"}
 			o.Capabilities.Filesystem = append(o.Capabilities.Filesystem, "read ~/.aws/credentials")
+			o.Secrets = []string{"read ~/.aws/credentials"}
 			o.Rules = []string{"SBX-EXFIL-001"}
 			o.Verdict = "malicious"
 		}

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
@@ -18,8 +19,9 @@ var update = flag.Bool("update", false, "rewrite the golden files")
 func activationReport(t *testing.T) Report {
 	t.Helper()
 	var traces []Spec
-	f := fakeSkill{counter: "/home/u/.cache/counter", active: func(n int) bool { return n >= 3 }}
-	r, err := Run(t.Context(), f.tracer(&traces), Options{Runs: 3, Cells: []string{Chained, Independent}})
+	f := fakeSkill{counter: "/home/u/.cache/counter", active: func(n int) bool { return n >= 3 }, cpu: func(n int) float64 { return 0.1 + 0.2*float64(n) }}
+	d := DeclaredEnvelope([]string{"Bash(python3:*)"}, map[string]any{"metadata": map[string]any{"domains": []any{"api.example.com"}}})
+	r, err := Run(t.Context(), f.tracer(&traces), Options{Runs: 3, Cells: []string{Chained, Independent}, Declared: d})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,11 +54,20 @@ func TestSchema(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	outside, err := Run(t.Context(), envelopeSkill(2), Options{Runs: 3, Cells: []string{Independent}, Tier: TierHigh,
+		Declared: DeclaredEnvelope([]string{"Bash(git:*)"}, map[string]any{"network": "none"})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if outside.Cells[0].Deviation == nil || len(outside.Envelope.Outside) == 0 || len(outside.Cells[0].Observations[2].OutputHashes) != 2 {
+		t.Fatalf("the envelope case does not exercise the new fields: %+v", outside)
+	}
 	tests := []struct {
 		name string
 		r    Report
 	}{
 		{name: "activation", r: activationReport(t)},
+		{name: "outside the envelope, output hashes, a tier asked for", r: outside},
 		{name: "condition", r: vary},
 		{name: "consistent", r: consistent},
 	}
@@ -82,12 +93,72 @@ func TestWriteTextGolden(t *testing.T) {
 	if err := WriteText(&buf, activationReport(t)); err != nil {
 		t.Fatal(err)
 	}
-	golden := filepath.Join("testdata", "activation.txt")
+	checkGolden(t, buf.Bytes(), filepath.Join("testdata", "activation.txt"))
+}
+
+func TestWriteHTMLGolden(t *testing.T) {
+	var buf bytes.Buffer
+	if err := WriteHTML(&buf, activationReport(t)); err != nil {
+		t.Fatal(err)
+	}
+	checkGolden(t, buf.Bytes(), filepath.Join("testdata", "activation.html"))
+}
+
+// TestWriteHTMLSelfContained: the page fetches nothing and runs nothing.
+func TestWriteHTMLSelfContained(t *testing.T) {
+	var buf bytes.Buffer
+	if err := WriteHTML(&buf, activationReport(t)); err != nil {
+		t.Fatal(err)
+	}
+	page := strings.ToLower(buf.String())
+	for _, bad := range []string{"<script", "<link", "<img", "<iframe", "src=", "href=", "@import", "url("} {
+		if strings.Contains(page, bad) {
+			t.Errorf("monitor.html holds %q", bad)
+		}
+	}
+	if !strings.Contains(page, `class="dev"`) || !strings.Contains(page, `class="b dev"`) {
+		t.Error("the deviating run is not highlighted in the table and the charts")
+	}
+	if n := strings.Count(page, "<svg"); n != 10 {
+		t.Errorf("%d charts, want 5 per cell", n)
+	}
+}
+
+// TestWriteHTMLEscapes: what a skill controls (a label, a written path, a
+// declared entry, a bidi override) comes out as text, never markup.
+func TestWriteHTMLEscapes(t *testing.T) {
+	r := activationReport(t)
+	const hostile = `<script>alert(1)</script>`
+	r.Skill = hostile + "\u202e"
+	c := &r.Cells[0]
+	c.Observations[0].Label = hostile
+	c.Observations[1].Written = append(c.Observations[1].Written, "/tmp/"+hostile+"\"><img src=x onerror=alert(1)>")
+	c.Varied = append(c.Varied, hostile)
+	r.Envelope.Declared.Network = append(r.Envelope.Declared.Network, hostile)
+	r.Envelope.Outside = append(r.Envelope.Outside, Outside{What: "file write " + hostile, Runs: []string{hostile}})
+	r.Actions = append(r.Actions, hostile)
+	var buf bytes.Buffer
+	if err := WriteHTML(&buf, r); err != nil {
+		t.Fatal(err)
+	}
+	page := buf.String()
+	for _, bad := range []string{"<script", "<img", "\u202e"} {
+		if strings.Contains(page, bad) {
+			t.Errorf("monitor.html holds %q unescaped", bad)
+		}
+	}
+	if !strings.Contains(page, "&lt;script&gt;alert(1)&lt;/script&gt;") {
+		t.Error("the hostile label is not shown escaped")
+	}
+}
+
+func checkGolden(t *testing.T, got []byte, golden string) {
+	t.Helper()
 	if *update {
 		if err := os.MkdirAll("testdata", 0o755); err != nil {
 			t.Fatal(err)
 		}
-		if err := os.WriteFile(golden, buf.Bytes(), 0o644); err != nil {
+		if err := os.WriteFile(golden, got, 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -95,7 +166,7 @@ func TestWriteTextGolden(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !bytes.Equal(buf.Bytes(), want) {
-		t.Errorf("text report differs from %s (go test -update):\n%s", golden, buf.String())
+	if !bytes.Equal(got, want) {
+		t.Errorf("report differs from %s (go test -update):\n%s", golden, got)
 	}
 }

@@ -59,6 +59,10 @@ func WriteText(w io.Writer, r Report) error {
 	for _, a := range r.Actions {
 		fmt.Fprintf(&b, "  - %s\n", a)
 	}
+	if r.Tier != "" {
+		fmt.Fprintf(&b, "\ntier: %s (%s)\n  policy: %d runs per cell; trace %s\n", r.Tier, r.TierReason, r.RecommendedRuns, r.Sampling)
+	}
+	writeEnvelope(&b, r.Envelope)
 	if r.Audit != nil {
 		fmt.Fprintf(&b, "\naudit log checkpoint (sandboxctl audit verify DIR):\n%s", r.Audit.Checkpoint)
 	}
@@ -74,4 +78,20 @@ func writeRun(b *strings.Builder, o Observation) {
 	fmt.Fprintf(b, "  %-22s %-12s caps %-3d rules %-s  cpu %.2fs  mem %dMiB  net out %dB  written %d  restored %d\n",
 		o.Label, o.Verdict, o.Capabilities.Count(), rules, o.Resources.CPUSeconds, o.Resources.PeakMemory>>20,
 		o.Resources.NetworkBytesUp, len(o.Written), len(o.Restored))
+}
+
+// writeEnvelope writes the declared envelope and what was outside it,
+// when the skill declares one or a run left it.
+func writeEnvelope(b *strings.Builder, e *Envelope) {
+	if e == nil || len(e.Declared.From) == 0 && len(e.Outside) == 0 {
+		return
+	}
+	fmt.Fprintf(b, "\nenvelope: %s\n", e.Declared.describe())
+	for _, o := range e.Outside {
+		if o.EveryRun {
+			fmt.Fprintf(b, "  outside in every run: %s\n", o.What)
+		} else {
+			fmt.Fprintf(b, "  outside: %s (%s)\n", o.What, strings.Join(o.Runs, ", "))
+		}
+	}
 }

@@ -78,7 +78,7 @@ echo "forecast: sunny"`)
 	if !c.Confirmation.Recurred || len(c.Confirmation.Observations) != 2 || c.Confirmation.Observations[1].Verdict != "clean" {
 		t.Errorf("confirmation %+v, want a recurrence and a clean run without the counter", c.Confirmation)
 	}
-	for _, f := range []string{"monitor.json", "monitor.txt", "runs/chained-03/report.json", "runs/confirm-chained-03/report.json"} {
+	for _, f := range []string{"monitor.json", "monitor.txt", "monitor.html", "runs/chained-03/report.json", "runs/confirm-chained-03/report.json"} {
 		if _, err := os.Stat(filepath.Join(out, f)); err != nil {
 			t.Errorf("monitor folder: %v", err)
 		}

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -32,12 +33,22 @@ left (the home and temp folders), independent runs start fresh. A run that
 does something new is re-run from the same state, and without each file it
 carried, to confirm and name what triggers it (docs/monitor.md).
 
-Writes each run's folder under DIR/runs/, the report in DIR/monitor.json and
-DIR/monitor.txt, and prints the report.
+Each run's tool outputs are hashed with their volatile parts (times, temp
+names, ids) normalised; a run outside the skill's declared envelope
+(allowed-tools, network and filesystem scopes in its frontmatter) is
+reported, and is a deviation where earlier runs stayed inside it. The
+report's risk tier (--tier, default computed from the runs' network,
+filesystem and environment access) carries its policy: runs per cell and
+how much of the skill's use to trace.
+
+Writes each run's folder under DIR/runs/, the report in DIR/monitor.json,
+DIR/monitor.txt and DIR/monitor.html (one self-contained page with charts
+per run), and prints the report.
 
 Examples:
   sandboxctl monitor --runs 5 --out /tmp/mon ./my-skill/
   sandboxctl monitor --runs 8 --cells chained --format json --out /tmp/mon ./my-skill/
+  sandboxctl monitor --tier high --out /tmp/mon ./my-skill/   # 20 runs per cell
   sandboxctl monitor --runs 3 --vary tz=Asia/Tokyo,tz=Pacific/Kiritimati,user=alice --out /tmp/mon ./my-skill/
   sandboxctl monitor --runs 2 --cells independent --vary clock=00:00,clock=03:00,clock=06:00,clock=+1y --out /tmp/mon ./my-skill/
   sandboxctl monitor --runs 2 --cells independent --vary monitoring=visible,dns=all --out /tmp/mon ./my-skill/`
@@ -47,6 +58,7 @@ type monitorFlags struct {
 	cells, out, format, seed, driver string
 	transcript, image, prompt, vary  string
 	timeZone                         string
+	tier                             string
 	timeout                          time.Duration
 }
 
@@ -59,9 +71,10 @@ func (f *monitorFlags) register(fs interface {
 	fs.StringVar(&f.cells, "cells", "chained,independent", "the cells to run, in order: chained (state carried from run to run), independent (fresh every run)")
 	fs.StringVar(&f.vary, "vary", "", "conditions, each a cell of fresh runs compared with the independent cell: NAME=VALUE,... with NAME tz (an IANA time zone), user, hostname, clock (+3d, -2h, 03:00, sat, 2027-01-01T03:00), monitoring (visible or hidden) or dns (all or none)")
 	fs.StringVar(&f.timeZone, "time-zone", "", "time zone of every run (an IANA name; default: a plausible one drawn from the seed)")
+	fs.StringVar(&f.tier, "tier", monitor.TierAuto, "risk tier: auto (computed from what the runs did), high, medium or low; a tier given without --runs sets the runs per cell to its recommended count (high 20, medium 10, low 5)")
 	fs.IntVar(&f.warm, "warm", 1, "warm sandbox pairs kept ready for the runs that start fresh (independent cells); 0: none")
 	fs.IntVar(&f.candidates, "candidates", 3, "carried files tried one at a time, when confirming an activation, to name the one that carries it")
-	fs.StringVar(&f.out, "out", "", "the monitor's folder (required): runs/, monitor.json, monitor.txt")
+	fs.StringVar(&f.out, "out", "", "the monitor's folder (required): runs/, monitor.json, monitor.txt, monitor.html")
 	fs.StringVar(&f.format, "format", "text", "what goes to stdout: text or json")
 	fs.StringVar(&f.seed, "seed", "", "seed of the home every run shares (default: a random one per monitor)")
 	fs.StringVar(&f.driver, "driver", orchestrator.DriverLiteral, "who decides the tool calls, the same in every run: literal or replay")
@@ -84,7 +97,15 @@ func runMonitor(ctx context.Context, e env, args []string) int {
 		return exitUsage
 	}
 	path := fs.Arg(0)
-	opts := monitor.Options{Runs: f.runs, Candidates: f.candidates}
+	tier, err := monitor.ParseTier(f.tier)
+	if err != nil {
+		e.errorf("--tier: %v", err)
+		return exitUsage
+	}
+	runsSet := false
+	fs.Visit(func(fl *flag.Flag) { runsSet = runsSet || fl.Name == "runs" })
+	f.runs = monitorRuns(tier, f.runs, runsSet)
+	opts := monitor.Options{Runs: f.runs, Candidates: f.candidates, Tier: tier}
 	for c := range strings.SplitSeq(f.cells, ",") {
 		if c = strings.TrimSpace(c); c != "" {
 			opts.Cells = append(opts.Cells, c)
@@ -130,6 +151,7 @@ func runMonitor(ctx context.Context, e env, args []string) int {
 		skillHint(e, err)
 		return exitUsage
 	}
+	opts.Declared = monitor.DeclaredEnvelope(sk.AllowedTools, sk.Frontmatter)
 	seed := f.seed
 	if seed == "" {
 		var b [16]byte
@@ -278,6 +300,16 @@ func runMonitor(ctx context.Context, e env, args []string) int {
 	return exitClean
 }
 
+// monitorRuns is the runs per cell: --runs when given, else the
+// recommended count of a tier given with --tier, else the default (auto:
+// the report says when the observed tier recommends more).
+func monitorRuns(tier string, runs int, runsSet bool) int {
+	if p, ok := monitor.Policy(tier); ok && !runsSet {
+		return p.RecommendedRuns
+	}
+	return runs
+}
+
 // changedState is the state a run left: the files it created or changed
 // in the home and temp folders, as copied into its run folder.
 func changedState(dir string, events []trace.Event) ([]monitor.File, error) {
@@ -300,7 +332,8 @@ func changedState(dir string, events []trace.Event) ([]monitor.File, error) {
 	return out, nil
 }
 
-// writeMonitorDir writes monitor.json and monitor.txt into dir.
+// writeMonitorDir writes monitor.json, monitor.txt and monitor.html into
+// dir.
 func writeMonitorDir(dir string, rep monitor.Report) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("write monitor folder: %w", err)
@@ -318,6 +351,13 @@ func writeMonitorDir(dir string, rep monitor.Report) error {
 	}
 	if err := os.WriteFile(filepath.Join(dir, "monitor.txt"), []byte(txt.String()), 0o644); err != nil {
 		return fmt.Errorf("write monitor.txt: %w", err)
+	}
+	var page strings.Builder
+	if err := monitor.WriteHTML(&page, rep); err != nil {
+		return fmt.Errorf("write monitor.html: %w", err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "monitor.html"), []byte(page.String()), 0o644); err != nil {
+		return fmt.Errorf("write monitor.html: %w", err)
 	}
 	return nil
 }
