@@ -122,6 +122,11 @@ type Confirmation struct {
 	// (one file, or the whole carried state); empty when none did.
 	ResetBy      []string      `json:"reset_by,omitempty"`
 	Observations []Observation `json:"runs"`
+	// Replay are runs 1..K again from nothing, once ResetBy is known
+	// (Options.Replay); RecurredAfterReset says the deviation came back
+	// at run K of them and not before (nil: not replayed).
+	Replay             []Observation `json:"replay,omitempty"`
+	RecurredAfterReset *bool         `json:"recurred_after_reset,omitempty"`
 }
 
 // baseline is what runs 1..k-1 did together: the union of their
@@ -275,10 +280,18 @@ func (c *Cell) decide() {
 	case c.Kind == Varied:
 		c.Verdict = Variant
 		c.Why = fmt.Sprintf("under %s, run %d did something no independent run did (%s), but not every run under it did", c.Condition, d.Run, d.what())
+	case c.Confirmation != nil && c.Confirmation.Recurred && len(c.Confirmation.ResetBy) > 0 &&
+		c.Confirmation.RecurredAfterReset != nil && !*c.Confirmation.RecurredAfterReset:
+		c.Verdict = Variant
+		c.Why = fmt.Sprintf("run %d did something new (%s); it recurred from the same state and deleting %s reset it, but runs 1..%d again from nothing did not bring it back at run %d alone",
+			d.Run, d.what(), strings.Join(c.Confirmation.ResetBy, ", "), d.Run, d.Run)
 	case c.Confirmation != nil && c.Confirmation.Recurred && len(c.Confirmation.ResetBy) > 0:
 		c.Verdict = Activation
 		c.Why = fmt.Sprintf("activates at run %d (%s); it recurred from the state carried into run %d and is resettable by deleting %s",
 			d.Run, d.what(), d.Run, strings.Join(c.Confirmation.ResetBy, ", "))
+		if c.Confirmation.RecurredAfterReset != nil {
+			c.Why += fmt.Sprintf("; after a reset it came back at run %d again, not before (runs 1..%d replayed from nothing)", d.Run, d.Run)
+		}
 	case c.Confirmation != nil && c.Confirmation.Recurred:
 		c.Verdict = Variant
 		c.Why = fmt.Sprintf("run %d did something new (%s); it recurred from the same state, but deleting the carried state did not reset it", d.Run, d.what())

@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"html/template"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -136,7 +137,7 @@ func WriteHTML(w io.Writer, r Report) error {
 			hc.Runs = append(hc.Runs, newHTMLRun(i+1, o, i+1 == hc.Dev))
 		}
 		if c.Confirmation != nil {
-			for i, o := range c.Confirmation.Observations {
+			for i, o := range append(slices.Clone(c.Confirmation.Observations), c.Confirmation.Replay...) {
 				hc.Confs = append(hc.Confs, newHTMLRun(i+1, o, false))
 			}
 		}

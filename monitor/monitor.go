@@ -111,6 +111,9 @@ type Result struct {
 	// Changed are the files the run created or changed, with their
 	// content: the state it leaves.
 	Changed []File
+	// Deleted are the paths the run removed (unlinked, or renamed away)
+	// and did not write again: carried files of these paths go.
+	Deleted []string
 }
 
 // Tracer runs one trace.
@@ -170,6 +173,10 @@ type Options struct {
 	// Candidates caps the carried files tried one by one to name the
 	// state that carries an activation (default 3).
 	Candidates int
+	// Replay, once a carried file is named, runs 1..K of a chained cell
+	// again from nothing (the reset): the activation recurs at run K, and
+	// not before, when a run count carries it.
+	Replay bool
 	// Declared is the skill's declared envelope (DeclaredEnvelope).
 	Declared Declared
 	// Tier is the risk tier asked for (ParseTier): "" or TierAuto
@@ -347,10 +354,18 @@ func (s state) files(skip string) []File {
 	return out
 }
 
-// apply adds a run's changed files to the state. A file where a carried
-// file's folder was, or a folder where a carried file was, replaces it:
-// the run deleted the one to make the other.
-func (s state) apply(changed []File) {
+// apply removes what a run deleted from the state (a path, or a folder
+// and what it held), then adds the files it changed. A file where a
+// carried file's folder was, or a folder where a carried file was,
+// replaces it: the run deleted the one to make the other.
+func (s state) apply(changed []File, deleted []string) {
+	for _, d := range deleted {
+		for p := range s {
+			if p == d || strings.HasPrefix(p, d+"/") {
+				delete(s, p)
+			}
+		}
+	}
 	for _, f := range changed {
 		for p := range s {
 			if strings.HasPrefix(f.Path, p+"/") || strings.HasPrefix(p, f.Path+"/") {
@@ -383,7 +398,7 @@ func runCell(ctx context.Context, t Tracer, o Options, kind string) (Cell, error
 		before = append(before, maps.Clone(st))
 		changed = append(changed, obs.Written)
 		if kind == Chained {
-			st.apply(res.Changed)
+			st.apply(res.Changed, res.Deleted)
 		}
 	}
 	c.analyse()
@@ -392,6 +407,9 @@ func runCell(ctx context.Context, t Tracer, o Options, kind string) (Cell, error
 	}
 	k := c.Deviation.Run
 	err := c.confirm(ctx, t, before[k-1], candidates(before[k-1], changed[:k-1], o.Candidates))
+	if err == nil && o.Replay && c.Confirmation.Recurred && len(c.Confirmation.ResetBy) > 0 {
+		err = c.replay(ctx, t)
+	}
 	c.decide()
 	return c, err
 }
@@ -468,6 +486,37 @@ func (c *Cell) confirm(ctx context.Context, t Tracer, st state, cands []string) 
 			conf.ResetBy = slices.Sorted(maps.Keys(st))
 		}
 	}
+	return nil
+}
+
+// replay runs 1..K again as a fresh chain (the carried state reset) and
+// records whether the deviation came back at run K and not before.
+func (c *Cell) replay(ctx context.Context, t Tracer) error {
+	k := c.Deviation.Run
+	base := c.baseline(k)
+	conf := c.Confirmation
+	st := state{}
+	early, atK := false, false
+	for i := 1; i <= k; i++ {
+		label := fmt.Sprintf("replay-%s-%02d", c.Kind, i)
+		restore := st.files("")
+		res, err := t(ctx, Spec{Cell: c.Kind, Label: label, Restore: restore})
+		if err != nil {
+			return fmt.Errorf("monitor %s: %w", label, err)
+		}
+		obs := res.Observation
+		obs.Label, obs.Restored, obs.Written = label, paths(restore), paths(res.Changed)
+		conf.Replay = append(conf.Replay, obs)
+		dev := newBehaviour(base, obs, c.Deviation)
+		if i < k {
+			early = early || dev
+		} else {
+			atK = dev
+		}
+		st.apply(res.Changed, res.Deleted)
+	}
+	again := atK && !early
+	conf.RecurredAfterReset = &again
 	return nil
 }
 

@@ -90,6 +90,14 @@ func TestRun(t *testing.T) {
 		{name: "activates at run 3 on a counter", skill: fakeSkill{counter: counter, noise: []string{"/tmp/log."}, active: func(n int) bool { return n >= 3 }},
 			opts: Options{Runs: 4, Cells: []string{Chained}}, verdict: Activation, run: 3, state: []string{counter}, traces: 6,
 			labels: []string{"confirm-chained-03", "reset-chained-03-1"}},
+		{name: "activates at run 3, and again after a reset", skill: fakeSkill{counter: counter, active: func(n int) bool { return n >= 3 }},
+			opts: Options{Runs: 4, Cells: []string{Chained}, Replay: true}, verdict: Activation, run: 3, state: []string{counter}, traces: 9,
+			labels: []string{"confirm-chained-03", "reset-chained-03-1", "replay-chained-01", "replay-chained-02", "replay-chained-03"}},
+		{name: "a reset that does not bring it back at run 3", skill: fakeSkill{counter: counter, active: func() func(int) bool {
+			calls := 0
+			return func(n int) bool { calls++; return n >= 3 && calls <= 6 }
+		}()}, opts: Options{Runs: 4, Cells: []string{Chained}, Replay: true}, verdict: Variant, run: 3, traces: 9,
+			labels: []string{"confirm-chained-03", "reset-chained-03-1", "replay-chained-01", "replay-chained-02", "replay-chained-03"}},
 		{name: "activation not seen by independent runs", skill: fakeSkill{counter: counter, active: func(n int) bool { return n == 3 }},
 			opts: Options{Runs: 3, Cells: []string{Independent}}, verdict: Consistent, traces: 3},
 		{name: "random deviation does not recur", skill: fakeSkill{active: func() func(int) bool {
@@ -211,11 +219,15 @@ func TestStateApply(t *testing.T) {
 		name    string
 		have    []string
 		changed []string
+		deleted []string
 		want    []string
 	}{
 		{name: "new and rewritten", have: []string{"/tmp/a", "/home/u/n"}, changed: []string{"/home/u/n", "/tmp/b"}, want: []string{"/home/u/n", "/tmp/a", "/tmp/b"}},
 		{name: "a folder where a file was", have: []string{"/tmp/a", "/tmp/ab"}, changed: []string{"/tmp/a/b"}, want: []string{"/tmp/a/b", "/tmp/ab"}},
 		{name: "a file where a folder was", have: []string{"/tmp/a/b", "/tmp/a/c/d"}, changed: []string{"/tmp/a"}, want: []string{"/tmp/a"}},
+		{name: "a deleted file goes", have: []string{"/tmp/a", "/home/u/.x/state"}, deleted: []string{"/home/u/.x/state"}, want: []string{"/tmp/a"}},
+		{name: "a deleted folder takes its files", have: []string{"/home/u/.x/state", "/home/u/.x/log", "/home/u/.xy"}, deleted: []string{"/home/u/.x"}, want: []string{"/home/u/.xy"}},
+		{name: "deleted then written again", have: []string{"/tmp/a"}, deleted: []string{"/tmp/a"}, changed: []string{"/tmp/a"}, want: []string{"/tmp/a"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -227,7 +239,7 @@ func TestStateApply(t *testing.T) {
 			for _, p := range tc.changed {
 				ch = append(ch, File{Path: p})
 			}
-			s.apply(ch)
+			s.apply(ch, tc.deleted)
 			if got := paths(s.files("")); !slices.Equal(got, tc.want) {
 				t.Errorf("state %v, want %v", got, tc.want)
 			}

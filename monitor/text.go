@@ -33,9 +33,15 @@ func WriteText(w io.Writer, r Report) error {
 			for _, o := range cf.Observations {
 				writeRun(&b, o)
 			}
+			for _, o := range cf.Replay {
+				writeRun(&b, o)
+			}
 			fmt.Fprintf(&b, "  confirmation: recurred from the same state: %v", cf.Recurred)
 			if len(cf.ResetBy) > 0 {
 				fmt.Fprintf(&b, "; reset by deleting %s", strings.Join(cf.ResetBy, ", "))
+			}
+			if cf.RecurredAfterReset != nil {
+				fmt.Fprintf(&b, "; came back at the same run after a reset: %v", *cf.RecurredAfterReset)
 			}
 			b.WriteString("\n")
 		}

@@ -20,8 +20,8 @@ import (
 // TestMonitorActivation monitors, on the real engine, a skill that keeps a
 // run counter in a hidden file of its home and, from its third run, posts
 // a planted secret: three chained runs, then the confirmation (run 3 again
-// from the state carried into it; run 3 without the counter file). Five
-// traces in all.
+// from the state carried into it; run 3 without the counter file; runs
+// 1..3 again from nothing). Eight traces in all.
 func TestMonitorActivation(t *testing.T) {
 	if testing.Short() {
 		t.Skip("end-to-end")
@@ -50,7 +50,7 @@ echo "forecast: sunny"`)
 	for _, c := range rep.Cells {
 		traces += len(c.Observations)
 		if c.Confirmation != nil {
-			traces += len(c.Confirmation.Observations)
+			traces += len(c.Confirmation.Observations) + len(c.Confirmation.Replay)
 		}
 		for _, o := range c.Observations {
 			assertNothingLeft(t, o.TraceID)
@@ -78,6 +78,12 @@ echo "forecast: sunny"`)
 	if !c.Confirmation.Recurred || len(c.Confirmation.Observations) != 2 || c.Confirmation.Observations[1].Verdict != "clean" {
 		t.Errorf("confirmation %+v, want a recurrence and a clean run without the counter", c.Confirmation)
 	}
+	// The reset: runs 1..3 again from nothing, the secret posted at run 3
+	// only.
+	if r := c.Confirmation.RecurredAfterReset; r == nil || !*r || len(c.Confirmation.Replay) != 3 ||
+		c.Confirmation.Replay[1].Verdict != "clean" || c.Confirmation.Replay[2].Verdict != "malicious" {
+		t.Errorf("replay %+v (recurred %v), want clean, clean, malicious", c.Confirmation.Replay, c.Confirmation.RecurredAfterReset)
+	}
 	for _, f := range []string{"monitor.json", "monitor.txt", "monitor.html", "runs/chained-03/report.json", "runs/confirm-chained-03/report.json"} {
 		if _, err := os.Stat(filepath.Join(out, f)); err != nil {
 			t.Errorf("monitor folder: %v", err)
@@ -91,7 +97,7 @@ echo "forecast: sunny"`)
 		code := run(t.Context(), []string{"audit", "verify", out}, env{stdout: &so, stderr: &se, getenv: func(string) string { return "" }})
 		return code, so.String() + se.String()
 	}
-	if code, msg := verify(); code != exitClean || !strings.Contains(msg, "5 records") {
+	if code, msg := verify(); code != exitClean || !strings.Contains(msg, "8 records") {
 		t.Fatalf("audit verify of the real log: exit %d: %s", code, msg)
 	}
 	records := filepath.Join(out, "audit", "records.jsonl")
@@ -219,17 +225,18 @@ func TestMonitorBenign(t *testing.T) {
 	for _, tc := range []struct {
 		name, body string
 		runs       string
+		cells      string
 		want       []string
 	}{
-		{name: "deterministic", body: `echo "forecast: sunny, 21C"; wc -l < ~/.bashrc`, runs: "2", want: []string{monitor.Consistent}},
+		{name: "deterministic", body: `echo "forecast: sunny, 21C"; wc -l < ~/.bashrc`, runs: "2", cells: "chained,independent", want: []string{monitor.Consistent}},
 		{name: "temp names and timestamps", body: `t=$(mktemp); date -u +%FT%T.%N > "$t"; mkdir -p ~/.cache/wx && cp "$t" ~/.cache/wx/last-run
-echo "report $(date +%s%N) written to $t"; rm -f "$t"`, runs: "3", want: []string{monitor.Consistent, monitor.Marginal}},
+echo "report $(date +%s%N) written to $t"; rm -f "$t"`, runs: "3", cells: "chained", want: []string{monitor.Consistent, monitor.Marginal}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			dir := filepath.Join(t.TempDir(), "wx")
 			writeSkillMD(t, dir, "wx", tc.body)
-			rep, code := monitorE2E(t, dir, "--runs", tc.runs, "--cells", "chained,independent")
+			rep, code := monitorE2E(t, dir, "--runs", tc.runs, "--cells", tc.cells)
 			if !slices.Contains(tc.want, rep.Verdict) || code != exitClean {
 				t.Errorf("exit %d, verdict %s, want %v\n%s", code, rep.Verdict, tc.want, rep.Summary)
 			}

@@ -9,6 +9,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"path"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -60,12 +61,14 @@ type monitorFlags struct {
 	timeZone                         string
 	tier                             string
 	timeout                          time.Duration
+	replay                           bool
 }
 
 func (f *monitorFlags) register(fs interface {
 	StringVar(*string, string, string, string)
 	DurationVar(*time.Duration, string, time.Duration, string)
 	IntVar(*int, string, int, string)
+	BoolVar(*bool, string, bool, string)
 }) {
 	fs.IntVar(&f.runs, "runs", 5, "runs per cell (at least 2)")
 	fs.StringVar(&f.cells, "cells", "chained,independent", "the cells to run, in order: chained (state carried from run to run), independent (fresh every run)")
@@ -73,6 +76,7 @@ func (f *monitorFlags) register(fs interface {
 	fs.StringVar(&f.timeZone, "time-zone", "", "time zone of every run (an IANA name; default: a plausible one drawn from the seed)")
 	fs.StringVar(&f.tier, "tier", monitor.TierAuto, "risk tier: auto (computed from what the runs did), high, medium or low; a tier given without --runs sets the runs per cell to its recommended count (high 20, medium 10, low 5)")
 	fs.IntVar(&f.warm, "warm", 1, "warm sandbox pairs kept ready for the runs that start fresh (independent cells); 0: none")
+	fs.BoolVar(&f.replay, "replay", true, "once a carried file is named as an activation's trigger, run 1..K again from nothing to see it come back at run K")
 	fs.IntVar(&f.candidates, "candidates", 3, "carried files tried one at a time, when confirming an activation, to name the one that carries it")
 	fs.StringVar(&f.out, "out", "", "the monitor's folder (required): runs/, monitor.json, monitor.txt, monitor.html")
 	fs.StringVar(&f.format, "format", "text", "what goes to stdout: text or json")
@@ -105,7 +109,7 @@ func runMonitor(ctx context.Context, e env, args []string) int {
 	runsSet := false
 	fs.Visit(func(fl *flag.Flag) { runsSet = runsSet || fl.Name == "runs" })
 	f.runs = monitorRuns(tier, f.runs, runsSet)
-	opts := monitor.Options{Runs: f.runs, Candidates: f.candidates, Tier: tier}
+	opts := monitor.Options{Runs: f.runs, Candidates: f.candidates, Tier: tier, Replay: f.replay}
 	for c := range strings.SplitSeq(f.cells, ",") {
 		if c = strings.TrimSpace(c); c != "" {
 			opts.Cells = append(opts.Cells, c)
@@ -255,6 +259,7 @@ func runMonitor(ctx context.Context, e env, args []string) int {
 		if err != nil {
 			return res, err
 		}
+		res.Deleted = deletedState(out.Report.Events, res.Changed)
 		// The observation as the monitor saw it, before any comparison.
 		rec := res.Observation
 		rec.Label, rec.Written = s.Label, nil
@@ -330,6 +335,37 @@ func changedState(dir string, events []trace.Event) ([]monitor.File, error) {
 		out = append(out, monitor.File{Path: ch.Path, Mode: mode, Content: b})
 	}
 	return out, nil
+}
+
+// deletedState are the paths a run removed from the places a chained run
+// carries (the home, /tmp, /var/tmp, /dev/shm), as the syscall log saw
+// them (unlinks and the sources of renames that succeeded), less those
+// it wrote again.
+func deletedState(events []trace.Event, changed []monitor.File) []string {
+	written := map[string]bool{}
+	for _, c := range changed {
+		written[c.Path] = true
+	}
+	carried := func(p string) bool {
+		for _, pre := range []string{"/home/", "/Users/", "/tmp/", "/var/tmp/", "/dev/shm/"} {
+			if strings.HasPrefix(p, pre) {
+				return true
+			}
+		}
+		return false
+	}
+	var out []string
+	for _, ev := range events {
+		f, ok := ev.Data.(*trace.File)
+		if !ok || f.Errno != "" || (ev.Type != trace.TypeUnlink && ev.Type != trace.TypeRename) {
+			continue
+		}
+		p := path.Clean(f.Path)
+		if carried(p) && !written[p] && !slices.Contains(out, p) {
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 // writeMonitorDir writes monitor.json, monitor.txt and monitor.html into

@@ -143,3 +143,33 @@ func TestChangedState(t *testing.T) {
 		})
 	}
 }
+
+func TestDeletedState(t *testing.T) {
+	ev := func(typ trace.Type, p, errno string) trace.Event {
+		return trace.Event{Type: typ, Data: &trace.File{Path: p, NewPath: p + ".new", Errno: errno}}
+	}
+	for _, tc := range []struct {
+		name    string
+		events  []trace.Event
+		changed []string
+		want    []string
+	}{
+		{name: "unlink in the home", events: []trace.Event{ev(trace.TypeUnlink, "/home/u/.cache/.x/state", "")}, want: []string{"/home/u/.cache/.x/state"}},
+		{name: "rename away in tmp", events: []trace.Event{ev(trace.TypeRename, "/tmp/a", "")}, want: []string{"/tmp/a"}},
+		{name: "failed unlink", events: []trace.Event{ev(trace.TypeUnlink, "/home/u/x", "ENOENT")}},
+		{name: "outside the carried places", events: []trace.Event{ev(trace.TypeUnlink, "/etc/x", ""), ev(trace.TypeUnlink, "/homeless", "")}},
+		{name: "written again", events: []trace.Event{ev(trace.TypeUnlink, "/tmp/a", "")}, changed: []string{"/tmp/a"}},
+		{name: "once per path", events: []trace.Event{ev(trace.TypeUnlink, "/tmp/a", ""), ev(trace.TypeUnlink, "/tmp//a", "")}, want: []string{"/tmp/a"}},
+		{name: "opens are not deletions", events: []trace.Event{ev(trace.TypeOpen, "/tmp/a", "")}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var ch []monitor.File
+			for _, p := range tc.changed {
+				ch = append(ch, monitor.File{Path: p})
+			}
+			if got := deletedState(tc.events, ch); !slices.Equal(got, tc.want) {
+				t.Errorf("deletedState = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
