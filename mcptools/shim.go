@@ -32,9 +32,10 @@ const (
 //   - it kills ARGV's process group, which it made, when the server writes
 //     "kill" on fd 4: the server never signals a pid it was told.
 //
-// Fds 3 and 4 are not passed on. It returns the exit code to exit with.
-// cmd/sandboxctl calls it with the process's own files.
-func Shim(args []string, stdin, stdout, stderr *os.File) int {
+// Fds 3 and 4 are not passed on; ARGV gets env less the tracer's clock
+// setting (commandEnv). It returns the exit code to exit with.
+// cmd/sandboxctl calls it with the process's own environment and files.
+func Shim(args, env []string, stdin, stdout, stderr *os.File) int {
 	// Before anything else: once not dumpable, /proc/PID of the shim is
 	// root's and ptrace access needs CAP_SYS_PTRACE over it.
 	notDumpable()
@@ -69,7 +70,7 @@ func Shim(args []string, stdin, stdout, stderr *os.File) int {
 		}
 	}
 	cmd := exec.Command(args[0], args[1:]...)
-	cmd.Env = commandEnv(os.Environ())
+	cmd.Env = commandEnv(env)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = stdin, stdout, stderr
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if id.drops() && !isSelf(args[0]) {

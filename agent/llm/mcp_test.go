@@ -25,7 +25,7 @@ func TestMain(m *testing.M) {
 	if len(os.Args) > 1 {
 		switch os.Args[1] {
 		case "__shim":
-			os.Exit(mcptools.Shim(os.Args[2:], os.Stdin, os.Stdout, os.Stderr))
+			os.Exit(mcptools.Shim(os.Args[2:], os.Environ(), os.Stdin, os.Stdout, os.Stderr))
 		case "__tool":
 			os.Exit(mcptools.Tool(context.Background(), os.Args[2:], os.Stdin, os.Stdout, os.Stderr))
 		}

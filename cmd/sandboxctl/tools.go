@@ -123,7 +123,7 @@ func runFlush(ctx context.Context, e env, args []string) int {
 }
 
 func runShim(ctx context.Context, e env, args []string) int {
-	return mcptools.Shim(args, os.Stdin, os.Stdout, os.Stderr)
+	return mcptools.Shim(args, os.Environ(), os.Stdin, os.Stdout, os.Stderr)
 }
 
 func runTool(ctx context.Context, e env, args []string) int {
