@@ -126,3 +126,12 @@ func clockEnv(clock string) []string {
 func fakeClockFile(p string) bool {
 	return strings.HasPrefix(p, "/dev/shm/faketime_shm_") || strings.HasPrefix(p, "/dev/shm/sem.faketime_sem_")
 }
+
+// location is the sandbox's time zone, UTC when the host's zone database
+// does not know it.
+func (st *run) location() *time.Location {
+	if loc, err := time.LoadLocation(st.system.TimeZone); err == nil && st.system.TimeZone != "" {
+		return loc
+	}
+	return time.UTC
+}

@@ -1,6 +1,7 @@
 package orchestrator
 
 import (
+	"github.com/sandboxctl/sandboxctl/canaryfs"
 	"testing"
 	"time"
 )
@@ -84,5 +85,31 @@ func TestFakeClockFile(t *testing.T) {
 		if got := fakeClockFile(p); got != want {
 			t.Errorf("fakeClockFile(%q) = %v, want %v", p, got, want)
 		}
+	}
+}
+
+// TestLiteralDateFollowsTheClock: the literal driver fills a date
+// placeholder with the date the sandbox sees, in its time zone.
+func TestLiteralDateFollowsTheClock(t *testing.T) {
+	if _, err := time.LoadLocation("Asia/Tokyo"); err != nil {
+		t.Skip("no time zone database:", err)
+	}
+	started := time.Date(2026, 11, 27, 20, 0, 0, 0, time.UTC) // 05:00 the next day in Tokyo
+	for _, tc := range []struct {
+		name, tz string
+		off      time.Duration
+		want     string
+	}{
+		{name: "utc, real clock", tz: "UTC", want: "2026-11-27"},
+		{name: "tokyo, real clock", tz: "Asia/Tokyo", want: "2026-11-28"},
+		{name: "tokyo, a year ahead", tz: "Asia/Tokyo", off: 365 * 24 * time.Hour, want: "2027-11-28"},
+		{name: "unknown zone reads as utc", tz: "Nowhere/Atlantis", off: -48 * time.Hour, want: "2026-11-25"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			st := &run{started: started, clockOff: tc.off, system: system{TimeZone: tc.tz}, home: &canaryfs.Home{}}
+			if got := literalConfig(st).Date; got != tc.want {
+				t.Errorf("date %q, want %q", got, tc.want)
+			}
+		})
 	}
 }

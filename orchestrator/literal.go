@@ -25,6 +25,7 @@ func literalConfig(st *run) literal.Config {
 	return literal.Config{
 		SkillDir: st.skillDir, Home: st.home.HomeDir, Workdir: workdir, Fixtures: st.fixtures.Paths, Env: env,
 		User: st.home.User, FullName: st.home.FullName, Email: st.fixtures.Email, Domain: st.fixtures.Domain,
-		Date: st.started.UTC().Format("2006-01-02"),
+		// Today as the sandbox sees it: under a fake clock, the fake date.
+		Date: st.started.Add(st.clockOff).In(st.location()).Format("2006-01-02"),
 	}
 }

@@ -305,11 +305,7 @@ func (r *Runner) seedIdentity(st *run) error {
 		return err
 	}
 	if p.Clock != "" {
-		loc, err := time.LoadLocation(st.system.TimeZone)
-		if err != nil {
-			loc = time.UTC
-		}
-		if st.clockOff, err = ClockOffset(p.Clock, st.started, loc); err != nil {
+		if st.clockOff, err = ClockOffset(p.Clock, st.started, st.location()); err != nil {
 			return err
 		}
 		st.system.Clock = faketimeSpec(st.clockOff)
