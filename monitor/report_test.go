@@ -170,3 +170,45 @@ func checkGolden(t *testing.T, got []byte, golden string) {
 		t.Errorf("report differs from %s (go test -update):\n%s", golden, got)
 	}
 }
+
+func TestInvariantsByClass(t *testing.T) {
+	r := Report{Cells: []Cell{
+		{Kind: Chained, Verdict: Activation, Why: "activates at run 3", Deviation: &Deviation{Run: 3, NewRules: []string{"SBX-EXFIL-001"}},
+			Observations: make([]Observation, 3)},
+		{Kind: Independent, Verdict: Marginal, Varied: []string{"output of call 1 (bash): differs in run 2", "cpu seconds: run 2 9, median 0.1"},
+			Observations: make([]Observation, 2)},
+		{Kind: Varied, Condition: "tz=UTC", Verdict: Consistent, Observations: make([]Observation, 2)},
+		{Kind: Varied, Condition: "monitoring=visible", Verdict: Activation, Why: "quiet when monitoring=visible",
+			Suppression: &Suppression{VerdictFrom: "malicious", VerdictTo: "clean"}, Observations: make([]Observation, 2)},
+	}}
+	got := map[string]string{}
+	for _, iv := range r.invariants() {
+		got[iv[0]] = iv[1]
+	}
+	for class, want := range map[string]string{
+		"output determinism":          "independent: output of call 1",
+		"resource usage":              "independent: cpu seconds",
+		"side effects":                "chained: run 3 did something new",
+		"execution-count sensitivity": "activates at run 3",
+		"environmental triggers":      "vary monitoring=visible: quiet when monitoring=visible",
+		"constraint envelope":         "nothing declared",
+		"audit trail":                 "no log",
+	} {
+		if !strings.Contains(got[class], want) {
+			t.Errorf("%s: %q, want it to say %q", class, got[class], want)
+		}
+	}
+	if want := "vary monitoring=visible: quiet when monitoring=visible; held under tz=UTC"; got["environmental triggers"] != want {
+		t.Errorf("environmental triggers %q, want %q", got["environmental triggers"], want)
+	}
+	quiet := Report{Cells: []Cell{{Kind: Independent, Observations: make([]Observation, 2)},
+		{Kind: Varied, Condition: "tz=UTC"}, {Kind: Varied, Condition: "user=alice"}}}
+	for _, iv := range quiet.invariants() {
+		if iv[0] == "environmental triggers" && iv[1] != "held under tz=UTC, user=alice" {
+			t.Errorf("environmental triggers %q, want held under both", iv[1])
+		}
+		if iv[0] == "output determinism" && iv[1] != "held" {
+			t.Errorf("output determinism %q, want held", iv[1])
+		}
+	}
+}

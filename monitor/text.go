@@ -50,6 +50,10 @@ func WriteText(w io.Writer, r Report) error {
 		}
 		fmt.Fprintf(&b, "  %s\n", c.Why)
 	}
+	b.WriteString("\ninvariants:\n")
+	for _, iv := range r.invariants() {
+		fmt.Fprintf(&b, "  %-28s %s\n", iv[0], iv[1])
+	}
 	fmt.Fprintf(&b, "\nverdict: %s", r.Verdict)
 	if r.ActivationRun > 0 {
 		fmt.Fprintf(&b, " (activates at run %d; resettable by deleting %s)", r.ActivationRun, strings.Join(r.ActivationState, ", "))
@@ -99,5 +103,74 @@ func writeEnvelope(b *strings.Builder, e *Envelope) {
 		} else {
 			fmt.Fprintf(b, "  outside: %s (%s)\n", o.What, strings.Join(o.Runs, ", "))
 		}
+	}
+}
+
+// invariants is the report read by invariant class, as the reference's
+// example reads: each class and what the runs showed of it.
+func (r Report) invariants() [][2]string {
+	var output, resources, effects []string
+	count := "no chained cell"
+	var triggers, quiet []string
+	for _, c := range r.Cells {
+		for _, v := range c.Varied {
+			switch {
+			case strings.HasPrefix(v, "output of call"):
+				output = append(output, c.name()+": "+v)
+			case strings.HasPrefix(v, "cpu seconds") || strings.HasPrefix(v, "network bytes") || strings.HasPrefix(v, "peak memory"):
+				resources = append(resources, c.name()+": "+v)
+			default:
+				effects = append(effects, c.name()+": "+v)
+			}
+		}
+		if c.Deviation != nil && c.Kind != Varied {
+			effects = append(effects, fmt.Sprintf("%s: run %d did something new (%s)", c.name(), c.Deviation.Run, c.Deviation.what()))
+		}
+		switch {
+		case c.Kind == Chained && c.Verdict == Activation:
+			count = c.Why
+		case c.Kind == Chained && count == "no chained cell":
+			count = fmt.Sprintf("held over %d chained runs", len(c.Observations))
+		case c.Kind == Varied && (c.Deviation != nil || c.Suppression != nil):
+			triggers = append(triggers, c.name()+": "+c.Why)
+		case c.Kind == Varied:
+			quiet = append(quiet, c.Condition)
+		}
+	}
+	env := strings.Join(triggers, "; ")
+	if len(quiet) > 0 {
+		if env != "" {
+			env += "; "
+		}
+		env += "held under " + strings.Join(quiet, ", ")
+	}
+	if env == "" {
+		env = "no condition varied"
+	}
+	held := func(xs []string) string {
+		if len(xs) == 0 {
+			return "held"
+		}
+		return "differed: " + strings.Join(xs, "; ")
+	}
+	envelope := "nothing declared"
+	if e := r.Envelope; e != nil && len(e.Declared.From) > 0 {
+		envelope = "held"
+		if len(e.Outside) > 0 {
+			envelope = fmt.Sprintf("%d outside (below)", len(e.Outside))
+		}
+	}
+	audit := "no log"
+	if r.Audit != nil {
+		audit = "signed checkpoint below (sandboxctl audit verify DIR)"
+	}
+	return [][2]string{
+		{"output determinism", held(output)},
+		{"resource usage", held(resources)},
+		{"side effects", held(effects)},
+		{"execution-count sensitivity", count},
+		{"environmental triggers", env},
+		{"constraint envelope", envelope},
+		{"audit trail", audit},
 	}
 }
