@@ -181,6 +181,15 @@ func deviation(base, o Observation, k int) *Deviation {
 	return nil
 }
 
+// The names varied entries start with, by invariant class: the resource
+// figures, and a tool call's output (outputVaried).
+const (
+	figureCPU    = "cpu seconds"
+	figureNet    = "network bytes out"
+	figureMemory = "peak memory"
+	outputOfCall = "output of call"
+)
+
 // Resource bands: a figure is out of its band when it is more than
 // bandFactor times the median of the cell's runs and above the floor.
 const (
@@ -227,9 +236,9 @@ func (c *Cell) varied() []string {
 		}
 	}
 	out = append(out, outputVaried(runs)...)
-	figure("cpu seconds", cpuFloor, func(r fingerprint.Resources) float64 { return r.CPUSeconds })
-	figure("network bytes out", netFloor, func(r fingerprint.Resources) float64 { return float64(r.NetworkBytesUp) })
-	figure("peak memory", memFloor, func(r fingerprint.Resources) float64 { return float64(r.PeakMemory) })
+	figure(figureCPU, cpuFloor, func(r fingerprint.Resources) float64 { return r.CPUSeconds })
+	figure(figureNet, netFloor, func(r fingerprint.Resources) float64 { return float64(r.NetworkBytesUp) })
+	figure(figureMemory, memFloor, func(r fingerprint.Resources) float64 { return float64(r.PeakMemory) })
 	return out
 }
 

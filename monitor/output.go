@@ -189,7 +189,7 @@ func outputVaried(runs []Observation) []string {
 				differ = append(differ, k+1)
 			}
 		}
-		what := fmt.Sprintf("output of call %d", i+1)
+		what := fmt.Sprintf("%s %d", outputOfCall, i+1)
 		if c := callOf(runs, i); c != "" {
 			what += " (" + c + ")"
 		}

@@ -115,9 +115,9 @@ func (r Report) invariants() [][2]string {
 	for _, c := range r.Cells {
 		for _, v := range c.Varied {
 			switch {
-			case strings.HasPrefix(v, "output of call"):
+			case strings.HasPrefix(v, outputOfCall):
 				output = append(output, c.name()+": "+v)
-			case strings.HasPrefix(v, "cpu seconds") || strings.HasPrefix(v, "network bytes") || strings.HasPrefix(v, "peak memory"):
+			case strings.HasPrefix(v, figureCPU) || strings.HasPrefix(v, figureNet) || strings.HasPrefix(v, figureMemory):
 				resources = append(resources, c.name()+": "+v)
 			default:
 				effects = append(effects, c.name()+": "+v)
