@@ -2,6 +2,7 @@ package orchestrator
 
 import (
 	"github.com/sandboxctl/sandboxctl/canaryfs"
+	"reflect"
 	"testing"
 	"time"
 )
@@ -109,6 +110,24 @@ func TestLiteralDateFollowsTheClock(t *testing.T) {
 			st := &run{started: started, clockOff: tc.off, system: system{TimeZone: tc.tz}, home: &canaryfs.Home{}}
 			if got := literalConfig(st).Date; got != tc.want {
 				t.Errorf("date %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestWarmKeyMonitoring: "hidden" is the default spelled out, so a plan
+// that says it takes the default's warm pairs; "visible" does not.
+func TestWarmKeyMonitoring(t *testing.T) {
+	for _, tc := range []struct {
+		name, a, b string
+		same       bool
+	}{
+		{name: "hidden is the default", a: "", b: MonitoringHidden, same: true},
+		{name: "visible is not", a: "", b: MonitoringVisible, same: false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := reflect.DeepEqual(warmKey(Plan{Monitoring: tc.a}), warmKey(Plan{Monitoring: tc.b})); got != tc.same {
+				t.Errorf("same key for %q and %q: %v, want %v", tc.a, tc.b, got, tc.same)
 			}
 		})
 	}

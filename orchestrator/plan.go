@@ -88,6 +88,7 @@ type RestoreFile struct {
 
 // Monitoring and DNS modes.
 const (
+	MonitoringHidden  = "hidden" // the same as ""
 	MonitoringVisible = "visible"
 	DNSAll            = "all"
 	DNSNone           = "none"
@@ -207,8 +208,8 @@ func (p Plan) Validate() error {
 	if _, err := ClockOffset(p.Clock, time.Now(), nil); err != nil {
 		return err
 	}
-	if p.Monitoring != "" && p.Monitoring != MonitoringVisible {
-		return fmt.Errorf("unknown monitoring mode %q (want visible, or empty for hidden)", p.Monitoring)
+	if p.Monitoring != "" && p.Monitoring != MonitoringHidden && p.Monitoring != MonitoringVisible {
+		return fmt.Errorf("unknown monitoring mode %q (want hidden or visible)", p.Monitoring)
 	}
 	if p.DNS != "" && p.DNS != DNSAll && p.DNS != DNSNone {
 		return fmt.Errorf("unknown dns mode %q (want all or none, or empty for the default)", p.DNS)

@@ -8,6 +8,7 @@ import (
 	"io"
 	"reflect"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -136,7 +137,7 @@ func (p *Pool) make(ctx context.Context) (*run, error) {
 
 // warmKey is what of a plan shapes its pair.
 func warmKey(p Plan) Plan {
-	return Plan{Limits: p.Limits, Image: p.Image, User: p.User, Hostname: p.Hostname, TimeZone: p.TimeZone, Clock: p.Clock, Monitoring: p.Monitoring, DNS: p.DNS, Seed: p.Seed,
+	return Plan{Limits: p.Limits, Image: p.Image, User: p.User, Hostname: p.Hostname, TimeZone: p.TimeZone, Clock: p.Clock, Monitoring: strings.TrimPrefix(p.Monitoring, MonitoringHidden), DNS: p.DNS, Seed: p.Seed,
 		NetworkConfig: p.NetworkConfig, Persona: p.Persona, Keep: p.Keep, Unwatched: p.Unwatched}
 }
 

@@ -238,7 +238,7 @@ func runMonitor(ctx context.Context, e env, args []string) int {
 		case monitor.CondClock:
 			p.Clock = s.Condition.Value
 		case monitor.CondMonitoring:
-			p.Monitoring = strings.TrimSuffix(s.Condition.Value, "hidden")
+			p.Monitoring = s.Condition.Value
 		case monitor.CondDNS:
 			p.DNS = s.Condition.Value
 		}

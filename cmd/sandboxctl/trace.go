@@ -84,7 +84,7 @@ func (f *traceFlags) register(fs interface {
 	fs.StringVar(&f.hostname, "hostname", "", "hostname of the sandbox (default: a plausible random one)")
 	fs.StringVar(&f.timeZone, "time-zone", "", "time zone of the sandbox, an IANA name (default: a plausible random one)")
 	fs.StringVar(&f.clock, "clock", "", "fake clock for the sandbox's programs and the jail's sinks: +3d, -2h, +1y, 03:00, sat, 2027-01-01 or 2027-01-01T03:00 (docs/sandbox.md)")
-	fs.StringVar(&f.monitoring, "monitoring", "hidden", "what the sandbox shows of being watched: hidden, or visible (/.dockerenv kept, security agents in ps)")
+	fs.StringVar(&f.monitoring, "monitoring", "", "what the sandbox shows of being watched: hidden (the default), or visible (/.dockerenv kept, security agents in ps)")
 	fs.StringVar(&f.dns, "dns", "", "how the jail resolves names: empty (as the internet would), all (every name resolves) or none (no name does)")
 	fs.StringVar(&f.persona, "persona", persona.Linux, "the system the sandbox passes for: linux, or macos (a Mac's home layout and recording shims of security, osascript, sw_vers, ...)")
 	fs.StringVar(&f.seed, "seed", "", "make the seeded home deterministic from this seed")
@@ -138,7 +138,7 @@ func (f *traceFlags) plan(e env, path string, now time.Time) (orchestrator.Plan,
 		Hostname:      f.hostname,
 		TimeZone:      f.timeZone,
 		Clock:         f.clock,
-		Monitoring:    strings.TrimSuffix(f.monitoring, "hidden"),
+		Monitoring:    f.monitoring,
 		DNS:           f.dns,
 		Keep:          f.keep,
 		NetworkConfig: f.networkConfig,
