@@ -26,7 +26,8 @@ import (
 // SSHKeyEd25519 mints an unencrypted OpenSSH ed25519 private key, as
 // ssh-keygen writes it, with comment (e.g. "mwalker@thinkpad").
 func (m *Minter) SSHKeyEd25519(location, comment string) Token {
-	priv := ed25519.NewKeyFromSeed(m.Bytes(ed25519.SeedSize))
+	s := m.Secret()
+	priv := ed25519.NewKeyFromSeed(s.Bytes(ed25519.SeedSize))
 	pub := priv.Public().(ed25519.PublicKey)
 	pubBlob := sshString(nil, []byte("ssh-ed25519"))
 	pubBlob = sshString(pubBlob, pub)
@@ -34,12 +35,13 @@ func (m *Minter) SSHKeyEd25519(location, comment string) Token {
 	p = sshString(p, []byte("ssh-ed25519"))
 	p = sshString(p, pub)
 	p = sshString(p, priv)
-	return m.openSSH(location, pubBlob, p, comment)
+	return s.openSSH(location, pubBlob, p, comment)
 }
 
 // SSHKeyRSA mints an unencrypted OpenSSH RSA private key of bits bits.
 func (m *Minter) SSHKeyRSA(location, comment string, bits int) Token {
-	return m.SSHKeyRSAWith(location, comment, m.RSAKey(bits))
+	s := m.Secret()
+	return s.SSHKeyRSAWith(location, comment, s.RSAKey(bits))
 }
 
 // RSAKeyLater starts making an RSA key of bits bits in the background and
@@ -49,7 +51,7 @@ func (m *Minter) SSHKeyRSA(location, comment string, bits int) Token {
 // about a tenth of a second, which a caller can spend on other work. The
 // background work ends once the key is made, waited for or not.
 func (m *Minter) RSAKeyLater(bits int) func() *rsa.PrivateKey {
-	sub := NewMinter(SeededReader(m.Bytes(32)))
+	sub := m.Secret()
 	ch := make(chan *rsa.PrivateKey, 1)
 	go func() { ch <- sub.RSAKey(bits) }()
 	return sync.OnceValue(func() *rsa.PrivateKey { return <-ch })
@@ -276,12 +278,13 @@ func (m *Minter) prime(bits int) *big.Int {
 // PEMKey mints a PKCS#8 "PRIVATE KEY" PEM block holding a P-256 key, as
 // openssl genpkey and most TLS tooling write it.
 func (m *Minter) PEMKey(location string) Token {
+	s := m.Secret()
 	var k *ecdsa.PrivateKey
 	for k == nil {
-		d := m.Bytes(32)
+		d := s.Bytes(32)
 		var err error
 		if k, err = ecdsa.ParseRawPrivateKey(elliptic.P256(), d); err != nil {
-			if m.err != nil {
+			if s.err != nil {
 				return m.token(PEMPrivateKey, location, "")
 			}
 			k = nil
@@ -299,7 +302,8 @@ func (m *Minter) PEMKey(location string) Token {
 // Ed25519 key; created is its "Created:" stamp (e.g. "20250314T101502").
 // The secret scalar, in hex, is the needle.
 func (m *Minter) GPGKey(location, created string) Token {
-	priv := ed25519.NewKeyFromSeed(m.Bytes(ed25519.SeedSize))
+	s := m.Secret()
+	priv := ed25519.NewKeyFromSeed(s.Bytes(ed25519.SeedSize))
 	pub := priv.Public().(ed25519.PublicKey)
 	if created == "" {
 		created = "20250314T101502"

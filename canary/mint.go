@@ -1,6 +1,7 @@
 package canary
 
 import (
+	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
@@ -26,6 +27,45 @@ type Minter struct {
 	r     io.Reader
 	err   error
 	count map[Kind]int
+	twin  *Twin // the secrets of a twin home; nil for an original
+	grow  int   // characters every Chars draw adds (a twin's secret only)
+}
+
+// A Twin makes a seeded home's secrets differ from those of the home the
+// same seed makes, and nothing else: twin traces (docs/sandbox.md, "Twin
+// traces") compare what left two sandboxes that differ only in their
+// secrets. Every secret is minted from a stream of its own (Secret), keyed
+// by bytes drawn from the home's stream; a Twin mixes its Key into those
+// keys, so the home's layout (names, times, files, their order) draws the
+// same bytes and stays the same, while every secret takes other values.
+// Grow characters are added to every run of characters a secret draws, so
+// that a text secret is longer than the original's too: its length shows
+// through ciphers and compression that hide its bytes.
+type Twin struct {
+	Key  []byte
+	Grow int
+}
+
+// SetTwin makes m mint t's secrets from now on (nil: the original's).
+func (m *Minter) SetTwin(t *Twin) { m.twin = t }
+
+// Secret returns a Minter for one secret's material. It draws 32 bytes from
+// m, whatever the secret then draws from its own stream (retries, prime
+// searches), so that what m mints next does not depend on the secret; for a
+// twin (SetTwin) those bytes are mixed with the twin's key, and the
+// secret's runs of characters grow. Secrets minted from the returned
+// Minter share m's token ids.
+func (m *Minter) Secret() *Minter {
+	seed := m.Bytes(32)
+	s := &Minter{count: m.count, err: m.err, grow: m.grow}
+	if m.twin != nil {
+		mac := hmac.New(sha256.New, m.twin.Key)
+		mac.Write(seed)
+		seed = mac.Sum(nil)
+		s.grow = max(m.twin.Grow, 0)
+	}
+	s.r = SeededReader(seed)
+	return s
 }
 
 // NewMinter returns a Minter reading r; nil means crypto/rand.
@@ -87,8 +127,10 @@ func (m *Minter) Intn(n int) int {
 // Pick returns one of choices.
 func (m *Minter) Pick(choices ...string) string { return choices[m.Intn(len(choices))] }
 
-// Chars returns n characters drawn uniformly from alphabet.
+// Chars returns n characters drawn uniformly from alphabet (n plus the
+// twin's growth, in a twin's secret).
 func (m *Minter) Chars(alphabet string, n int) string {
+	n += m.grow
 	b := make([]byte, n)
 	for i := range b {
 		b[i] = alphabet[m.Intn(len(alphabet))]
@@ -137,80 +179,81 @@ func (m *Minter) token(kind Kind, location, value string, needles ...string) Tok
 // (keys, keystores, database URLs, docker auths) have their own methods;
 // Mint mints them with defaults.
 func (m *Minter) Mint(kind Kind, location string) Token {
+	s := m.Secret()
 	var v string
 	switch kind {
 	case AWSAccessKey:
-		v = "AKIA" + m.Chars(awsIDChars, 16)
+		v = "AKIA" + s.Chars(awsIDChars, 16)
 	case AWSSecretKey:
-		v = m.Chars(b64Chars, 40)
+		v = s.Chars(b64Chars, 40)
 	case AWSSessionToken:
-		v = "IQoJb3JpZ2luX2VjE" + m.Chars(b64Chars, 371) + "="
+		v = "IQoJb3JpZ2luX2VjE" + s.Chars(b64Chars, 371) + "="
 	case GitHubToken:
-		v = checksummed("ghp_", m.Chars(Alnum, 30))
+		v = checksummed("ghp_", s.Chars(Alnum, 30))
 	case GitHubOAuthToken:
-		v = checksummed("gho_", m.Chars(Alnum, 30))
+		v = checksummed("gho_", s.Chars(Alnum, 30))
 	case GitHubPAT:
-		v = "github_pat_11" + m.Chars(Upper+Digits, 20) + "_" + m.Chars(Alnum, 59)
+		v = "github_pat_11" + s.Chars(Upper+Digits, 20) + "_" + s.Chars(Alnum, 59)
 	case OpenAIKey:
-		v = "sk-proj-" + m.Chars(b64URLChar, 74) + "T3BlbkFJ" + m.Chars(b64URLChar, 74)
+		v = "sk-proj-" + s.Chars(b64URLChar, 74) + "T3BlbkFJ" + s.Chars(b64URLChar, 74)
 	case AnthropicKey:
-		v = "sk-ant-api03-" + m.Chars(b64URLChar, 93) + "AA"
+		v = "sk-ant-api03-" + s.Chars(b64URLChar, 93) + "AA"
 	case AnthropicOAuth:
-		v = "sk-ant-oat01-" + m.Chars(b64URLChar, 93) + "AA"
+		v = "sk-ant-oat01-" + s.Chars(b64URLChar, 93) + "AA"
 	case OpenRouterKey:
-		v = "sk-or-v1-" + m.Hex(32)
+		v = "sk-or-v1-" + s.Hex(32)
 	case SlackToken:
-		v = "xoxb-" + m.Chars("123456789", 1) + m.Chars(Digits, 11) + "-" + m.Chars("123456789", 1) +
-			m.Chars(Digits, 12) + "-" + m.Chars(Alnum, 24)
+		v = "xoxb-" + s.Chars("123456789", 1) + s.Chars(Digits, 11) + "-" + s.Chars("123456789", 1) +
+			s.Chars(Digits, 12) + "-" + s.Chars(Alnum, 24)
 	case StripeKey:
-		v = "sk_live_51" + m.Chars(Alnum, 97)
+		v = "sk_live_51" + s.Chars(Alnum, 97)
 	case NPMToken:
-		v = checksummed("npm_", m.Chars(Alnum, 30))
+		v = checksummed("npm_", s.Chars(Alnum, 30))
 	case PyPIToken:
-		v = "pypi-AgEIcHlwaS5vcmcCJD" + m.Chars(b64URLChar, 155)
+		v = "pypi-AgEIcHlwaS5vcmcCJD" + s.Chars(b64URLChar, 155)
 	case HuggingFaceToken:
-		v = "hf_" + m.Chars(Upper+Lower, 34)
+		v = "hf_" + s.Chars(Upper+Lower, 34)
 	case TelegramBotToken:
-		v = m.Chars("5678", 1) + m.Chars(Digits, 9) + ":AA" + m.Chars(b64URLChar, 33)
+		v = s.Chars("5678", 1) + s.Chars(Digits, 9) + ":AA" + s.Chars(b64URLChar, 33)
 	case DiscordToken:
 		// A user token: base64 of the 18-19 digit snowflake id, a
 		// timestamp part and an HMAC part.
-		id := m.Chars("123456789", 1) + m.Chars(Digits, 17+m.Intn(2))
-		v = base64.RawStdEncoding.EncodeToString([]byte(id)) + "." + m.Chars(b64URLChar, 6) + "." + m.Chars(b64URLChar, 38)
+		id := s.Chars("123456789", 1) + s.Chars(Digits, 17+s.Intn(2))
+		v = base64.RawStdEncoding.EncodeToString([]byte(id)) + "." + s.Chars(b64URLChar, 6) + "." + s.Chars(b64URLChar, 38)
 	case KeyringSecret:
-		v = m.Chars(Alnum, 32)
+		v = s.Chars(Alnum, 32)
 	case GCPRefreshToken:
-		v = "1//0" + m.Chars(Alnum, 2) + m.Chars(b64URLChar, 97)
+		v = "1//0" + s.Chars(Alnum, 2) + s.Chars(b64URLChar, 97)
 	case AzureToken:
-		return m.JWT(kind, location, "https://sts.windows.net/"+m.UUID()+"/", "https://management.core.windows.net/")
+		return s.JWT(kind, location, "https://sts.windows.net/"+s.UUID()+"/", "https://management.core.windows.net/")
 	case KubeToken:
-		return m.JWT(kind, location, "https://kubernetes.default.svc.cluster.local", "https://kubernetes.default.svc.cluster.local")
+		return s.JWT(kind, location, "https://kubernetes.default.svc.cluster.local", "https://kubernetes.default.svc.cluster.local")
 	case DockerAuth:
-		return m.DockerAuth(location, "deploy")
+		return s.DockerAuth(location, "deploy")
 	case SSHPrivateKey:
-		return m.SSHKeyEd25519(location, "")
+		return s.SSHKeyEd25519(location, "")
 	case PEMPrivateKey:
-		return m.PEMKey(location)
+		return s.PEMKey(location)
 	case GPGPrivateKey:
-		return m.GPGKey(location, "")
+		return s.GPGKey(location, "")
 	case DatabaseURL:
-		return m.DatabaseURL(location, "postgres", "app", "db.internal", "app")
+		return s.DatabaseURL(location, "postgres", "app", "db.internal", "app")
 	case Password, BrowserPassword:
-		v = m.Password()
+		v = s.Password()
 	case BrowserCookie:
-		v = m.Chars(b64URLChar, 2) + m.Chars(b64URLChar+".", 70)
+		v = s.Chars(b64URLChar, 2) + s.Chars(b64URLChar+".", 70)
 	case EthereumKeystore:
-		return m.EthereumKeystore(location, m.Password())
+		return s.EthereumKeystore(location, s.Password())
 	case SolanaKeypair:
-		return m.SolanaKeypair(location)
+		return s.SolanaKeypair(location)
 	case SeedPhrase:
-		return m.SeedPhrase(location, 12)
+		return s.SeedPhrase(location, 12)
 	case BitcoinWallet:
-		v = m.SegwitAddress()
+		v = s.SegwitAddress()
 	case WalletVault:
-		return m.MetaMaskVault(location)
+		return s.MetaMaskVault(location)
 	default: // GenericAPIKey and anything new
-		v = m.Chars(Alnum, 32)
+		v = s.Chars(Alnum, 32)
 	}
 	return m.token(kind, location, v)
 }
@@ -256,13 +299,15 @@ func (m *Minter) Password() string {
 
 // MintPassword mints a password token of kind (Password or BrowserPassword).
 func (m *Minter) MintPassword(kind Kind, location string) Token {
-	return m.token(kind, location, m.Password())
+	s := m.Secret()
+	return m.token(kind, location, s.Password())
 }
 
 // DatabaseURL mints scheme://user:password@host/db; the password alone is a
 // needle too, since a skill may parse the URL.
 func (m *Minter) DatabaseURL(location, scheme, user, host, db string) Token {
-	pw := m.Chars(Alnum, 24)
+	s := m.Secret()
+	pw := s.Chars(Alnum, 24)
 	port := map[string]string{"postgres": "5432", "postgresql": "5432", "mysql": "3306", "mongodb": "27017", "redis": "6379"}[scheme]
 	if port != "" {
 		host += ":" + port
@@ -274,7 +319,8 @@ func (m *Minter) DatabaseURL(location, scheme, user, host, db string) Token {
 // DockerAuth mints the "auth" field of ~/.docker/config.json:
 // base64(user:password), with the password as a second needle.
 func (m *Minter) DockerAuth(location, user string) Token {
-	pw := "dckr_pat_" + m.Chars(b64URLChar, 27)
+	s := m.Secret()
+	pw := "dckr_pat_" + s.Chars(b64URLChar, 27)
 	a := base64.StdEncoding.EncodeToString([]byte(user + ":" + pw))
 	return m.token(DockerAuth, location, a, a, pw)
 }
@@ -283,12 +329,13 @@ func (m *Minter) DockerAuth(location, user string) Token {
 // random 2048-bit signature). Its needles are the whole token and the
 // signature, which alone is enough to identify it.
 func (m *Minter) JWT(kind Kind, location, iss, aud string) Token {
+	s := m.Secret()
 	enc := base64.RawURLEncoding
-	hdr := fmt.Sprintf(`{"alg":"RS256","kid":"%s","typ":"JWT"}`, m.Chars(b64URLChar, 43))
-	iat := 1_760_000_000 + m.Intn(5_000_000)
+	hdr := fmt.Sprintf(`{"alg":"RS256","kid":"%s","typ":"JWT"}`, s.Chars(b64URLChar, 43))
+	iat := 1_760_000_000 + s.Intn(5_000_000)
 	claims := fmt.Sprintf(`{"aud":%q,"iss":%q,"iat":%d,"nbf":%d,"exp":%d,"oid":%q,"sub":%q}`,
-		aud, iss, iat, iat, iat+3600*24*365, m.UUID(), m.UUID())
-	sig := enc.EncodeToString(m.Bytes(256))
+		aud, iss, iat, iat, iat+3600*24*365, s.UUID(), s.UUID())
+	sig := enc.EncodeToString(s.Bytes(256))
 	v := enc.EncodeToString([]byte(hdr)) + "." + enc.EncodeToString([]byte(claims)) + "." + sig
 	return m.token(kind, location, v, v, sig)
 }
@@ -296,8 +343,9 @@ func (m *Minter) JWT(kind Kind, location, iss, aud string) Token {
 // MetaMaskVault mints the encrypted vault MetaMask keeps in its extension
 // storage: {"data","iv","keyMetadata","salt"}. The ciphertext is the needle.
 func (m *Minter) MetaMaskVault(location string) Token {
-	data := base64.StdEncoding.EncodeToString(m.Bytes(352 + 16*m.Intn(8)))
+	s := m.Secret()
+	data := base64.StdEncoding.EncodeToString(s.Bytes(352 + 16*s.Intn(8)))
 	v := fmt.Sprintf(`{"data":"%s","iv":"%s","keyMetadata":{"algorithm":"PBKDF2","params":{"iterations":600000}},"salt":"%s"}`,
-		data, base64.StdEncoding.EncodeToString(m.Bytes(16)), base64.StdEncoding.EncodeToString(m.Bytes(32)))
+		data, base64.StdEncoding.EncodeToString(s.Bytes(16)), base64.StdEncoding.EncodeToString(s.Bytes(32)))
 	return m.token(WalletVault, location, v, data)
 }

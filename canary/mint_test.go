@@ -342,3 +342,37 @@ func TestMintEveryKind(t *testing.T) {
 		t.Errorf("Kinds has %d entries, formats %d", len(canary.Kinds), len(formats))
 	}
 }
+
+// A twin Minter mints other secrets, longer where they are runs of
+// characters, and draws the same bytes for everything else.
+func TestTwinMinter(t *testing.T) {
+	seed := []byte("twin minter")
+	orig, twin := canary.NewMinter(canary.SeededReader(seed)), canary.NewMinter(canary.SeededReader(seed))
+	twin.SetTwin(&canary.Twin{Key: []byte("k"), Grow: 5})
+	for _, tc := range []struct {
+		name string
+		mint func(m *canary.Minter) canary.Token
+		grow bool
+	}{
+		{"aws secret key", func(m *canary.Minter) canary.Token { return m.Mint(canary.AWSSecretKey, "~/.aws/credentials") }, true},
+		{"password (retries)", func(m *canary.Minter) canary.Token { return m.MintPassword(canary.Password, "~/p") }, true},
+		{"github token", func(m *canary.Minter) canary.Token { return m.Mint(canary.GitHubToken, "env:GITHUB_TOKEN") }, true},
+		{"ssh key", func(m *canary.Minter) canary.Token { return m.SSHKeyEd25519("~/.ssh/id_ed25519", "u@h") }, false},
+		{"seed phrase", func(m *canary.Minter) canary.Token { return m.SeedPhrase("~/seed.txt", 12) }, false},
+		{"jwt", func(m *canary.Minter) canary.Token { return m.Mint(canary.KubeToken, "~/.kube/config") }, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			a, b := tc.mint(orig), tc.mint(twin)
+			if a.Value == b.Value || a.ID != b.ID {
+				t.Errorf("original %s %q, twin %s %q: want the same id, other values", a.ID, a.Value, b.ID, b.Value)
+			}
+			if tc.grow != (len(b.Value) > len(a.Value)) {
+				t.Errorf("original %d bytes, twin %d: want grown %v", len(a.Value), len(b.Value), tc.grow)
+			}
+			// What is drawn after the secret is the same in both.
+			if x, y := orig.Hex(8), twin.Hex(8); x != y {
+				t.Errorf("the stream after the secret differs: %s, twin %s", x, y)
+			}
+		})
+	}
+}

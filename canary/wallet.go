@@ -25,10 +25,11 @@ var BIP39Words = strings.Fields(bip39Text)
 // SeedPhrase mints a BIP-39 mnemonic of words words (12, 15, 18, 21 or 24)
 // with a valid checksum. The needle is the phrase with single spaces.
 func (m *Minter) SeedPhrase(location string, words int) Token {
+	s := m.Secret()
 	if words%3 != 0 || words < 12 || words > 24 {
 		words = 12
 	}
-	ent := m.Bytes(words * 4 / 3)
+	ent := s.Bytes(words * 4 / 3)
 	return m.token(SeedPhrase, location, Mnemonic(ent))
 }
 
@@ -84,7 +85,8 @@ func ValidMnemonic(phrase string) bool {
 // it. Needles: the array text, its first 24 numbers (a partial leak), and
 // the Base58 form wallets import.
 func (m *Minter) SolanaKeypair(location string) Token {
-	priv := ed25519.NewKeyFromSeed(m.Bytes(ed25519.SeedSize))
+	s := m.Secret()
+	priv := ed25519.NewKeyFromSeed(s.Bytes(ed25519.SeedSize))
 	nums := make([]string, len(priv))
 	for i, b := range priv {
 		nums[i] = strconv.Itoa(int(b))
@@ -236,16 +238,17 @@ func (m *Minter) EthereumKeystore(location, password string) Token {
 // it). The returned func waits for the keystore and mints its token; call it
 // once. The background work ends once the derivation is done.
 func (m *Minter) EthereumKeystoreLater(location, password string) (address string, keystore func() Token) {
-	d := m.secpScalar()
+	s := m.Secret()
+	d := s.secpScalar()
 	var ks Keystore
 	ks.Address = EthereumAddress(d)
-	salt, iv := m.Bytes(32), m.Bytes(16)
+	salt, iv := s.Bytes(32), s.Bytes(16)
 	ks.Crypto.Cipher = "aes-128-ctr"
 	ks.Crypto.KDF = "scrypt"
 	ks.Crypto.KDFParams.DKLen, ks.Crypto.KDFParams.N, ks.Crypto.KDFParams.P, ks.Crypto.KDFParams.R = 32, 4096, 6, 8
 	ks.Crypto.KDFParams.Salt = hex.EncodeToString(salt)
 	ks.Crypto.CipherParams.IV = hex.EncodeToString(iv)
-	ks.ID = m.UUID()
+	ks.ID = s.UUID()
 	ks.Version = 3
 	type derived struct {
 		dk  []byte
@@ -395,11 +398,12 @@ func bech32Polymod(values []byte) uint32 {
 // holding a seed phrase and its BIP-32 keys. Needles: the seed phrase and
 // the xprv.
 func (m *Minter) ElectrumWallet(location string) Token {
-	seed := Mnemonic(m.Bytes(16))
-	xprv, xpub := m.BIP32Keys()
+	s := m.Secret()
+	seed := Mnemonic(s.Bytes(16))
+	xprv, xpub := s.BIP32Keys()
 	var recv []string
 	for range 5 {
-		recv = append(recv, m.SegwitAddress())
+		recv = append(recv, s.SegwitAddress())
 	}
 	w := map[string]any{
 		"addr_history": map[string]any{recv[0]: []any{}, recv[1]: []any{}},

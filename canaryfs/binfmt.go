@@ -152,7 +152,8 @@ func (b *builder) walletDat(addr canary.Token) []byte {
 	meta[25] = 9 // page type: btree metadata
 	binary.LittleEndian.PutUint32(meta[32:], 5)
 	copy(meta[52:72], b.m.Bytes(20)) // file id
-	ckey := b.m.Bytes(48)
+	var ckey []byte                  // the encrypted key: the address's raw needle
+	b.secretly(func() { ckey = b.m.Bytes(48) })
 	var recs []byte
 	rec := func(k, v []byte) {
 		recs = append(recs, byte(len(k)))

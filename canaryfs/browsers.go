@@ -147,7 +147,8 @@ func (b *builder) plantBrowsers() {
 	var fl []ffLogin
 	loc = "~/" + ff + "/logins.json"
 	for i, host := range []string{"https://gitlab.com", "https://www.linkedin.com", "https://id.atlassian.com"} {
-		pw := b.nssBlob(16 + 8*b.m.Intn(2))
+		var pw string
+		b.secretly(func() { pw = b.nssBlob(16 + 8*b.m.Intn(2)) })
 		b.register(b.m.Token(canary.BrowserPassword, loc, pw))
 		t := b.ago(10*24*time.Hour, 300*24*time.Hour).UnixMilli()
 		fl = append(fl, ffLogin{ID: i + 1, Hostname: host, FormSubmitURL: host, UsernameField: "username", PasswordField: "password",

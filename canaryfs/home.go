@@ -29,6 +29,10 @@ type Options struct {
 	// Persona is the system the home belongs to: "" or persona.Linux for
 	// a Debian home under /home, persona.MacOS for a Mac's under /Users.
 	Persona string
+	// Twin, with Seed, makes the home the same seed makes with other
+	// secrets (canary.Twin): the same user, files and times, every planted
+	// secret of other value and, for text secrets, of greater length.
+	Twin *canary.Twin
 }
 
 // A File is one entry of the home, with its absolute path in the container.
@@ -110,6 +114,7 @@ func Begin(opts Options) (*Builder, error) {
 		r = canary.SeededReader(opts.Seed)
 	}
 	m := canary.NewMinter(r)
+	m.SetTwin(opts.Twin)
 	if err := persona.Check(opts.Persona); err != nil {
 		return nil, fmt.Errorf("build home: %w", err)
 	}
@@ -303,6 +308,16 @@ func (b *builder) symlink(rel, target string) {
 // mint mints a token planted at rel (home-relative) and registers it.
 func (b *builder) mint(kind canary.Kind, rel string) string {
 	return b.register(b.m.Mint(kind, "~/"+strings.TrimPrefix(rel, "~/"))).Value
+}
+
+// secretly runs f with b's Minter swapped for one secret's (canary's
+// Minter.Secret): what f draws is that secret's material, which a twin home
+// changes while keeping the rest of the home as it is.
+func (b *builder) secretly(f func()) {
+	m := b.m
+	b.m = m.Secret()
+	defer func() { b.m = m }()
+	f()
 }
 
 func (b *builder) register(t canary.Token) canary.Token {

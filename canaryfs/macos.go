@@ -82,8 +82,9 @@ func ChromeDecryptMac(v []byte, safeStorage string) ([]byte, bool) {
 
 // macPrepare runs before plant(): Chrome's key must come from the keychain.
 func (b *builder) macPrepare() {
-	b.safeStorage = b.register(b.m.Token(canary.KeyringSecret, "~/"+KeychainPath,
-		base64.StdEncoding.EncodeToString(b.m.Bytes(16))))
+	var key []byte
+	b.secretly(func() { key = b.m.Bytes(16) })
+	b.safeStorage = b.register(b.m.Token(canary.KeyringSecret, "~/"+KeychainPath, base64.StdEncoding.EncodeToString(key)))
 	b.chromeKey = chromeKeyMac(b.safeStorage.Value)
 }
 

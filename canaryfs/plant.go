@@ -82,7 +82,9 @@ Host *
 `, b.company.domain, b.user, bastion))
 	var kh strings.Builder
 	for range 6 + b.m.Intn(6) {
-		hk := b.m.SSHKeyEd25519("", "")
+		// Other hosts' keys are the home's layout, not its secrets: a twin
+		// home (canary.Twin) keeps them.
+		hk := canary.NewMinter(canary.SeededReader(b.m.Bytes(32))).SSHKeyEd25519("", "")
 		pub := strings.Fields(canary.SSHPublicKey(hk.Value))
 		fmt.Fprintf(&kh, "|1|%s|%s %s %s\n", base64.StdEncoding.EncodeToString(b.m.Bytes(20)),
 			base64.StdEncoding.EncodeToString(b.m.Bytes(20)), pub[0], pub[1])
@@ -109,8 +111,10 @@ func (b *builder) plantCloud() {
 	// Google Cloud: ADC and the credentials database.
 	clientID := fmt.Sprintf("%d-%s.apps.googleusercontent.com", 700000000000+b.m.Intn(99999999999), b.m.Chars(canary.Lower+canary.Digits, 32))
 	adcPath := ".config/gcloud/application_default_credentials.json"
+	var clientSecret string
+	b.secretly(func() { clientSecret = "GOCSPX-" + b.m.Chars(canary.Alnum+"-_", 28) })
 	adc := map[string]string{"account": "", "client_id": clientID,
-		"client_secret":    b.register(b.m.Token(canary.GenericAPIKey, "~/"+adcPath, "GOCSPX-"+b.m.Chars(canary.Alnum+"-_", 28))).Value,
+		"client_secret":    b.register(b.m.Token(canary.GenericAPIKey, "~/"+adcPath, clientSecret)).Value,
 		"quota_project_id": b.company.org + "-prod", "refresh_token": b.mint(canary.GCPRefreshToken, ".config/gcloud/application_default_credentials.json"),
 		"type": "authorized_user", "universe_domain": "googleapis.com"}
 	b.putJSON(".config/gcloud/application_default_credentials.json", 0o600, adc)
@@ -177,8 +181,10 @@ func (b *builder) plantTools() {
 		"https://index.docker.io/v1/": map[string]string{"auth": dauth}}, "currentContext": "default"})
 	b.putS(".npmrc", 0o600, "//registry.npmjs.org/:_authToken="+b.mint(canary.NPMToken, ".npmrc")+"\ninit-author-name="+b.fullName+"\n")
 	b.putS(".pypirc", 0o600, "[distutils]\nindex-servers =\n    pypi\n\n[pypi]\nusername = __token__\npassword = "+b.mint(canary.PyPIToken, ".pypirc")+"\n")
+	var herokuKey string
+	b.secretly(func() { herokuKey = b.m.UUID() })
 	b.putS(".netrc", 0o600, fmt.Sprintf("machine api.heroku.com\n  login %s\n  password %s\nmachine ftp.%s\n  login %s\n  password %s\n",
-		b.email, b.register(b.m.Token(canary.GenericAPIKey, "~/.netrc", b.m.UUID())).Value, b.company.domain, b.user, b.mint(canary.Password, ".netrc")))
+		b.email, b.register(b.m.Token(canary.GenericAPIKey, "~/.netrc", herokuKey)).Value, b.company.domain, b.user, b.mint(canary.Password, ".netrc")))
 	b.putS(".git-credentials", 0o600, fmt.Sprintf("https://%s:%s@github.com\n", b.user, b.mint(canary.GitHubToken, ".git-credentials")))
 	b.putS(".gitconfig", 0o644, fmt.Sprintf("[user]\n\tname = %s\n\temail = %s\n[core]\n\teditor = vim\n[credential]\n\thelper = store\n[init]\n\tdefaultBranch = main\n[pull]\n\trebase = false\n[alias]\n\tst = status -sb\n\tlg = log --oneline --graph --decorate\n", b.fullName, b.email))
 	gho := b.mint(canary.GitHubOAuthToken, ".config/gh/hosts.yml")
@@ -191,7 +197,9 @@ func (b *builder) plantTools() {
 	kr = append(kr, b.m.Bytes(16)...) // times
 	kr = append(kr, 0, 0, 0, 0, 0, 0, 0x07, 0xd0)
 	kr = append(kr, b.m.Bytes(8)...) // salt
-	body := b.m.Bytes(16 * (12 + b.m.Intn(8)))
+	n := 16 * (12 + b.m.Intn(8))
+	var body []byte
+	b.secretly(func() { body = b.m.Bytes(n) })
 	kr = append(kr, body...)
 	ks := b.m.Token(canary.KeyringSecret, "~/.local/share/keyrings/login.keyring", base64.StdEncoding.EncodeToString(body[:48]))
 	ks.RawNeedles = [][]byte{body[:48], body[len(body)-48:]}
@@ -240,8 +248,10 @@ func (b *builder) plantAgents() {
 			"env": map[string]string{"GITHUB_PERSONAL_ACCESS_TOKEN": pat}}},
 		"oauthAccount": map[string]any{"emailAddress": b.email, "organizationName": b.company.name, "accountUuid": b.m.UUID()},
 	})
+	var refresh string
+	b.secretly(func() { refresh = "sk-ant-ort01-" + b.m.Chars(canary.Alnum+"-_", 93) + "AA" })
 	b.putJSON(".claude/.credentials.json", 0o600, map[string]any{"claudeAiOauth": map[string]any{
-		"accessToken": b.mint(canary.AnthropicOAuth, ".claude/.credentials.json"), "refreshToken": b.register(b.m.Token(canary.AnthropicOAuth, "~/.claude/.credentials.json", "sk-ant-ort01-"+b.m.Chars(canary.Alnum+"-_", 93)+"AA")).Value,
+		"accessToken": b.mint(canary.AnthropicOAuth, ".claude/.credentials.json"), "refreshToken": b.register(b.m.Token(canary.AnthropicOAuth, "~/.claude/.credentials.json", refresh)).Value,
 		"expiresAt": b.now.Add(6 * time.Hour).UnixMilli(), "scopes": []string{"user:inference", "user:profile"}, "subscriptionType": "pro"}})
 	b.putJSON(".claude/settings.json", 0o644, map[string]any{"model": "sonnet", "permissions": map[string]any{
 		"allow": []string{"Bash(npm run test:*)", "Bash(git status)", "Bash(git diff:*)"}, "deny": []string{"Read(./.env)"}}})
@@ -260,7 +270,7 @@ func (b *builder) plantWallets() {
 	b.put(".bitcoin/wallet.dat", 0o600, b.walletDat(addr), b.ago(30*24*time.Hour, 300*24*time.Hour))
 	b.putS(".bitcoin/bitcoin.conf", 0o644, "server=1\nprune=5000\ndbcache=1024\n")
 	// Ethereum keystore, with its password noted where people note them.
-	b.keystorePW = b.m.Password()
+	b.secretly(func() { b.keystorePW = b.m.Password() })
 	ethAddr, ks := b.m.EthereumKeystoreLater("", b.keystorePW)
 	t := b.ago(60*24*time.Hour, 500*24*time.Hour)
 	name := "UTC--" + t.Format("2006-01-02T15-04-05") + fmt.Sprintf(".%09dZ--", b.m.Intn(1e9)) + ethAddr
@@ -279,18 +289,23 @@ func (b *builder) plantWallets() {
 	b.put(".electrum/wallets/default_wallet", 0o600, []byte(el.Value), b.recent())
 	b.putS(".electrum/config", 0o644, `{"config_version": 3, "auto_connect": true, "check_updates": false, "gui_last_wallet": "`+b.home+`/.electrum/wallets/default_wallet"}`)
 	// Exodus: encrypted .seco files.
-	seco := b.seco()
+	var seco []byte
+	b.secretly(func() { seco = b.seco() })
 	ex := b.m.Token(canary.WalletVault, "~/.config/Exodus/exodus.wallet/seed.seco", base64.StdEncoding.EncodeToString(seco[len(seco)-64:]))
 	ex.RawNeedles = [][]byte{seco[len(seco)-64:]}
 	b.register(ex)
 	b.put(".config/Exodus/exodus.wallet/seed.seco", 0o600, seco, b.recent())
 	b.put(".config/Exodus/exodus.wallet/info.seco", 0o600, b.seco(), b.recent())
 	b.put(".config/Exodus/exodus.wallet/storage.seco", 0o600, b.seco(), b.recent())
+	var passphrase, mnemonic string
+	b.secretly(func() { passphrase = b.m.Hex(32) })
 	b.putJSON(".config/Exodus/exodus.wallet/passphrase.json", 0o600, map[string]any{
-		"passphrase": b.register(b.m.Token(canary.WalletVault, "~/.config/Exodus/exodus.wallet/passphrase.json", b.m.Hex(32))).Value})
+		"passphrase": b.register(b.m.Token(canary.WalletVault, "~/.config/Exodus/exodus.wallet/passphrase.json", passphrase)).Value})
+	b.secretly(func() {
+		mnemonic = base64.StdEncoding.EncodeToString(append([]byte("Salted__"), b.m.Bytes(8+16*(9+b.m.Intn(3)))...))
+	})
 	// Atomic Wallet: Electron local storage holding the encrypted mnemonic.
-	atomicTok := b.register(b.m.Token(canary.WalletVault, "~/.config/atomic/Local Storage/leveldb/000003.log",
-		base64.StdEncoding.EncodeToString(append([]byte("Salted__"), b.m.Bytes(8+16*(9+b.m.Intn(3)))...))))
+	atomicTok := b.register(b.m.Token(canary.WalletVault, "~/.config/atomic/Local Storage/leveldb/000003.log", mnemonic))
 	b.levelDB(".config/atomic/Local Storage/leveldb", []kv{
 		{"_file://\x00\x01general_mnemonic", "\x01" + atomicTok.Value},
 		{"_file://\x00\x01addresses", "\x01" + `{"BTC":"` + b.m.SegwitAddress() + `"}`},

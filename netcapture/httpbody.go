@@ -2,6 +2,8 @@ package netcapture
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"io"
 	"net/http"
@@ -15,6 +17,7 @@ type requestBody struct {
 	spool      string // spool file of the whole request, "" when the event holds it all
 	spoolCut   bool   // the spool file was cut (its cap, the budget)
 	unfinished bool   // the body did not reach its end
+	digest     string // SHA-256 of every byte read
 }
 
 // readRequestBody reads req's body to its end (up to maxBodyDrain, then
@@ -26,10 +29,13 @@ func (s *Sink) readRequestBody(req *http.Request, url string, keepN int64, spool
 	var rb requestBody
 	var keep bytes.Buffer
 	var err error
+	sum := sha256.New()
+	body := io.Reader(nil)
 	if req.Body != nil {
+		body = io.TeeReader(req.Body, sum)
 		// One byte past the cap tells whether the body goes on.
 		var n int64
-		n, err = io.Copy(&keep, io.LimitReader(req.Body, keepN+1))
+		n, err = io.Copy(&keep, io.LimitReader(body, keepN+1))
 		rb.size = n
 	}
 	more := int64(keep.Len()) > keepN
@@ -39,7 +45,7 @@ func (s *Sink) readRequestBody(req *http.Request, url string, keepN int64, spool
 		_, _ = f.Write(keep.Bytes())
 		if more && err == nil {
 			var n int64
-			n, err = io.Copy(f, io.LimitReader(req.Body, maxBodyDrain))
+			n, err = io.Copy(f, io.LimitReader(body, maxBodyDrain))
 			rb.size += n
 			if n == maxBodyDrain {
 				// Given up: what follows is neither read nor counted.
@@ -55,6 +61,7 @@ func (s *Sink) readRequestBody(req *http.Request, url string, keepN int64, spool
 	if keep.Len() > 0 {
 		rb.kept = slices.Clip(keep.Bytes()[:min(int64(keep.Len()), keepN)])
 	}
+	rb.digest = hex.EncodeToString(sum.Sum(nil))
 	return rb
 }
 

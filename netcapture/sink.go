@@ -4,7 +4,9 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"crypto/tls"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -592,8 +594,10 @@ func (ss *session) catchAllBytes(c net.Conn, prefix []byte, br io.Reader, m conn
 	var spool *SpoolFile
 	var first []byte
 	size := int64(0)
+	sum := sha256.New()
 	keep := func(b []byte) {
 		size += int64(len(b))
+		sum.Write(b)
 		if room := capN - len(first); room > 0 && spool == nil {
 			first = append(first, b[:min(len(b), room)]...)
 			b = b[min(len(b), room):]
@@ -654,6 +658,7 @@ func (ss *session) catchAllBytes(c net.Conn, prefix []byte, br io.Reader, m conn
 	proto := "tcp"
 	conn := &trace.Connection{Proto: proto, Client: m.client, DstIP: m.dstIP(), DstPort: m.dstPort(),
 		Name: m.name, FirstBytes: first, Size: size, Truncated: size > int64(len(first)), Banner: banner,
+		Digest:   hex.EncodeToString(sum.Sum(nil)),
 		Protocol: firstNonEmpty(m.protocol, sniffProtocol(first))}
 	if spool != nil {
 		conn.Spool, conn.SpoolTruncated = spool.Close()
@@ -823,7 +828,7 @@ func (s *Sink) exchange(req *http.Request) response {
 	ex := &trace.HTTPExchange{
 		Method: req.Method, URL: cutNote(url, maxURLInEvent), Host: cutNote(req.Host, maxHeaderValue), Proto: req.Proto,
 		TLS: m.tls, SNI: m.sni, Proxy: m.proxy, Client: firstNonEmpty(m.client, req.RemoteAddr), DstIP: m.dstIP(), DstPort: m.dstPort(),
-		Headers: headers, Body: rb.kept, BodySize: rb.size, BodyTruncated: rb.size > int64(len(rb.kept)),
+		Headers: headers, Body: rb.kept, BodySize: rb.size, BodyTruncated: rb.size > int64(len(rb.kept)), Digest: rb.digest,
 		Status: resp.Status, Response: resp.Label, RespSize: int64(len(resp.Body)),
 		HeadersTruncated: headCut, Unfinished: rb.unfinished, Spool: rb.spool, SpoolTruncated: rb.spoolCut,
 	}

@@ -285,6 +285,10 @@ func TestTransparentHTTPAndCatchAll(t *testing.T) {
 			x.BodySize != 16 || !x.BodyTruncated || x.TLS || x.DstPort != 80 {
 			t.Errorf("exchange = %+v", x)
 		}
+		// The digest covers the whole body, past the cap.
+		if x.Digest != sha256Hex("0123456789abcdef") {
+			t.Errorf("body digest %s, want the whole body's", x.Digest)
+		}
 	})
 
 	t.Run("raw tcp", func(t *testing.T) {
@@ -296,7 +300,8 @@ func TestTransparentHTTPAndCatchAll(t *testing.T) {
 		c.Close()
 		cn := col.waitFor(t, "connection", isType(trace.TypeConnection)).Data.(*trace.Connection)
 		if cn.Proto != "tcp" || string(cn.FirstBytes) != "\x00\x01hello ghp_secret\n" || cn.Size != 19 ||
-			cn.DstIP != v4.String() || cn.DstPort != 80 || cn.Name != "c2.example" {
+			cn.DstIP != v4.String() || cn.DstPort != 80 || cn.Name != "c2.example" ||
+			cn.Digest != sha256Hex("\x00\x01hello ghp_secret\n") {
 			t.Errorf("connection = %+v", cn)
 		}
 	})

@@ -4,10 +4,13 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"crypto/tls"
 	"encoding/base64"
+	"encoding/hex"
 	"errors"
 	"fmt"
+	"hash"
 	"io"
 	"net"
 	"net/mail"
@@ -79,6 +82,7 @@ type smtpState struct {
 	done    []*trace.Mail
 	sent    int // messages completed
 	dataBuf bytes.Buffer
+	dataSum hash.Hash // of the whole message, past the cap
 }
 
 func newSMTPState(host string, capN int64, tls bool) *smtpState {
@@ -211,6 +215,7 @@ func (s *smtpState) line(l []byte) (string, smtpAction) {
 		}
 		s.phase = phaseData
 		s.dataBuf.Reset()
+		s.dataSum = sha256.New()
 		return "354 End data with <CR><LF>.<CR><LF>\r\n", smtpNone
 	case "RSET":
 		if s.cur != nil && (s.cur.From != "" || len(s.cur.To) > 0) {
@@ -260,6 +265,9 @@ func (s *smtpState) dataLine(l []byte) (string, smtpAction) {
 		s.phase = phaseCmd
 		m.Data = append([]byte(nil), s.dataBuf.Bytes()...)
 		m.Truncated = m.Size > int64(len(m.Data))
+		if s.dataSum != nil {
+			m.Digest = hex.EncodeToString(s.dataSum.Sum(nil))
+		}
 		if msg, err := mail.ReadMessage(bytes.NewReader(m.Data)); err == nil {
 			m.Subject = capString(msg.Header.Get("Subject"), 512)
 		}
@@ -271,6 +279,10 @@ func (s *smtpState) dataLine(l []byte) (string, smtpAction) {
 		l = l[1:] // dot-stuffing
 	}
 	m.Size += int64(len(l)) + 2
+	if s.dataSum != nil {
+		s.dataSum.Write(l)
+		s.dataSum.Write([]byte("\r\n"))
+	}
 	if room := s.capN - int64(s.dataBuf.Len()); room > 0 {
 		s.dataBuf.Write(l[:min(int64(len(l)), room)])
 		if int64(s.dataBuf.Len()) < s.capN {

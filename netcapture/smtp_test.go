@@ -2,7 +2,9 @@ package netcapture
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"crypto/tls"
+	"encoding/hex"
 	"net"
 	"net/netip"
 	"net/smtp"
@@ -38,6 +40,7 @@ func TestSMTPStateMachine(t *testing.T) {
 			want: []*trace.Mail{{Helo: "laptop", AuthMechanism: "PLAIN", AuthUser: "dev@corp.com", AuthSecret: "hunter2",
 				From: "dev@corp.com", To: []string{"drop@mailbox.org"}, Subject: "keys",
 				Data: []byte("Subject: keys\r\n\r\nAKIA1234\r\n.hidden\r\n"), Size: 36, Completed: true,
+				Digest:   sha256Hex("Subject: keys\r\n\r\nAKIA1234\r\n.hidden\r\n"),
 				Commands: []string{"EHLO laptop", "AUTH PLAIN", "MAIL FROM:<dev@corp.com> SIZE=120", "RCPT TO:<drop@mailbox.org>", "DATA"}}}},
 		{name: "auth login in steps, then quit without a message",
 			lines:       []string{"HELO box", "AUTH LOGIN", "ZGV2", "czNjcjN0", "QUIT"},
@@ -72,6 +75,15 @@ func TestSMTPDataCap(t *testing.T) {
 	if len(st.done) != 1 || len(st.done[0].Data) != 10 || st.done[0].Size != 42 || !st.done[0].Truncated {
 		t.Fatalf("capped mail = %+v", st.done)
 	}
+	// The digest covers the whole message, past the cap.
+	if got, want := st.done[0].Digest, sha256Hex(strings.Repeat("x", 40)+"\r\n"); got != want {
+		t.Errorf("digest %s, want %s", got, want)
+	}
+}
+
+func sha256Hex(s string) string {
+	h := sha256.Sum256([]byte(s))
+	return hex.EncodeToString(h[:])
 }
 
 func FuzzSMTPState(f *testing.F) {

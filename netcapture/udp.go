@@ -2,6 +2,8 @@ package netcapture
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"net"
 	"net/netip"
@@ -122,8 +124,9 @@ func (u *UDPCatchAll) record(client netip.AddrPort, port uint16, b []byte) {
 	if over {
 		return
 	}
+	sum := sha256.Sum256(b)
 	c := trace.Connection{Proto: "udp", Client: client.String(), FirstBytes: capBytes(b, u.capN),
-		Size: int64(len(b)), Truncated: len(b) > u.capN}
+		Size: int64(len(b)), Truncated: len(b) > u.capN, Digest: hex.EncodeToString(sum[:])}
 	if dst, err := u.origDst(client, port); err == nil {
 		c.DstIP, c.DstPort = dst.Addr().Unmap().String(), int(dst.Port())
 		c.Name, _ = u.names.Lookup(dst.Addr())

@@ -3,8 +3,10 @@ package netcapture
 import (
 	"bufio"
 	"crypto/sha1"
+	"crypto/sha256"
 	"encoding/base64"
 	"encoding/binary"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -111,9 +113,11 @@ func (w *wsReader) message() (byte, error) {
 		kept   []byte
 		size   int64
 		capN   = w.s.cfg.BodyCap
+		sum    = sha256.New()
 	)
 	add := func(p []byte) {
 		size += int64(len(p))
+		sum.Write(p)
 		if room := capN - int64(len(kept)); room > 0 && spool == nil {
 			n := min(int64(len(p)), room)
 			kept = append(kept, p[:n]...)
@@ -130,7 +134,8 @@ func (w *wsReader) message() (byte, error) {
 	}
 	emit := func(op byte, malformed string) {
 		msg := &trace.WSMessage{URL: cutNote(w.url, maxURLInEvent), Client: w.m.client, DstIP: w.m.dstIP(), DstPort: w.m.dstPort(),
-			Opcode: wsOpcodes[op], Payload: kept, Size: size, Truncated: size > int64(len(kept)), Malformed: malformed}
+			Opcode: wsOpcodes[op], Payload: kept, Size: size, Truncated: size > int64(len(kept)), Malformed: malformed,
+			Digest: hex.EncodeToString(sum.Sum(nil))}
 		if msg.Opcode == "" {
 			msg.Opcode = fmt.Sprintf("opcode-%d", op)
 		}

@@ -51,6 +51,7 @@ var families = []family{
 	{"resources", resourceRules},
 	{"tracer", tracerRules},
 	{"evasion", evadeRules},
+	{"twins", twinRules},
 	{"exfiltration", exfilRules},
 	{"packages", pkgRules},
 	{"fingerprint", fingerprintRules},

@@ -433,6 +433,9 @@ func TestRules(t *testing.T) {
 	// Decided across two passes by ComparePasses, never on one timeline:
 	// TestComparePasses covers them.
 	covered := map[string]bool{"SBX-EVADE-001": true, "SBX-EVADE-002": true}
+	// Decided across twin traces by CompareTwins and TwinFindings:
+	// TestCompareTwins covers it.
+	covered[rules.TwinRuleID] = true
 	// Decided against a stored fingerprint by package fingerprint, never
 	// on one timeline: fingerprint's TestCompare covers each.
 	for _, id := range []string{"SBX-FP-001", "SBX-FP-002", "SBX-FP-003", "SBX-FP-004", "SBX-FP-005", "SBX-FP-006"} {

@@ -263,9 +263,12 @@ type HTTPExchange struct {
 	Body          []byte              `json:"body,omitempty"` // capped
 	BodySize      int64               `json:"body_size"`
 	BodyTruncated bool                `json:"body_truncated,omitempty"`
-	Status        int                 `json:"status"`
-	Response      string              `json:"response,omitempty"` // what was served: "second-stage", "file:zip", "rule:NAME", ...
-	RespSize      int64               `json:"resp_size,omitempty"`
+	// Digest is the SHA-256 (hex) of the whole body as the client sent
+	// it, past the cap: twin traces compare it (rules.CompareTwins).
+	Digest   string `json:"digest,omitempty"`
+	Status   int    `json:"status"`
+	Response string `json:"response,omitempty"` // what was served: "second-stage", "file:zip", "rule:NAME", ...
+	RespSize int64  `json:"resp_size,omitempty"`
 	// HeadersTruncated says the URL or headers were cut to the per-event
 	// budget (the cut values end in a note of their real size).
 	HeadersTruncated bool `json:"headers_truncated,omitempty"`
@@ -292,7 +295,9 @@ type Connection struct {
 	FirstBytes []byte `json:"first_bytes,omitempty"`
 	Size       int64  `json:"size"`
 	Truncated  bool   `json:"truncated,omitempty"`
-	Banner     string `json:"banner,omitempty"` // what was sent after silence, if anything
+	// Digest is the SHA-256 (hex) of every byte the client sent.
+	Digest string `json:"digest,omitempty"`
+	Banner string `json:"banner,omitempty"` // what was sent after silence, if anything
 	// Probe is the command the catch-all sent to a flow that looked like a
 	// shell (a prompt, a shell's warnings, or silence), and ProbeAnswered
 	// says the flow sent back the value only running it could compute:
@@ -390,6 +395,8 @@ type WSMessage struct {
 	Opcode  string `json:"opcode"` // "text", "binary", "close", "ping", "pong", "continuation"
 	Payload []byte `json:"payload,omitempty"`
 	Size    int64  `json:"size"`
+	// Digest is the SHA-256 (hex) of the whole payload.
+	Digest string `json:"digest,omitempty"`
 	// Truncated says Payload holds only the start of the message.
 	Truncated      bool   `json:"truncated,omitempty"`
 	Spool          string `json:"spool,omitempty"`
@@ -541,6 +548,8 @@ type Mail struct {
 	Data      []byte `json:"data,omitempty"`
 	Size      int64  `json:"size"`
 	Truncated bool   `json:"truncated,omitempty"`
+	// Digest is the SHA-256 (hex) of the whole message.
+	Digest string `json:"digest,omitempty"`
 	// Completed is set when the message was accepted (the final "." of DATA).
 	Completed bool `json:"completed"`
 	// Commands is the session's command lines (AUTH arguments and DATA

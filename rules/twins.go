@@ -1,0 +1,638 @@
+package rules
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"net"
+	"net/url"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/sandboxctl/sandboxctl/canary"
+	"github.com/sandboxctl/sandboxctl/trace"
+)
+
+// Twin traces (docs/sandbox.md, "Twin traces"). A skill that encrypts,
+// compresses or splits what it sends takes token matching away: the bytes
+// that leave hold no planted secret in any encoding a detector can read. So
+// the skill runs again, in sandboxes equal in everything but the secrets:
+// twins with the original's secrets, and a twin whose every secret has
+// another value and a greater length. What leaves is cut into egress units
+// (a request's URL, headers or body, the names asked of one DNS zone, a raw
+// flow's bytes, a mail) and compared unit by unit: a unit that is the same
+// in every run with the original's secrets and differs in the run with
+// other secrets depends on the secrets, whatever the cipher. A unit that
+// differs between runs with the same secrets is noise (a timestamp, a
+// nonce), reported as such and never as proof.
+
+// An EgressUnit is one part of what left a sandbox toward one destination.
+type EgressUnit struct {
+	Channel string `json:"channel"` // "http", "dns", "tcp", "udp", "tls", "smtp", "ws", "git"
+	// Part is which part of the exchange: "url", "headers", "body"
+	// (HTTP), "names" (the DNS names asked of one zone, in order),
+	// "payload" (a raw flow, a WebSocket message), "sni", "message".
+	Part string `json:"part"`
+	// Dest is the destination as the packets went: the name the jail's
+	// resolver gave the address connected to, or the address and port
+	// (the addresses a jail gives names vary between runs; names do not).
+	// For DNS it is the zone (the registrable domain) asked.
+	Dest string `json:"dest"`
+	// Index numbers the units of the same channel, destination and part,
+	// in order of time.
+	Index int `json:"index"`
+	// Size is how many bytes the part held, Digest their SHA-256; Count,
+	// for DNS, how many names.
+	Size   int64  `json:"size"`
+	Digest string `json:"digest,omitempty"`
+	Count  int    `json:"count,omitempty"`
+	// Where is for people: the URL, the names, the address.
+	Where string `json:"where,omitempty"`
+	// Seq is the event the unit comes from (the first, for DNS).
+	Seq int64 `json:"seq"`
+}
+
+func (u EgressUnit) key() string {
+	return fmt.Sprintf("%s|%s|%s|%d", u.Channel, u.Dest, u.Part, u.Index)
+}
+
+func (u EgressUnit) group() string { return u.Channel + "|" + u.Dest + "|" + u.Part }
+
+func digestOf(b ...[]byte) string {
+	h := sha256.New()
+	for _, p := range b {
+		h.Write(p)
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// Egress cuts a timeline's network events into egress units.
+func Egress(events []trace.Event) []EgressUnit {
+	names := jailNames(events)
+	var out []EgressUnit
+	index := map[string]int{}
+	add := func(u EgressUnit) {
+		g := u.group()
+		u.Index = index[g]
+		index[g]++
+		out = append(out, u)
+	}
+	type zone struct {
+		names []string
+		seq   int64
+	}
+	zones := map[string]*zone{}
+	var zoneOrder []string
+	for i := range events {
+		e := &events[i]
+		switch d := e.Data.(type) {
+		case *trace.HTTPExchange:
+			dest := destOf(d.DstIP, d.DstPort, names, d.SNI, hostOnly(d.Host))
+			add(EgressUnit{Channel: "http", Part: "url", Dest: dest, Size: int64(len(d.Method) + 1 + len(d.URL)),
+				Digest: digestOf([]byte(d.Method+" "), []byte(d.URL)), Where: d.Method + " " + d.URL, Seq: e.Seq})
+			h := headerBytes(d.Headers)
+			add(EgressUnit{Channel: "http", Part: "headers", Dest: dest, Size: int64(len(h)), Digest: digestOf(h),
+				Where: d.Method + " " + d.URL, Seq: e.Seq})
+			if d.BodySize > 0 {
+				dg := d.Digest
+				if dg == "" && !d.BodyTruncated {
+					dg = digestOf(d.Body)
+				}
+				add(EgressUnit{Channel: "http", Part: "body", Dest: dest, Size: d.BodySize, Digest: dg,
+					Where: d.Method + " " + d.URL, Seq: e.Seq})
+			}
+		case *trace.DNSQuery:
+			name := strings.ToLower(strings.TrimSuffix(d.Name, "."))
+			if name == "" {
+				continue
+			}
+			z, _ := registrable(name)
+			if zones[z] == nil {
+				zones[z] = &zone{seq: e.Seq}
+				zoneOrder = append(zoneOrder, z)
+			}
+			zones[z].names = append(zones[z].names, d.QType+" "+name)
+		case *trace.Connection:
+			if d.Size == 0 || d.Protocol == "http" {
+				continue // an HTTP flow is compared by its exchanges
+			}
+			dg := d.Digest
+			if dg == "" && !d.Truncated {
+				dg = digestOf(d.FirstBytes)
+			}
+			add(EgressUnit{Channel: d.Proto, Part: "payload", Dest: destOf(d.DstIP, d.DstPort, names, d.Name),
+				Size: d.Size, Digest: dg, Where: fmt.Sprintf("%s %s:%d", d.Proto, d.DstIP, d.DstPort), Seq: e.Seq})
+		case *trace.TLSHello:
+			if d.SNI == "" && len(d.ALPN) == 0 {
+				continue
+			}
+			v := d.SNI + "|" + strings.Join(d.ALPN, ",")
+			add(EgressUnit{Channel: "tls", Part: "sni", Dest: destOf(d.DstIP, d.DstPort, names), Size: int64(len(v)),
+				Digest: digestOf([]byte(v)), Where: d.SNI, Seq: e.Seq})
+		case *trace.Mail:
+			dg := d.Digest
+			if dg == "" && !d.Truncated {
+				dg = digestOf(d.Data)
+			}
+			env := d.From + "|" + strings.Join(d.To, ",") + "|" + d.AuthUser + "|" + d.AuthSecret
+			add(EgressUnit{Channel: "smtp", Part: "message", Dest: destOf(d.DstIP, d.DstPort, names, d.Name),
+				Size: d.Size + int64(len(env)), Digest: digestOf([]byte(env), []byte(dg)),
+				Where: "mail to " + strings.Join(d.To, ", "), Seq: e.Seq})
+		case *trace.WSMessage:
+			dg := d.Digest
+			if dg == "" && !d.Truncated {
+				dg = digestOf(d.Payload)
+			}
+			add(EgressUnit{Channel: "ws", Part: "payload", Dest: destOf(d.DstIP, d.DstPort, names), Size: d.Size,
+				Digest: dg, Where: d.URL, Seq: e.Seq})
+		case *trace.GitExchange:
+			if d.Service != "git-receive-pack" || d.Phase != "rpc" {
+				continue
+			}
+			add(EgressUnit{Channel: "git", Part: "pack", Dest: hostOnly(d.Repo), Size: d.PackSize,
+				Digest: digestOf(d.Content, []byte(strings.Join(d.Refs, "\n"))), Where: d.URL, Seq: e.Seq})
+		}
+	}
+	for _, z := range zoneOrder {
+		zz := zones[z]
+		joined := strings.Join(zz.names, "\n")
+		add(EgressUnit{Channel: "dns", Part: "names", Dest: z, Size: int64(len(joined)), Count: len(zz.names),
+			Digest: digestOf([]byte(joined)), Where: capString(strings.Join(zz.names, ", "), 200), Seq: zz.seq})
+	}
+	return out
+}
+
+// jailNames maps each address the jail's resolver answered with to the
+// name asked.
+func jailNames(events []trace.Event) map[string]string {
+	m := map[string]string{}
+	for _, e := range events {
+		d, ok := e.Data.(*trace.DNSQuery)
+		if !ok {
+			continue
+		}
+		for _, a := range d.Answers {
+			// Answers read "TYPE VALUE" or just the value.
+			f := strings.Fields(a)
+			if len(f) == 0 {
+				continue
+			}
+			if ip := net.ParseIP(f[len(f)-1]); ip != nil {
+				m[ip.String()] = strings.ToLower(strings.TrimSuffix(d.Name, "."))
+			}
+		}
+	}
+	return m
+}
+
+// destOf names a destination by where the packets went: the name the
+// jail's resolver gave ip, else the first name a connection was known by
+// (its SNI, the name the sink recorded), else ip:port.
+func destOf(ip string, port int, names map[string]string, known ...string) string {
+	if n := names[ip]; n != "" {
+		return n
+	}
+	if ip != "" && net.ParseIP(ip) != nil {
+		for _, k := range known {
+			if k != "" && net.ParseIP(k) == nil && names[ip] == "" && isJailAddr(ip, names) {
+				return strings.ToLower(k)
+			}
+		}
+		return fmt.Sprintf("%s:%d", ip, port)
+	}
+	for _, k := range known {
+		if k != "" {
+			return strings.ToLower(k)
+		}
+	}
+	return fmt.Sprintf("%s:%d", ip, port)
+}
+
+// isJailAddr reports whether ip is one the jail handed out in this trace.
+func isJailAddr(ip string, names map[string]string) bool {
+	_, ok := names[ip]
+	return ok
+}
+
+func hostOnly(h string) string {
+	h = strings.ToLower(h)
+	if u, err := url.Parse("http://" + h); err == nil && u.Hostname() != "" {
+		return u.Hostname()
+	}
+	return h
+}
+
+// headerBytes is a request's headers in a canonical order (names sorted),
+// as they were sent.
+func headerBytes(h map[string][]string) []byte {
+	keys := make([]string, 0, len(h))
+	for k := range h {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var b strings.Builder
+	for _, k := range keys {
+		for _, v := range h[k] {
+			b.WriteString(k + ": " + v + "\n")
+		}
+	}
+	return []byte(b.String())
+}
+
+// A TwinRun is one trace of a twin set: its timeline and its secrets.
+type TwinRun struct {
+	Name     string
+	Events   []trace.Event
+	Canaries *canary.Set
+}
+
+// A TwinSet is the runs CompareTwins compares: the original trace (real
+// randomness), twins with the original's secrets (Same; the first is the
+// reference the others control) and twins with other secrets (Other),
+// everything else equal.
+type TwinSet struct {
+	Original TwinRun
+	Same     []TwinRun
+	Other    []TwinRun
+}
+
+// A Dependency is an egress unit that moved with the secrets.
+type Dependency struct {
+	Unit EgressUnit `json:"unit"` // as in the reference run
+	// How: "bytes" (the same in every run with the original's secrets,
+	// other bytes with other secrets), "length" (the length moved), "count"
+	// (more or fewer units went there).
+	How string `json:"how"`
+	// Size is the reference's size and OtherSize the other run's; for
+	// "count", the numbers of units.
+	Size      int64 `json:"size"`
+	OtherSize int64 `json:"other_size"`
+	// Units is how many units of the group moved (1 for "count").
+	Units int `json:"units"`
+	// Issuer is set when the destination is where the secrets that could
+	// have moved it are meant to go (an AWS key's signature to AWS).
+	Issuer string `json:"issuer,omitempty"`
+}
+
+// TwinResult is the comparison of a twin set.
+type TwinResult struct {
+	Units     int          `json:"units"` // egress units of the reference run
+	Dependent []Dependency `json:"dependent,omitempty"`
+	// Noisy are units that also differ between runs with the same
+	// secrets: not proof of anything.
+	Noisy []EgressUnit `json:"noisy,omitempty"`
+	// NeedControl is set when a unit differed in the other run but only
+	// a control twin (a second run with the original's secrets) could
+	// tell whether it is noise.
+	NeedControl bool `json:"need_control,omitempty"`
+	// Grew is how many characters the secrets of the other run grew, in
+	// all, over the planted secrets that were read.
+	Grew int `json:"grew,omitempty"`
+}
+
+// CompareTwins compares the egress of a twin set, unit by unit. Units of
+// one channel, destination and part form a group: a group to which more or
+// fewer units went with the other secrets moved by count; otherwise each
+// unit is compared, and the group reported once, by its first unit that
+// moved (Dependency.Units says how many did).
+func CompareTwins(set TwinSet) TwinResult {
+	var res TwinResult
+	if len(set.Same) == 0 || len(set.Other) == 0 {
+		return res
+	}
+	ref := Egress(set.Same[0].Events)
+	res.Units = len(ref)
+	orig := byKey(Egress(set.Original.Events))
+	origCount := groupCounts(set.Original.Events)
+	refCount := groupCounts(set.Same[0].Events)
+	var controls []map[string]EgressUnit
+	var ctrlCounts []map[string]int
+	for _, r := range set.Same[1:] {
+		controls = append(controls, byKey(Egress(r.Events)))
+		ctrlCounts = append(ctrlCounts, groupCounts(r.Events))
+	}
+	issuers := issuerHosts(set.Same[0].Canaries)
+	for _, other := range set.Other {
+		oEgress := Egress(other.Events)
+		ou := byKey(oEgress)
+		otherCount := groupCounts(other.Events)
+		done := map[string]int{} // group -> index in res.Dependent, +1
+		noisy := map[string]bool{}
+		// Stable: the runs with the original's secrets agree: the
+		// control twins (the same randomness) when there are any, else
+		// the original trace.
+		countStable := func(g string) bool {
+			if len(controls) == 0 {
+				return origCount[g] == refCount[g]
+			}
+			for _, cc := range ctrlCounts {
+				if cc[g] != refCount[g] {
+					return false
+				}
+			}
+			return true
+		}
+		for _, u := range ref {
+			g := u.group()
+			if k := done[g]; k > 0 {
+				res.Dependent[k-1].Units++
+				continue
+			}
+			if noisy[g] {
+				continue
+			}
+			dep := Dependency{Unit: u, Size: u.Size, Units: 1, Issuer: issuerOf(u.Dest, issuers)}
+			if otherCount[g] != refCount[g] {
+				if !countStable(g) {
+					noisy[g] = true
+					res.Noisy = append(res.Noisy, u)
+					res.NeedControl = res.NeedControl || len(controls) == 0
+					continue
+				}
+				dep.How, dep.Size, dep.OtherSize = "count", int64(refCount[g]), int64(otherCount[g])
+				if k := done["count|"+u.Channel+"|"+u.Dest]; k > 0 {
+					done[g] = k // one exchange more moves its every part
+					continue
+				}
+				res.Dependent = append(res.Dependent, dep)
+				done[g] = len(res.Dependent)
+				done["count|"+u.Channel+"|"+u.Dest] = done[g]
+				continue
+			}
+			o, ok := ou[u.key()]
+			if !ok || o.Digest == u.Digest {
+				continue
+			}
+			byteStable, sizeStable := true, true
+			if len(controls) > 0 {
+				for _, c := range controls {
+					x, ok := c[u.key()]
+					byteStable = byteStable && ok && x.Digest == u.Digest && u.Digest != ""
+					sizeStable = sizeStable && ok && x.Size == u.Size
+				}
+			} else {
+				c0, ok := orig[u.key()]
+				byteStable = ok && c0.Digest == u.Digest && u.Digest != ""
+				sizeStable = ok && c0.Size == u.Size
+			}
+			dep.OtherSize = o.Size
+			switch {
+			case sizeStable && o.Size != u.Size:
+				dep.How = "length"
+			case byteStable:
+				dep.How = "bytes"
+			default:
+				noisy[g] = true
+				res.Noisy = append(res.Noisy, u)
+				res.NeedControl = res.NeedControl || len(controls) == 0
+				continue
+			}
+			res.Dependent = append(res.Dependent, dep)
+			done[g] = len(res.Dependent)
+		}
+		// Groups only the other run sent to, where no run with the
+		// original's secrets sent anything, moved with the secrets too.
+		for _, u := range oEgress {
+			g := u.group()
+			if refCount[g] > 0 || done[g] > 0 || done["count|"+u.Channel+"|"+u.Dest] > 0 || (len(controls) == 0 && origCount[g] > 0) {
+				continue
+			}
+			res.Dependent = append(res.Dependent, Dependency{Unit: u, How: "count", OtherSize: int64(otherCount[g]),
+				Units: 1, Issuer: issuerOf(u.Dest, issuers)})
+			done[g] = len(res.Dependent)
+			done["count|"+u.Channel+"|"+u.Dest] = done[g]
+		}
+	}
+	return res
+}
+
+func byKey(us []EgressUnit) map[string]EgressUnit {
+	m := make(map[string]EgressUnit, len(us))
+	for _, u := range us {
+		m[u.key()] = u
+	}
+	return m
+}
+
+func groupCounts(events []trace.Event) map[string]int {
+	m := map[string]int{}
+	for _, u := range Egress(events) {
+		if u.Channel == "dns" {
+			m[u.group()] += u.Count
+		} else {
+			m[u.group()]++
+		}
+	}
+	return m
+}
+
+// issuerHosts lists, per host, the kinds of planted secrets meant for it.
+func issuerHosts(set *canary.Set) map[string][]string {
+	m := map[string][]string{}
+	if set == nil {
+		return m
+	}
+	for _, tok := range set.Tokens() {
+		for _, h := range ownServices[string(tok.Kind)] {
+			if !slices.Contains(m[h], string(tok.Kind)) {
+				m[h] = append(m[h], string(tok.Kind))
+			}
+		}
+	}
+	return m
+}
+
+// issuerOf returns the kinds of secret dest is the issuer of, joined, or "".
+func issuerOf(dest string, issuers map[string][]string) string {
+	host := dest
+	if h, _, err := net.SplitHostPort(dest); err == nil {
+		host = h
+	}
+	host = strings.ToLower(host)
+	var kinds []string
+	for h, ks := range issuers {
+		if host == h || strings.HasSuffix(host, "."+h) {
+			kinds = append(kinds, ks...)
+		}
+	}
+	slices.Sort(kinds)
+	return strings.Join(slices.Compact(kinds), ", ")
+}
+
+// TwinRuleID is the rule of secret-dependent egress.
+const TwinRuleID = "SBX-EXFIL-010"
+
+func twinRules() {
+	// Decided by CompareTwins and TwinFindings over twin traces: a single
+	// timeline never shows it.
+	def(Rule{ID: TwinRuleID, Family: "exfiltration", Title: "Egress depends on the planted secrets",
+		Severity: Critical, Confidence: ConfHigh, Technique: "T1048", Harm: HarmExfil,
+		Needs: []string{"twin traces"},
+		Twins: []string{"a request with a timestamp and a nonce", "an encrypted backup of project files", "a token sent to its issuer"},
+		Help: "Twin traces ran the skill again in sandboxes equal in everything but the planted secrets " +
+			"(the same home, clock start and randomness; every secret of another value and a greater length). " +
+			"What went to this destination was the same in every run with the original secrets and changed " +
+			"with the secrets (its bytes, its length, or how much was sent): it carries the secrets, however " +
+			"it was encrypted, compressed or split. Sent to the secret's own issuer (an AWS signature to AWS), " +
+			"it is reported low and proves nothing."},
+		func(c *ctx, r *Rule) {})
+}
+
+// TwinFindings turns a twin comparison into findings of TwinRuleID, one per
+// destination, on the original trace's timeline where it holds the unit
+// (Evidence), else marked as the twin's (Pass "twin").
+func TwinFindings(set TwinSet, res TwinResult) []Finding {
+	r, _ := Lookup(TwinRuleID)
+	grew := secretGrowth(set)
+	type dest struct {
+		deps   []Dependency
+		issuer string
+	}
+	byDest := map[string]*dest{}
+	var order []string
+	for _, d := range res.Dependent {
+		x := byDest[d.Unit.Dest]
+		if x == nil {
+			x = &dest{issuer: d.Issuer}
+			byDest[d.Unit.Dest] = x
+			order = append(order, d.Unit.Dest)
+		}
+		x.deps = append(x.deps, d)
+	}
+	origEvents := map[int64]*trace.Event{}
+	for i := range set.Original.Events {
+		origEvents[set.Original.Events[i].Seq] = &set.Original.Events[i]
+	}
+	orig := byKey(Egress(set.Original.Events))
+	var out []Finding
+	for _, name := range order {
+		x := byDest[name]
+		f := Finding{RuleID: r.ID, Title: r.Title, Severity: r.Severity, Confidence: r.Confidence,
+			Technique: r.Technique, Harm: r.Harm}
+		if x.issuer != "" {
+			f.Severity, f.Confidence, f.Harm = Low, ConfMedium, HarmNone
+		}
+		var parts []string
+		for _, d := range x.deps {
+			parts = append(parts, describeDependency(d, grew))
+			u, ok := orig[d.Unit.key()]
+			if !ok {
+				continue
+			}
+			e := origEvents[u.Seq]
+			if e == nil || slices.ContainsFunc(f.Evidence, func(v Evidence) bool { return v.Seq == e.Seq }) {
+				continue
+			}
+			if len(f.Evidence) >= MaxEvidence {
+				f.More++
+				continue
+			}
+			f.Evidence = append(f.Evidence, Evidence{Seq: e.Seq, Source: e.Source, Type: e.Type, ToolCallID: e.ToolCallID,
+				Summary: Summarize(*e)})
+			if f.ToolCallID == "" {
+				f.ToolCallID = e.ToolCallID
+				if f.ToolCallID == "" {
+					f.ToolCallID = callAt(set.Original.Events, e)
+				}
+			}
+		}
+		if len(f.Evidence) == 0 {
+			f.Pass = PassTwin
+		}
+		if f.ToolCallID != "" {
+			f.SkillFile, f.SkillLine = callOrigin(set.Original.Events, f.ToolCallID)
+		}
+		msg := fmt.Sprintf("what went to %s changed with the planted secrets: %s", name, strings.Join(firstN(uniq(parts), 4), "; "))
+		if len(parts) > 4 {
+			msg += fmt.Sprintf(" (and %d more)", len(parts)-4)
+		}
+		if x.issuer != "" {
+			msg += " (" + name + " is the issuer of " + x.issuer + ")"
+		}
+		f.Message = capString(msg, 600)
+		out = append(out, f)
+	}
+	return out
+}
+
+// PassTwin marks a finding whose evidence is in a twin trace's timeline.
+const PassTwin = "twin"
+
+func describeDependency(d Dependency, grew int) string {
+	u := d.Unit
+	what := u.Channel + " " + u.Part
+	if u.Where != "" {
+		what += " (" + capString(u.Where, 120) + ")"
+	}
+	switch d.How {
+	case "bytes":
+		return what + ": other bytes, same length"
+	case "length":
+		s := fmt.Sprintf("%s: length %d, %d with the other secrets (%+d)", what, d.Size, d.OtherSize, d.OtherSize-d.Size)
+		if grew > 0 {
+			s += fmt.Sprintf(" when the secrets read grew by %d characters", grew)
+		}
+		return s
+	default:
+		return fmt.Sprintf("%s: %d sent, %d with the other secrets", what, d.Size, d.OtherSize)
+	}
+}
+
+// secretGrowth is how many characters longer the other run's secrets are
+// than the reference's, over the secrets the reference run read (planted
+// files it opened) and the environment's.
+func secretGrowth(set TwinSet) int {
+	if len(set.Same) == 0 || len(set.Other) == 0 || set.Same[0].Canaries == nil || set.Other[0].Canaries == nil {
+		return 0
+	}
+	opened := map[string]bool{}
+	for _, e := range set.Same[0].Events {
+		if f, ok := e.Data.(*trace.File); ok && e.Type == trace.TypeOpen && f.Errno == "" {
+			opened[f.Path] = true
+			if f.Resolved != "" {
+				opened[f.Resolved] = true
+			}
+		}
+	}
+	other := map[string]canary.Token{}
+	for _, t := range set.Other[0].Canaries.Tokens() {
+		other[t.ID] = t
+	}
+	n := 0
+	for _, t := range set.Same[0].Canaries.Tokens() {
+		read := strings.HasPrefix(t.Location, "env:")
+		if rel, ok := strings.CutPrefix(t.Location, "~/"); ok {
+			for p := range opened {
+				if strings.HasSuffix(p, "/"+rel) {
+					read = true
+					break
+				}
+			}
+		}
+		if o, ok := other[t.ID]; ok && read {
+			n += len(o.Value) - len(t.Value)
+		}
+	}
+	return n
+}
+
+// callAt returns the tool call running when e happened in events, or "".
+func callAt(events []trace.Event, e *trace.Event) string {
+	for _, x := range events {
+		if tc, ok := x.Data.(*trace.ToolCall); ok && !e.Time.Before(tc.Started) && !e.Time.After(tc.Started.Add(tc.Duration)) {
+			return tc.ID
+		}
+	}
+	return ""
+}
+
+// callOrigin returns the skill file and line a tool call came from.
+func callOrigin(events []trace.Event, id string) (string, int) {
+	for _, x := range events {
+		if tc, ok := x.Data.(*trace.ToolCall); ok && tc.ID == id {
+			return tc.SkillFile, tc.SkillLine
+		}
+	}
+	return "", 0
+}
