@@ -1,12 +1,14 @@
 package orchestrator
 
 import (
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"regexp"
 	"strings"
 	"time"
 
+	"github.com/sandboxctl/sandboxctl/canary"
 	"github.com/sandboxctl/sandboxctl/canaryfs"
 	"github.com/sandboxctl/sandboxctl/netcapture"
 	"github.com/sandboxctl/sandboxctl/persona"
@@ -70,6 +72,13 @@ type Plan struct {
 	// Unwatched runs this plan's tools without the syscall tracer, with
 	// process sampling instead: set by Run for the unwatched pass.
 	Unwatched bool `json:"unwatched,omitempty"`
+	// Twins says when the trace runs twin traces after it (docs/sandbox.md,
+	// "Twin traces"): TwinsAuto ("") when credentials were read and then
+	// data the detector could not read left, or a sink saw high-entropy
+	// payloads; TwinsAlways; or TwinsOff.
+	Twins string `json:"twins,omitempty"`
+	// Twin is set by Run on the plans of twin traces: which twin this is.
+	Twin *TwinSpec `json:"twin,omitempty"`
 	// Restore are files put into the seeded home and the temp folders at
 	// setup, before the skill gets control, owned by the user: the state an
 	// earlier trace left (sandboxctl monitor's chained runs). Paths are
@@ -202,6 +211,11 @@ func (p Plan) Validate() error {
 	default:
 		return fmt.Errorf("unknown stealth mode %q (want auto, always or off)", p.Stealth)
 	}
+	switch p.Twins {
+	case TwinsAuto, TwinsAlways, TwinsOff:
+	default:
+		return fmt.Errorf("unknown twins mode %q (want auto, always or off)", p.Twins)
+	}
 	if p.TimeZone != "" && (!timeZoneRe.MatchString(p.TimeZone) || strings.Contains(p.TimeZone, "..")) {
 		return fmt.Errorf("time zone %q: want an IANA name such as Asia/Tokyo", p.TimeZone)
 	}
@@ -276,7 +290,25 @@ func (r *Runner) seed(st *run) error {
 // ends, on every path.
 func (r *Runner) seedIdentity(st *run) error {
 	p := st.plan
-	x, err := canaryfs.Begin(canaryfs.Options{User: p.User, Hostname: p.Hostname, Seed: p.Seed, Now: st.started, Persona: p.Persona})
+	// Every home is seeded, from a fresh random seed when the plan has
+	// none, so that twin traces can make it again (twins.go).
+	if st.seed = p.Seed; st.seed == nil {
+		st.seed = make([]byte, 32)
+		if _, err := rand.Read(st.seed); err != nil {
+			st.homeWait = func() error { return err }
+			return fmt.Errorf("seed home: %w", err)
+		}
+	}
+	p.Seed = st.seed
+	// A twin's home and system are dated from the original trace's start,
+	// and its clock starts there (twins.go).
+	at := st.started
+	var twin *canary.Twin
+	if p.Twin != nil {
+		at = p.Twin.Start
+		twin = p.Twin.canaryTwin()
+	}
+	x, err := canaryfs.Begin(canaryfs.Options{User: p.User, Hostname: p.Hostname, Seed: st.seed, Now: at, Persona: p.Persona, Twin: twin})
 	if err != nil {
 		st.homeWait = func() error { return err }
 		return fmt.Errorf("seed home: %w", err)
@@ -302,13 +334,14 @@ func (r *Runner) seedIdentity(st *run) error {
 		<-done
 		return herr
 	}
-	if st.system, err = newSystem(p, st.ident.Hostname, st.started); err != nil {
+	if st.system, err = newSystem(p, st.ident.Hostname, at); err != nil {
 		return err
 	}
-	if p.Clock != "" {
-		if st.clockOff, err = ClockOffset(p.Clock, st.started, st.location()); err != nil {
+	if p.Clock != "" || !at.Equal(st.started) {
+		if st.clockOff, err = ClockOffset(p.Clock, at, st.location()); err != nil {
 			return err
 		}
+		st.clockOff += at.Sub(st.started)
 		st.system.Clock = faketimeSpec(st.clockOff)
 	}
 	st.jailCfg, err = r.jailConfig(p)

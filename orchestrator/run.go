@@ -137,6 +137,7 @@ type run struct {
 	exhausted bool          // the skill used up the sandbox's pids or memory
 	procs     *procSampler  // process sampling, in an unwatched pass
 	clock     *phaseClock
+	seed      []byte                 // the home's seed (Plan.Seed, or a random one)
 	imageWait func() (string, error) // the image stage, started beside the plan stage
 	firstCall sync.Once              // the lap to the driver's first tool call
 	warm      bool                   // the containers came from a Pool, home and CA ready
@@ -149,9 +150,11 @@ type run struct {
 }
 
 // Run runs a trace: the watched pass and, when the plan's stealth mode asks
-// for it, the unwatched pass, combined into one report (reports.Combine). It
-// writes the run folder to dir (unless dir is ""), with the unwatched
-// pass's own report in its reports.UnwatchedDir. The error is non-nil when
+// for it, the unwatched pass, combined into one report (reports.Combine),
+// then, when the plan's twins mode asks for them, the twin traces
+// (twins.go, reports.AddTwins). It writes the run folder to dir (unless dir
+// is ""), with the unwatched pass's own report in its reports.UnwatchedDir
+// and the twins' in TwinsDir. The error is non-nil when
 // sandboxctl could not observe (the skill could not be loaded, the engine
 // failed, ...): the report is then partial, with status error or cancelled,
 // and is still returned when the skill was loaded. Findings are never
@@ -174,11 +177,13 @@ func (r *Runner) Run(ctx context.Context, p Plan, dir string) (Outcome, error) {
 		return Outcome{}, fmt.Errorf("plan: %w", err)
 	}
 	out, watched, err := r.pass(ctx, p, dir)
-	why := stealthReason(p, out.Report)
-	if why == "" || err != nil || ctx.Err() != nil {
-		return out, err
+	if why := stealthReason(p, out.Report); why != "" && err == nil && ctx.Err() == nil {
+		out, err = r.unwatchedPass(ctx, p, dir, out, watched, why) // stealth.go
 	}
-	return r.unwatchedPass(ctx, p, dir, out, watched, why) // stealth.go
+	if why := twinReason(p, out.Report); why != "" && err == nil && ctx.Err() == nil && watched != nil {
+		out, err = r.twinPasses(ctx, p, dir, out, watched, why) // twins.go
+	}
+	return out, err
 }
 
 // pass runs one pass of a trace through the stages Run lists and returns

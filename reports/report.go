@@ -50,6 +50,9 @@ type Report struct {
 	Network       Network         `json:"network"`
 	Canaries      Canaries        `json:"canaries"`
 	Findings      []rules.Finding `json:"findings"`
+	// Flows link reads of planted secrets to the processes that then sent
+	// data out, from the syscall log (rules.Flows).
+	Flows []rules.Flow `json:"flows,omitempty"`
 	// Incidents group the findings by behaviour, worst first; Narrative
 	// tells them in a few sentences (incidents.go).
 	Incidents []Incident `json:"incidents"`
@@ -61,6 +64,9 @@ type Report struct {
 	// network and canaries above are the watched pass's; the unwatched
 	// pass's own report is in the run folder's Pass.Dir.
 	Passes []Pass `json:"passes,omitempty"`
+	// Twins is what the twin traces run after this trace compared
+	// (twins.go); nil when none ran.
+	Twins *Twins `json:"twins,omitempty"`
 	// Profile is what the trace did by capability class, from its
 	// evidence (fingerprint.Build over the watched pass's timeline).
 	Profile fingerprint.Profile `json:"profile"`
@@ -336,6 +342,7 @@ func Build(m Meta, res rules.Result, opt Options) *Report {
 		Verdict:       res.Verdict,
 		Reasons:       slices.Clone(res.Reasons),
 		Coverage:      res.Coverage,
+		Flows:         res.Flows,
 		Sandbox:       m.Sandbox,
 		Events:        make([]trace.Event, 0, len(res.Events)),
 		Findings:      slices.Clone(res.Findings),

@@ -205,6 +205,9 @@ func Reprocess(dir string, opt ReprocessOptions) (*Report, error) {
 		in.Extra = fingerprint.Chain(opt.Extra, fingerprint.Recorded(r.Fingerprint.Anomalies))
 	}
 	out, err := reprocessPasses(dir, Build(m, rules.Evaluate(in), opt.Options), r, opt)
+	if err == nil {
+		out, err = reprocessTwins(dir, out, r, opt)
+	}
 	if out != nil {
 		out.Fingerprint = r.Fingerprint
 	}

@@ -277,6 +277,8 @@ func WriteText(w io.Writer, r *Report, opt TextOptions) error {
 		}
 	}
 	t.para("  Other   ", "          ", fmt.Sprintf("%d connection%s", len(r.Network.Connections), plural(len(r.Network.Connections)))+listTail(conns, 5))
+	writeFlowsText(t, r)
+	writeTwinsText(t, r)
 
 	t.line("")
 	t.painted(ansiBold, "Canaries")

@@ -2,6 +2,7 @@ package rules_test
 
 import (
 	"crypto/sha256"
+	"encoding/base64"
 	"encoding/hex"
 	"fmt"
 	"strings"
@@ -202,3 +203,31 @@ func uniqDests(res rules.TwinResult) map[string]bool {
 	}
 	return m
 }
+
+func TestHighEntropy(t *testing.T) {
+	random := opaque("k", strings.Repeat("x", 64)) // 128 hex digits
+	raw, _ := hex.DecodeString(random)
+	for _, tc := range []struct {
+		name string
+		ev   any
+		want bool
+	}{
+		{"encrypted body", &trace.HTTPExchange{URL: "https://a.example/u", Body: raw, BodySize: 64}, true},
+		{"a page of text", &trace.HTTPExchange{URL: "https://a.example/u", Body: []byte(strings.Repeat("The forecast for Lyon is sunny. ", 8))}, false},
+		{"base64 of random bytes", &trace.HTTPExchange{URL: "https://a.example/u", Body: []byte(`{"d":"` + base64Of(raw) + `"}`)}, true},
+		{"hex labels over DNS", &trace.DNSQuery{Name: random[:30] + "." + random[30:60] + ".cdn-metrics.net"}, true},
+		{"json of words", &trace.HTTPExchange{URL: "https://a.example/u", Body: []byte(`{"city":"Lyon","units":"metric","forecast_days":7,"include_hourly_breakdown":true}`)}, false},
+		{"a long identifier", &trace.HTTPExchange{URL: "https://a.example/get_the_weather_forecast_for_the_next_seven_days_please"}, false},
+		{"an ordinary name", &trace.DNSQuery{Name: "api.weather-service.example.com"}, false},
+		{"a raw flow of text", &trace.Connection{Proto: "tcp", FirstBytes: []byte(strings.Repeat("PING server\r\n", 10)), Size: 130}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, got := rules.HighEntropyEgress([]trace.Event{{Seq: 1, Data: tc.ev}})
+			if got != tc.want {
+				t.Errorf("high entropy %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+func base64Of(b []byte) string { return base64.StdEncoding.EncodeToString(b) }

@@ -67,7 +67,8 @@ func Evaluate(in Input) Result {
 	}
 	cov := c.coverage()
 	v, reasons := Decide(fs, c.traceFacts(cov))
-	return Result{Events: events, Findings: fs, Verdict: v, Reasons: reasons, Exercised: c.exercised, Coverage: cov}
+	return Result{Events: events, Findings: fs, Verdict: v, Reasons: reasons, Exercised: c.exercised, Coverage: cov,
+		Flows: Flows(events, in.Canaries, in.Home)}
 }
 
 func hitKey(h *trace.CanaryHit) string {

@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"math"
 	"net"
 	"net/url"
 	"slices"
@@ -88,7 +89,7 @@ func Egress(events []trace.Event) []EgressUnit {
 		e := &events[i]
 		switch d := e.Data.(type) {
 		case *trace.HTTPExchange:
-			dest := destOf(d.DstIP, d.DstPort, names, d.SNI, hostOnly(d.Host))
+			dest := destOf(d.DstIP, d.DstPort, names, d.SNI, hostOnly(d.Host), urlHost(d.URL))
 			add(EgressUnit{Channel: "http", Part: "url", Dest: dest, Size: int64(len(d.Method) + 1 + len(d.URL)),
 				Digest: digestOf([]byte(d.Method+" "), []byte(d.URL)), Where: d.Method + " " + d.URL, Seq: e.Seq})
 			h := headerBytes(d.Headers)
@@ -213,6 +214,13 @@ func destOf(ip string, port int, names map[string]string, known ...string) strin
 func isJailAddr(ip string, names map[string]string) bool {
 	_, ok := names[ip]
 	return ok
+}
+
+func urlHost(s string) string {
+	if u, err := url.Parse(s); err == nil {
+		return strings.ToLower(u.Hostname())
+	}
+	return ""
 }
 
 func hostOnly(h string) string {
@@ -484,7 +492,7 @@ func twinRules() {
 // (Evidence), else marked as the twin's (Pass "twin").
 func TwinFindings(set TwinSet, res TwinResult) []Finding {
 	r, _ := Lookup(TwinRuleID)
-	grew := secretGrowth(set)
+	grew := SecretGrowth(set)
 	type dest struct {
 		deps   []Dependency
 		issuer string
@@ -579,10 +587,10 @@ func describeDependency(d Dependency, grew int) string {
 	}
 }
 
-// secretGrowth is how many characters longer the other run's secrets are
+// SecretGrowth is how many characters longer the other run's secrets are
 // than the reference's, over the secrets the reference run read (planted
 // files it opened) and the environment's.
-func secretGrowth(set TwinSet) int {
+func SecretGrowth(set TwinSet) int {
 	if len(set.Same) == 0 || len(set.Other) == 0 || set.Same[0].Canaries == nil || set.Other[0].Canaries == nil {
 		return 0
 	}
@@ -635,4 +643,123 @@ func callOrigin(events []trace.Event, id string) (string, int) {
 		}
 	}
 	return "", 0
+}
+
+// TwinTrigger says why a trace's findings and timeline call for twin
+// traces, or "": credentials or the environment read and then data sent
+// that no detector could read (SBX-EXFIL-004, 005), a credential or wallet
+// read followed by any egress, or a high-entropy payload at a sink.
+func TwinTrigger(fs []Finding, events []trace.Event) string {
+	read := false
+	for _, f := range fs {
+		switch f.RuleID {
+		case "SBX-EXFIL-004", "SBX-EXFIL-005":
+			return f.RuleID + " (" + f.Title + ")"
+		case "SBX-CRED-001", "SBX-CRED-002", "SBX-CRED-004":
+			read = read || f.Severity.Rank() >= Medium.Rank()
+		}
+	}
+	units := Egress(events)
+	if read && len(units) > 0 {
+		return "a credential or wallet read, then egress to " + units[0].Dest
+	}
+	if u, ok := HighEntropyEgress(events); ok {
+		return "a high-entropy payload to " + u
+	}
+	return ""
+}
+
+// HighEntropyEgress returns the first destination that received a payload
+// that looks encrypted or compressed: 64 bytes or more, or a run of 48
+// base64 or hex characters (24 in DNS names), near the most entropy their
+// alphabet allows for their length.
+func HighEntropyEgress(events []trace.Event) (string, bool) {
+	names := jailNames(events)
+	for _, e := range events {
+		var b []byte
+		dest := ""
+		dns := false
+		switch d := e.Data.(type) {
+		case *trace.HTTPExchange:
+			b, dest = append([]byte(d.URL+"\n"), d.Body...), destOf(d.DstIP, d.DstPort, names, d.SNI, hostOnly(d.Host), urlHost(d.URL))
+		case *trace.Connection:
+			if d.Protocol == "http" {
+				continue
+			}
+			b, dest = d.FirstBytes, destOf(d.DstIP, d.DstPort, names, d.Name)
+		case *trace.WSMessage:
+			b, dest = d.Payload, destOf(d.DstIP, d.DstPort, names)
+		case *trace.Mail:
+			b, dest = d.Data, destOf(d.DstIP, d.DstPort, names, d.Name)
+		case *trace.DNSQuery:
+			name := strings.TrimSuffix(d.Name, ".")
+			z, _ := registrable(strings.ToLower(name))
+			sub := strings.TrimSuffix(strings.TrimSuffix(strings.ToLower(name), z), ".")
+			b, dest, dns = []byte(strings.ReplaceAll(sub, ".", "")), z, true
+		default:
+			continue
+		}
+		if highEntropy(b, dns) {
+			return dest, true
+		}
+	}
+	return "", false
+}
+
+// highEntropy reports bytes that look encrypted or compressed, or encoded
+// from such bytes.
+func highEntropy(b []byte, dns bool) bool {
+	if !dns && len(b) >= 64 && shannon(b) >= 0.85*math.Log2(min(float64(len(b)), 256)) {
+		return true
+	}
+	minRun := 48
+	if dns {
+		minRun = 24
+	}
+	// The runs of hex and of base64 characters: random ones come near the
+	// most entropy their alphabet allows for their length.
+	for _, alphabet := range []struct {
+		in   func(c byte) bool
+		size float64
+	}{
+		{func(c byte) bool { return c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F' }, 16},
+		{func(c byte) bool {
+			return c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c == '+' || c == '/' || c == '-' || c == '_' || c == '='
+		}, 64},
+	} {
+		size := alphabet.size
+		if dns && size > 32 {
+			size = 32 // DNS names are case-folded: base32 at most
+		}
+		start := 0
+		for i := 0; i <= len(b); i++ {
+			if i < len(b) && alphabet.in(b[i]) {
+				continue
+			}
+			if run := b[start:i]; len(run) >= minRun && shannon(run) >= 0.85*math.Log2(min(float64(len(run)), size)) {
+				return true
+			}
+			start = i + 1
+		}
+	}
+	return false
+}
+
+// shannon is the entropy of b in bits per byte.
+func shannon(b []byte) float64 {
+	if len(b) == 0 {
+		return 0
+	}
+	var n [256]int
+	for _, c := range b {
+		n[c]++
+	}
+	h := 0.0
+	for _, k := range n {
+		if k > 0 {
+			p := float64(k) / float64(len(b))
+			h -= p * math.Log2(p)
+		}
+	}
+	return h
 }

@@ -205,4 +205,7 @@ type Result struct {
 	Exercised bool     `json:"exercised"`
 	// Coverage says which planned steps ran, failed or did not run.
 	Coverage Coverage `json:"coverage"`
+	// Flows link reads of planted secrets to the processes that then
+	// sent data out (flows.go).
+	Flows []Flow `json:"flows,omitempty"`
 }

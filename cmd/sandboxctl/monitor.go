@@ -165,9 +165,10 @@ func runMonitor(ctx context.Context, e env, args []string) int {
 	base := orchestrator.Plan{
 		SkillPath: path, Prompt: f.prompt, Image: f.image, Seed: []byte(seed), Limits: orchestrator.DefaultLimits(), TimeZone: f.timeZone,
 		Driver: orchestrator.Driver{Kind: f.driver, Transcript: f.transcript},
-		// One pass per run: an unwatched second pass would run the skill
-		// again and move its state on.
+		// One pass per run: an unwatched second pass, or twin traces,
+		// would run the skill again and move its state on.
 		Stealth: orchestrator.StealthOff,
+		Twins:   orchestrator.TwinsOff,
 	}
 	base.Limits.Timeout = f.timeout
 	base.TraceID = newTraceID(time.Now())

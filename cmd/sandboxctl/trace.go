@@ -43,7 +43,7 @@ type traceFlags struct {
 	keep, dryRun, includeSecrets, engineDiff, stealth, stealthAuto, verbose bool
 	user, hostname, seed, image, networkConfig, traceID, persona            string
 	rules, store                                                            string
-	timeZone, clock, monitoring, dns                                        string
+	timeZone, clock, monitoring, dns, twins                                 string
 	stableAfter                                                             int
 	memory                                                                  int64
 	pids                                                                    int64
@@ -99,12 +99,15 @@ func (f *traceFlags) register(fs interface {
 	fs.Float64Var(&f.cpus, "cpus", float64(d.NanoCPUs)/1e9, "CPU limit of the sandbox")
 }
 
-// registerStealth adds the flags of the unwatched pass (trace and eval).
+// registerStealth adds the flags of the unwatched pass and of the twin
+// traces (trace and eval).
 func (f *traceFlags) registerStealth(fs interface {
 	BoolVar(*bool, string, bool, string)
+	StringVar(*string, string, string, string)
 }) {
 	fs.BoolVar(&f.stealth, "stealth", false, "always run a second, unwatched pass without the syscall tracer, and compare the passes")
 	fs.BoolVar(&f.stealthAuto, "stealth-auto", true, "run the unwatched pass when the skill reads sandbox tells (TracerPid, /.dockerenv, cgroups, DMI, uptime, the resolver, proxy variables)")
+	fs.StringVar(&f.twins, "twins", "auto", "twin traces, equal but for the planted secrets, whose egress is compared (docs/sandbox.md): auto (when credentials were read and unreadable data left, or a sink saw high-entropy payloads), always, or off")
 }
 
 // stealthMode is the plan's stealth mode from the flags.
@@ -144,6 +147,7 @@ func (f *traceFlags) plan(e env, path string, now time.Time) (orchestrator.Plan,
 		NetworkConfig: f.networkConfig,
 		Persona:       f.persona,
 		Stealth:       f.stealthMode(),
+		Twins:         strings.TrimPrefix(f.twins, "auto"),
 	}
 	if f.traceID != "" {
 		p.TraceID = f.traceID

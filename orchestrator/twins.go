@@ -1,0 +1,213 @@
+package orchestrator
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/sandboxctl/sandboxctl/canary"
+	"github.com/sandboxctl/sandboxctl/reports"
+	"github.com/sandboxctl/sandboxctl/rules"
+)
+
+// Twin traces (docs/sandbox.md, "Twin traces"): a skill that encrypts,
+// compresses or splits the secrets it sends leaves nothing for token
+// matching. When the trace read credentials and then sent data the detector
+// could not read, or a sink saw high-entropy payloads, or with Plan.Twins
+// TwinsAlways, the same plan runs again as twins: fresh sandboxes whose
+// homes the original's seed makes again (the same user, files and times),
+// whose clocks start where the original's did, and whose randomness is one
+// the twins share. One twin holds the original's secrets, the other secrets
+// of other values and greater lengths; when what differs between them could
+// be noise, a control twin with the original's secrets runs too.
+// rules.CompareTwins compares what left them, and what moved with the
+// secrets is SBX-EXFIL-010.
+
+// Twins modes.
+const (
+	TwinsAuto   = ""       // when twinReason says so
+	TwinsAlways = "always" // --twins
+	TwinsOff    = "off"
+)
+
+// Twin roles.
+const (
+	TwinSame    = "same"    // the original's secrets
+	TwinOther   = "other"   // other secrets, longer
+	TwinControl = "control" // the original's secrets again: noise control
+)
+
+// TwinGrow is how many characters a twin with other secrets adds to every
+// run of characters its secrets are made of: enough that a secret's length
+// shows through block ciphers (16 bytes) and compression.
+const TwinGrow = 16
+
+// TwinSpec says which twin a plan is (Plan.Twin).
+type TwinSpec struct {
+	Role string `json:"role"`
+	// Start is the original trace's start: the twin's home and system
+	// files are dated from it and its clock starts there.
+	Start time.Time `json:"start"`
+	// Entropy is the randomness the twins share (the tool server makes
+	// getrandom and the random devices reproducible from it).
+	Entropy []byte `json:"-"`
+	// Key and Grow make the other twin's secrets (canary.Twin).
+	Key  []byte `json:"-"`
+	Grow int    `json:"grow,omitempty"`
+}
+
+// canaryTwin is the canary.Twin of t's secrets: nil for the original's.
+func (t *TwinSpec) canaryTwin() *canary.Twin {
+	if t == nil || t.Role != TwinOther {
+		return nil
+	}
+	return &canary.Twin{Key: t.Key, Grow: t.Grow}
+}
+
+// twinReason says why twin traces run after the trace p whose report is
+// rep, or "" when none do: a trace that failed, a twin, an unwatched pass
+// or a trace proven malicious already runs none.
+func twinReason(p Plan, rep *reports.Report) string {
+	if rep == nil || p.Twin != nil || p.Unwatched || p.Twins == TwinsOff {
+		return ""
+	}
+	if rep.Status != reports.StatusCompleted && rep.Status != reports.StatusTimeout {
+		return ""
+	}
+	if p.Twins == TwinsAlways {
+		return "--twins"
+	}
+	if rep.Verdict == rules.Malicious {
+		return ""
+	}
+	return rules.TwinTrigger(rep.Findings, rep.Events)
+}
+
+// twinPlan is p for a twin of the given role, after the original pass st.
+func twinPlan(p Plan, st *run, spec TwinSpec) Plan {
+	tp := p
+	tp.Twin = &spec
+	tp.Twins = TwinsOff
+	tp.Stealth = StealthOff
+	tp.Keep = false
+	tp.Seed = st.seed
+	if st.home != nil {
+		tp.User, tp.Hostname = st.home.User, st.home.Hostname
+	}
+	tp.TimeZone = st.system.TimeZone
+	suffix := "-twin-" + spec.Role
+	id := p.TraceID
+	if len(id)+len(suffix) > 63 {
+		id = strings.TrimRight(id[:63-len(suffix)], "-")
+	}
+	tp.TraceID = id + suffix
+	return tp
+}
+
+// TwinsDir is the folder of a run folder that holds the twins' run folders.
+const TwinsDir = "twins"
+
+// twinPasses runs the twins of the trace whose original pass is st and
+// whose report is out's, and adds the comparison to out's report.
+func (r *Runner) twinPasses(ctx context.Context, p Plan, dir string, out Outcome, st *run, why string) (Outcome, error) {
+	r.phase("twins", "twin traces (%s)", why)
+	spec := TwinSpec{Start: st.started, Grow: TwinGrow, Entropy: make([]byte, 32), Key: make([]byte, 32)}
+	if _, err := rand.Read(spec.Entropy); err != nil {
+		return out, fmt.Errorf("twin traces: %w", err)
+	}
+	if _, err := rand.Read(spec.Key); err != nil {
+		return out, fmt.Errorf("twin traces: %w", err)
+	}
+	sub := func(role string) string {
+		if dir == "" {
+			return ""
+		}
+		return filepath.Join(dir, TwinsDir, role)
+	}
+	roles := []string{TwinSame, TwinOther}
+	runs, err := r.runTwins(ctx, p, st, spec, roles, sub)
+	set := reports.TwinSet(out.Report, twinReports(runs), roles)
+	res := rules.CompareTwins(set)
+	if res.NeedControl && err == nil && ctx.Err() == nil {
+		more, cerr := r.runTwins(ctx, p, st, spec, []string{TwinControl}, sub)
+		err = cerr
+		runs = append(runs, more...)
+		roles = append(roles, TwinControl)
+		set = reports.TwinSet(out.Report, twinReports(runs), roles)
+		res = rules.CompareTwins(set)
+	}
+	tw := reports.Twins{Reason: why, Units: res.Units, Dependent: res.Dependent, Noisy: len(res.Noisy),
+		Grew: rules.SecretGrowth(set)}
+	for i, t := range runs {
+		tr := reports.TwinRun{Role: roles[i], TraceID: twinPlan(p, st, TwinSpec{Role: roles[i]}).TraceID}
+		if dir != "" {
+			tr.Dir = filepath.ToSlash(filepath.Join(TwinsDir, roles[i]))
+		}
+		if t.out.Report != nil {
+			tr.Status, tr.Verdict = t.out.Report.Status, t.out.Report.Verdict
+		}
+		if t.err != nil {
+			tr.Error = t.err.Error()
+		}
+		tw.Runs = append(tw.Runs, tr)
+	}
+	out.Report = reports.AddTwins(out.Report, tw, rules.TwinFindings(set, res))
+	if err != nil {
+		err = fmt.Errorf("twin traces: %w", err)
+	}
+	return out, errors.Join(err, writeRunDir(dir, out))
+}
+
+// twinResult is one twin's pass.
+type twinResult struct {
+	out Outcome
+	err error
+}
+
+// runTwins runs the twins of roles at once, each a pass of its own into
+// sub(role). Progress is serialised: passes report from their own
+// goroutines.
+func (r *Runner) runTwins(ctx context.Context, p Plan, st *run, spec TwinSpec, roles []string, sub func(string) string) ([]twinResult, error) {
+	rr := *r
+	if r.Progress != nil {
+		var mu sync.Mutex
+		rr.Progress = func(pr Progress) {
+			mu.Lock()
+			defer mu.Unlock()
+			r.Progress(pr)
+		}
+	}
+	res := make([]twinResult, len(roles))
+	var wg sync.WaitGroup
+	for i, role := range roles {
+		s := spec
+		s.Role = role
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			out, _, err := rr.pass(ctx, twinPlan(p, st, s), sub(role))
+			res[i] = twinResult{out: out, err: err}
+		}()
+	}
+	wg.Wait()
+	var errs []error
+	for i, t := range res {
+		if t.err != nil {
+			errs = append(errs, fmt.Errorf("%s twin: %w", roles[i], t.err))
+		}
+	}
+	return res, errors.Join(errs...)
+}
+
+func twinReports(runs []twinResult) []*reports.Report {
+	out := make([]*reports.Report, len(runs))
+	for i, t := range runs {
+		out[i] = t.out.Report
+	}
+	return out
+}
