@@ -7,6 +7,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
+	"strconv"
 	"strings"
 	"syscall"
 )
@@ -17,7 +19,8 @@ const (
 	controlFD = 4 // the server writes: "kill"
 )
 
-// Shim is `agentd __shim [--uid N --gid N --user NAME] -- ARGV...`. It runs
+// Shim is `agentd __shim [--getrandom-fd N] [--uid N --gid N --user NAME]
+// -- ARGV...`. It runs
 // as root, under strace, and is the one trusted part of a call between the
 // root tool server and the user's command:
 //
@@ -30,7 +33,11 @@ const (
 //     "signal N" from its own wait: the exit status is what the kernel told
 //     the command's parent, never what the command said;
 //   - it kills ARGV's process group, which it made, when the server writes
-//     "kill" on fd 4: the server never signals a pid it was told.
+//     "kill" on fd 4: the server never signals a pid it was told;
+//   - with --getrandom-fd N (Config.Entropy), it installs a seccomp filter
+//     that hands ARGV's getrandom calls to the server, and sends the
+//     filter's listener to the server on socket N, before it starts ARGV
+//     (passGetrandom); if it cannot, ARGV does not run (exit 127).
 //
 // Fds 3 and 4 are not passed on; ARGV gets env less the tracer's clock
 // setting (commandEnv). It returns the exit code to exit with.
@@ -47,6 +54,18 @@ func Shim(args, env []string, stdin, stdout, stderr *os.File) int {
 		if st != nil {
 			fmt.Fprintf(st, format+"\n", a...)
 		}
+	}
+	getrandomFD := -1
+	if len(args) >= 2 && args[0] == "--getrandom-fd" {
+		n, err := strconv.Atoi(args[1])
+		if err != nil || n <= 2 {
+			fmt.Fprintf(stderr, "agentd __shim: --getrandom-fd %q\n", args[1])
+			report("exit 2")
+			return 2
+		}
+		getrandomFD = n
+		syscall.CloseOnExec(n)
+		args = args[2:]
 	}
 	id, args, err := parseIdentity(args)
 	if err != nil {
@@ -75,6 +94,16 @@ func Shim(args, env []string, stdin, stdout, stderr *os.File) int {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if id.drops() && !isSelf(args[0]) {
 		cmd.SysProcAttr.Credential = &syscall.Credential{Uid: uint32(id.uid), Gid: uint32(id.gid), Groups: id.groups()}
+	}
+	if getrandomFD >= 0 {
+		// The filter is this thread's, and the command is forked from the
+		// thread that starts it: stay on it until the shim exits.
+		runtime.LockOSThread()
+		if err := passGetrandom(getrandomFD); err != nil {
+			fmt.Fprintf(stderr, "agentd __shim: reproducible randomness: %v\n", err)
+			report("exit 127")
+			return 127
+		}
 	}
 	if err := cmd.Start(); err != nil {
 		fmt.Fprintf(stderr, "agentd __shim: %v\n", err)
