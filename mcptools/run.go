@@ -153,7 +153,7 @@ func (s *toolServer) run(ctx context.Context, j job) (outcome, error) {
 	}
 	defer ctlW.Close()
 	// With Entropy, a socket on which the shim sends its getrandom filter's
-	// listener (fd 5 in strace and the shim).
+	// listener (fd 5 in strace and the shim, named by getrandomFDVar).
 	var grShim, grSrv *os.File
 	if s.rand != nil {
 		if grShim, grSrv, err = s.rand.pair(); err != nil {
@@ -165,11 +165,7 @@ func (s *toolServer) run(ctx context.Context, j job) (outcome, error) {
 
 	// The shim runs as root (under strace, which runs as root too) and
 	// starts the command as the user; see Shim.
-	argv := []string{cfg.Self, "__shim"}
-	if grShim != nil {
-		argv = append(argv, "--getrandom-fd", "5")
-	}
-	argv = append(append(argv, cfg.identity().args()...), "--")
+	argv := append(append([]string{cfg.Self, "__shim"}, cfg.identity().args()...), "--")
 	argv = append(argv, j.argv...)
 	var cmd *exec.Cmd
 	if cfg.NoStrace {
@@ -183,6 +179,9 @@ func (s *toolServer) run(ctx context.Context, j job) (outcome, error) {
 		// The tracer keeps the real clock under a fake one (libfaketime
 		// reads FAKETIME before /etc/faketimerc); the shim drops it.
 		cmd.Env = append(cmd.Env, tracerClock)
+	}
+	if grShim != nil {
+		cmd.Env = append(cmd.Env, getrandomFDVar+"=5") // the shim drops it too
 	}
 	if fi, err := os.Stat(cfg.Home); err == nil && fi.IsDir() {
 		cmd.Dir = cfg.Home

@@ -57,6 +57,8 @@ func TestCommandEnv(t *testing.T) {
 		{name: "tracer clock dropped", in: []string{"HOME=/home/u", tracerClock, "PATH=/bin"}, want: []string{"HOME=/home/u", "PATH=/bin"}},
 		{name: "any FAKETIME dropped", in: []string{"FAKETIME=-1d"}, want: []string{}},
 		{name: "lookalikes kept", in: []string{"FAKETIME_X=1", "MY_FAKETIME=2"}, want: []string{"FAKETIME_X=1", "MY_FAKETIME=2"}},
+		{name: "getrandom socket dropped", in: []string{"A=1", getrandomFDVar + "=5"}, want: []string{"A=1"}},
+		{name: "getrandom lookalike kept", in: []string{getrandomFDVar + "_X=5"}, want: []string{getrandomFDVar + "_X=5"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := commandEnv(tc.in); !slices.Equal(got, tc.want) {

@@ -19,8 +19,7 @@ const (
 	controlFD = 4 // the server writes: "kill"
 )
 
-// Shim is `agentd __shim [--getrandom-fd N] [--uid N --gid N --user NAME]
-// -- ARGV...`. It runs
+// Shim is `agentd __shim [--uid N --gid N --user NAME] -- ARGV...`. It runs
 // as root, under strace, and is the one trusted part of a call between the
 // root tool server and the user's command:
 //
@@ -34,13 +33,16 @@ const (
 //     the command's parent, never what the command said;
 //   - it kills ARGV's process group, which it made, when the server writes
 //     "kill" on fd 4: the server never signals a pid it was told;
-//   - with --getrandom-fd N (Config.Entropy), it installs a seccomp filter
-//     that hands ARGV's getrandom calls to the server, and sends the
-//     filter's listener to the server on socket N, before it starts ARGV
-//     (passGetrandom); if it cannot, ARGV does not run (exit 127).
+//   - with SANDBOXCTL_GETRANDOM_FD=N in env (Config.Entropy), it installs
+//     a seccomp filter that hands ARGV's getrandom calls to the server, and
+//     sends the filter's listener to the server on socket N, before it
+//     starts ARGV (passGetrandom); if it cannot, ARGV does not run (exit
+//     127). It is a variable, not a flag: the user's processes can read the
+//     shim's command line (ps), not its environment.
 //
 // Fds 3 and 4 are not passed on; ARGV gets env less the tracer's clock
-// setting (commandEnv). It returns the exit code to exit with.
+// setting and the socket's variable (commandEnv). It returns the exit code
+// to exit with.
 // cmd/sandboxctl calls it with the process's own environment and files.
 func Shim(args, env []string, stdin, stdout, stderr *os.File) int {
 	// Before anything else: once not dumpable, /proc/PID of the shim is
@@ -56,16 +58,17 @@ func Shim(args, env []string, stdin, stdout, stderr *os.File) int {
 		}
 	}
 	getrandomFD := -1
-	if len(args) >= 2 && args[0] == "--getrandom-fd" {
-		n, err := strconv.Atoi(args[1])
-		if err != nil || n <= 2 {
-			fmt.Fprintf(stderr, "agentd __shim: --getrandom-fd %q\n", args[1])
-			report("exit 2")
-			return 2
+	for _, kv := range env {
+		if v, ok := strings.CutPrefix(kv, getrandomFDVar+"="); ok {
+			n, err := strconv.Atoi(v)
+			if err != nil || n <= 2 {
+				fmt.Fprintf(stderr, "agentd __shim: %s %q\n", getrandomFDVar, v)
+				report("exit 2")
+				return 2
+			}
+			getrandomFD = n
+			syscall.CloseOnExec(n)
 		}
-		getrandomFD = n
-		syscall.CloseOnExec(n)
-		args = args[2:]
 	}
 	id, args, err := parseIdentity(args)
 	if err != nil {
@@ -160,13 +163,18 @@ func isSelf(path string) bool {
 // tracer's timestamps stay real, since FAKETIME comes before the file.
 const tracerClock = "FAKETIME=+0"
 
+// getrandomFDVar names the shim's end of the socket on which it sends its
+// getrandom listener (Config.Entropy).
+const getrandomFDVar = "SANDBOXCTL_GETRANDOM_FD"
+
 // commandEnv is the environment the shim gives the command: its own,
 // without the tracer's clock setting, so the command runs on the
-// sandbox's clock and sees nothing of the tracer's.
+// sandbox's clock and sees nothing of the tracer's, and without the
+// getrandom socket's variable.
 func commandEnv(env []string) []string {
 	out := make([]string, 0, len(env))
 	for _, kv := range env {
-		if !strings.HasPrefix(kv, "FAKETIME=") {
+		if !strings.HasPrefix(kv, "FAKETIME=") && !strings.HasPrefix(kv, getrandomFDVar+"=") {
 			out = append(out, kv)
 		}
 	}
