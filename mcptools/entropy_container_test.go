@@ -329,7 +329,7 @@ func mustJSON(t testing.TB, v any) []byte {
 
 // BenchmarkEntropyCost is what reproducible randomness costs a call in a
 // sandbox container: process starts (glibc asks getrandom once per
-// process, for malloc) and a program that draws a thousand times. Compare
+// process, for malloc) and a program that draws twenty thousand times. Compare
 // "seed" with "none", measured in the same run.
 func BenchmarkEntropyCost(b *testing.B) {
 	ref := testenv.Image(b)
@@ -337,8 +337,8 @@ func BenchmarkEntropyCost(b *testing.B) {
 	s := newEntropySandbox(b, rt, ref, buildRandProbe(b))
 	work := []struct{ name, cmd string }{
 		{"50 process starts", "for i in $(seq 50); do /bin/true; done"},
-		{"1000 draws", `python3 -c 'import os
-for _ in range(1000): os.urandom(16)'`},
+		{"20000 draws", `python3 -c 'import os
+for _ in range(20000): os.urandom(16)'`},
 	}
 	for _, w := range work {
 		for _, seed := range []struct {

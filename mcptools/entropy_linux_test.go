@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -25,6 +26,7 @@ import (
 //	__getrandom N FLAGS [ro]     getrandom(2) once, into a read-only page with ro
 //	__getrandom-later TRIG OUT N when TRIG exists, getrandom N bytes, result in OUT
 //	__cryptorand N               crypto/rand (the vDSO's getrandom, where the kernel has it)
+//	__draws N                    getrandom(2) of 16 bytes N times (the last one printed)
 //
 // It prints "n=COUNT HEX" (a sha256 past 64 bytes) or "errno NAME".
 func randomProbe(name string, args []string) int {
@@ -45,6 +47,13 @@ func randomProbe(name string, args []string) int {
 			}
 		}
 		return 1
+	case name == "__draws" && len(args) == 1:
+		n, _ := strconv.Atoi(args[0])
+		var last string
+		for range n {
+			last = getrandomOnce(16, 0, false)
+		}
+		fmt.Println(last)
 	case name == "__cryptorand" && len(args) == 1:
 		n, _ := strconv.Atoi(args[0])
 		b := make([]byte, n)
@@ -168,8 +177,9 @@ func (e *env) serveUntil(t *testing.T) (c *mcptools.Client, stop func()) {
 // bytes; another seed gives other bytes; without a seed the bytes are
 // real (they differ between runs) and no filter is added.
 func TestEntropyReproducible(t *testing.T) {
-	run := func(t *testing.T, seed []byte) []string {
+	run := func(t *testing.T, seed []byte, untraced bool) []string {
 		e, dir := entropyEnv(t, seed)
+		e.cfg.NoStrace = untraced
 		c, stop := e.serveUntil(t)
 		defer stop()
 		// Twins run the same command lines: the probe under one name,
@@ -191,16 +201,21 @@ func TestEntropyReproducible(t *testing.T) {
 		return strings.Split(strings.TrimSpace(r.Stdout), "\n")
 	}
 	seedA, seedB := []byte("twin seed A"), []byte("twin seed B")
-	a1, a2, b := run(t, seedA), run(t, seedA), run(t, seedB)
-	none1, none2 := run(t, nil), run(t, nil)
+	a1, a2, b := run(t, seedA, false), run(t, seedA, false), run(t, seedB, false)
+	none1, none2 := run(t, nil, false), run(t, nil, false)
+	// The unwatched pass (no tracer): the same bytes as the watched one.
+	untraced := run(t, seedA, true)
 	t.Logf("seed A:\n%s\nseed B:\n%s\nno seed:\n%s", strings.Join(a1, "\n"), strings.Join(b, "\n"), strings.Join(none1, "\n"))
-	if len(a1) != 7 || len(b) != 7 || len(none1) != 7 {
-		t.Fatalf("outputs %q %q %q", a1, b, none1)
+	if len(a1) != 7 || len(b) != 7 || len(none1) != 7 || len(untraced) != 7 {
+		t.Fatalf("outputs %q %q %q %q", a1, b, none1, untraced)
 	}
 	names := []string{"getrandom", "getrandom again", "getrandom nonblock", "crypto/rand", "/dev/urandom", "/dev/random"}
 	for i, name := range names {
 		if a1[i] != a2[i] {
 			t.Errorf("%s: %q then %q with one seed", name, a1[i], a2[i])
+		}
+		if a1[i] != untraced[i] {
+			t.Errorf("%s: %q traced, %q untraced with one seed", name, a1[i], untraced[i])
 		}
 		if a1[i] == b[i] {
 			t.Errorf("%s: %q with both seeds", name, a1[i])
@@ -338,4 +353,39 @@ func TestEntropyListenerEnds(t *testing.T) {
 		t.Errorf("after the server stopped, getrandom gave %q, want errno ENOSYS", got)
 	}
 	t.Logf("getrandom answered %s after the server stopped", time.Since(start).Round(time.Millisecond))
+}
+
+// BenchmarkEntropyHost is what the server's answers cost against the
+// kernel's, on this host (root and strace): a call that starts 200
+// processes (each draws once, for glibc's malloc), and one whose program
+// draws ten thousand times.
+func BenchmarkEntropyHost(b *testing.B) {
+	for _, w := range []struct{ name, cmd string }{
+		{"200 process starts", "for i in $(seq 200); do /bin/true; done"},
+		{"10000 draws", "AGENTD __draws 10000"},
+	} {
+		for _, seed := range []struct {
+			name string
+			seed []byte
+		}{{"none", nil}, {"seed", []byte("bench")}} {
+			b.Run(w.name+"/"+seed.name, func(b *testing.B) {
+				e := newEnv(b)
+				if !e.traced {
+					b.Skip("needs root and strace")
+				}
+				defer mcptools.SetEntropyDevices([]string{filepath.Join(b.TempDir(), "urandom")})()
+				e.cfg.Entropy = seed.seed
+				c := e.start(b)
+				args, err := json.Marshal(map[string]string{"command": strings.ReplaceAll(w.cmd, "AGENTD", e.cfg.Self)})
+				if err != nil {
+					b.Fatal(err)
+				}
+				for b.Loop() {
+					if r, err := c.Call(b.Context(), "", "bash", args); err != nil || r.ExitCode != 0 {
+						b.Fatalf("%+v %v", r, err)
+					}
+				}
+			})
+		}
+	}
 }

@@ -2,6 +2,7 @@ package mcptools
 
 import (
 	"bufio"
+	"bytes"
 	"crypto/sha256"
 	"errors"
 	"fmt"
@@ -108,7 +109,9 @@ type randomness struct {
 	sizes   seccompNotifSizes
 
 	stopR, stopW *os.File // stopW is closed at close: every listener's goroutine wakes
-	stopping     atomic.Bool
+	stopFD       int      // stopR's
+	mu           sync.Mutex
+	stopping     atomic.Bool // set under mu: serve adds to wg under it too
 	wg           sync.WaitGroup
 }
 
@@ -130,6 +133,7 @@ func newRandomness(seed []byte) (*randomness, error) {
 	if r.stopR, r.stopW, err = os.Pipe(); err != nil {
 		return nil, fmt.Errorf("stop pipe: %w", err)
 	}
+	r.stopFD = int(r.stopR.Fd())
 	return r, nil
 }
 
@@ -192,6 +196,9 @@ func isSeccompListener(fd int) bool {
 // own, which ends when no process uses the filter any more (the listener
 // polls as hung up) or at close. It takes fd over.
 func (r *randomness) serve(fd int) bool {
+	// A call may still be running when the server stops.
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	if r.stopping.Load() {
 		unix.Close(fd)
 		return false
@@ -202,7 +209,7 @@ func (r *randomness) serve(fd int) bool {
 		defer r.wg.Done()
 		defer activeListeners.Add(-1)
 		defer unix.Close(fd)
-		l := &listener{r: r, fd: fd, procs: map[procKey]*procStream{}}
+		l := &listener{r: r, fd: fd, procs: map[procKey]*procStream{}, threads: map[int]thread{}}
 		l.run()
 	}()
 	return true
@@ -213,7 +220,10 @@ func (r *randomness) serve(fd int) bool {
 // from getrandom (the kernel's answer without a listener), at once, as
 // does one waiting for an answer.
 func (r *randomness) close() {
-	if r.stopping.Swap(true) {
+	r.mu.Lock()
+	was := r.stopping.Swap(true)
+	r.mu.Unlock()
+	if was {
 		return
 	}
 	r.stopW.Close()
@@ -223,9 +233,21 @@ func (r *randomness) close() {
 
 // A listener serves one shim's filter: the processes of one call.
 type listener struct {
-	r     *randomness
-	fd    int
-	procs map[procKey]*procStream
+	r       *randomness
+	fd      int
+	procs   map[procKey]*procStream
+	threads map[int]thread // by tid: the fast way to a caller's stream
+}
+
+// A thread is a caller seen before: while its /proc/TID/stat shows the
+// same start time and name, it is the same thread running the same
+// program, and its process's stream is p. (A program that executes another
+// of the same name keeps its stream: twins that do the same still get the
+// same bytes.)
+type thread struct {
+	start time.Duration
+	comm  string
+	p     *procStream
 }
 
 // A procKey is one process: its pid and start time (a pid can be reused).
@@ -247,7 +269,7 @@ func (l *listener) run() {
 	for {
 		fds := []unix.PollFd{
 			{Fd: int32(l.fd), Events: unix.POLLIN},
-			{Fd: int32(l.r.stopR.Fd()), Events: unix.POLLIN},
+			{Fd: int32(l.r.stopFD), Events: unix.POLLIN},
 		}
 		if _, err := unix.Poll(fds, -1); err != nil {
 			if err == unix.EINTR {
@@ -311,7 +333,19 @@ func (l *listener) answer(n seccompNotif) {
 		_ = l.send(respond(n.id, 0, unix.ENOSYS))
 		return
 	}
-	key, cmdline, err := identify(int(n.pid))
+	tid := int(n.pid)
+	// One read of /proc for a thread seen before, three for a new one.
+	comm, tinfo, ok := readStat(tid)
+	th, seen := l.threads[tid]
+	var key procKey
+	var cmdline []byte
+	var err error
+	if !ok {
+		err = fmt.Errorf("/proc/%d/stat: unreadable", tid)
+	} else if !seen || th.start != tinfo.start || th.comm != comm {
+		seen = false
+		key, cmdline, err = identify(tid)
+	}
 	if !l.valid(n.id) {
 		return // the caller is gone: what was read may be another's
 	}
@@ -319,7 +353,14 @@ func (l *listener) answer(n seccompNotif) {
 		_ = l.send(respond(n.id, 0, unix.ENOSYS))
 		return
 	}
-	p := l.process(key, cmdline)
+	p := th.p
+	if !seen {
+		p = l.process(key, cmdline)
+		if len(l.threads) >= maxProcs {
+			clear(l.threads) // they come back by the slow way
+		}
+		l.threads[tid] = thread{start: tinfo.start, comm: comm, p: p}
+	}
 	written := l.write(int(n.pid), buf, count, p)
 	if written == 0 && l.r.stopping.Load() {
 		_ = l.send(respond(n.id, 0, unix.ENOSYS))
@@ -386,6 +427,21 @@ func (l *listener) write(tid int, addr, count uint64, p *procStream) uint64 {
 		}
 	}
 	return done
+}
+
+// readStat reads /proc/TID/stat: the thread's name and what parseStat
+// reads (its start time).
+func readStat(tid int) (string, procInfo, bool) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(tid) + "/stat")
+	if err != nil {
+		return "", procInfo{}, false
+	}
+	i, j := bytes.IndexByte(b, '('), bytes.LastIndexByte(b, ')')
+	if i < 0 || j < i {
+		return "", procInfo{}, false
+	}
+	info, ok := parseStat(b)
+	return string(b[i+1 : j]), info, ok
 }
 
 // identify reads which process thread tid belongs to (its thread group's
