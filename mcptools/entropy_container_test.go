@@ -47,8 +47,7 @@ var randomPrograms = []struct{ name, cmd string }{
 // reproducible are the programs whose output Entropy makes the same in
 // twins. The others mix in what no seed reaches (docs/sandbox.md, "Twin
 // traces: reproducible randomness"): OpenSSL 3's DRBG nonce (pid, thread
-// and heap addresses, the nanosecond clock), which node's crypto and
-// Math.random draw on; libgcrypt's fast poll (time, pid, resource usage);
+// id, the nanosecond clock), which node's crypto and Math.random draw on; libgcrypt's fast poll (time, pid, resource usage);
 // bash's $RANDOM (time and pid); Go's runtime seed (AT_RANDOM).
 var reproducible = []string{
 	"python os.urandom", "python random.random", "python uuid4", "python secrets", "python hash seed",
