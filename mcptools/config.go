@@ -96,7 +96,22 @@ type Config struct {
 	MaxTimeout time.Duration `json:"max_timeout,omitempty"` // cap on timeout_s
 	StrSize    int           `json:"str_size,omitempty"`    // strace -s
 	Drain      time.Duration `json:"drain,omitempty"`
+
+	// Entropy, for twin traces: a seed that makes the sandbox's randomness
+	// reproducible; nil: real randomness. With a seed, getrandom(2) of
+	// every call's processes is answered by the server from the seed (a
+	// stream per process, keyed by its command line and how many processes
+	// with that command line came before), and /dev/urandom and
+	// /dev/random become one read-only file of bytes from the seed. See
+	// docs/sandbox.md, "Twin traces: reproducible randomness".
+	Entropy []byte `json:"entropy,omitempty"`
 }
+
+// EntropyEnv is the variable that carries Config.Entropy, hex-encoded, to
+// `agentd __mcp` (not a flag: the user's processes can read the server's
+// command line, not its environment). The server takes it out of the
+// user's environment.
+const EntropyEnv = "SANDBOXCTL_ENTROPY"
 
 func (c Config) withDefaults() Config {
 	if c.Self == "" {

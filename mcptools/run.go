@@ -152,6 +152,16 @@ func (s *toolServer) run(ctx context.Context, j job) (outcome, error) {
 		}
 	}
 	defer ctlW.Close()
+	// With Entropy, a socket on which the shim sends its getrandom filter's
+	// listener (fd 5 in strace and the shim, named by getrandomFDVar).
+	var grShim, grSrv *os.File
+	if s.rand != nil {
+		if grShim, grSrv, err = s.rand.pair(); err != nil {
+			closeAll(statusR, statusW, ctlR, outR, outW, errR, errW, inR, inW)
+			return out, err
+		}
+		defer grSrv.Close()
+	}
 
 	// The shim runs as root (under strace, which runs as root too) and
 	// starts the command as the user; see Shim.
@@ -170,6 +180,9 @@ func (s *toolServer) run(ctx context.Context, j job) (outcome, error) {
 		// reads FAKETIME before /etc/faketimerc); the shim drops it.
 		cmd.Env = append(cmd.Env, tracerClock)
 	}
+	if grShim != nil {
+		cmd.Env = append(cmd.Env, getrandomFDVar+"=5") // the shim drops it too
+	}
 	if fi, err := os.Stat(cfg.Home); err == nil && fi.IsDir() {
 		cmd.Dir = cfg.Home
 	} else {
@@ -180,11 +193,23 @@ func (s *toolServer) run(ctx context.Context, j job) (outcome, error) {
 		cmd.Stdin = inR
 	}
 	cmd.ExtraFiles = []*os.File{statusW, ctlR} // fds 3 and 4 in strace, inherited by the shim
+	if grShim != nil {
+		cmd.ExtraFiles = append(cmd.ExtraFiles, grShim) // fd 5
+	}
 	if err := cmd.Start(); err != nil {
-		closeAll(statusR, statusW, ctlR, outR, outW, errR, errW, inR, inW)
+		closeAll(statusR, statusW, ctlR, outR, outW, errR, errW, inR, inW, grShim)
 		return out, fmt.Errorf("start %s: %w", cmd.Path, err)
 	}
-	closeAll(statusW, ctlR, outW, errW, inR)
+	closeAll(statusW, ctlR, outW, errW, inR, grShim)
+	// The shim sends its listener before it reports the pid: take it then,
+	// or, if the shim never got that far, when its status ends.
+	tookListener := grSrv == nil
+	takeListener := func() {
+		if !tookListener {
+			tookListener = true
+			s.rand.take(grSrv)
+		}
+	}
 	if inW != nil {
 		go func() {
 			// Ends when the child has read it all, or has exited (EPIPE).
@@ -251,6 +276,7 @@ func (s *toolServer) run(ctx context.Context, j job) (outcome, error) {
 				done = true
 			default:
 				pid = st.pid
+				takeListener()
 				if killed {
 					kill()
 				}
@@ -270,6 +296,7 @@ func (s *toolServer) run(ctx context.Context, j job) (outcome, error) {
 			done = true
 		}
 	}
+	takeListener()
 	if killed && (pid == 0 || out.exitCode == -1) {
 		// The shim never started the command, or did not see it end in
 		// time: stop the tracer, the server's own child.

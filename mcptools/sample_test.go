@@ -59,6 +59,8 @@ func TestCommandEnv(t *testing.T) {
 		{name: "the tracer's libfaketime semaphore dropped", in: []string{"FAKETIME_SHARED=/faketime_sem_9 /faketime_shm_9", "FAKETIME_DONT_FAKE_MONOTONIC=1"},
 			want: []string{"FAKETIME_DONT_FAKE_MONOTONIC=1"}},
 		{name: "lookalikes kept", in: []string{"FAKETIME_X=1", "MY_FAKETIME=2"}, want: []string{"FAKETIME_X=1", "MY_FAKETIME=2"}},
+		{name: "getrandom socket dropped", in: []string{"A=1", getrandomFDVar + "=5"}, want: []string{"A=1"}},
+		{name: "getrandom lookalike kept", in: []string{getrandomFDVar + "_X=5"}, want: []string{getrandomFDVar + "_X=5"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := commandEnv(tc.in); !slices.Equal(got, tc.want) {

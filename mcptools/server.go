@@ -39,6 +39,7 @@ type Structured struct {
 type toolServer struct {
 	cfg     Config
 	tracers tracers
+	rand    *randomness // nil without Config.Entropy
 	mu      sync.Mutex
 	n       int
 	used    map[string]bool
@@ -57,6 +58,16 @@ func Serve(ctx context.Context, in io.Reader, out io.Writer, cfg Config) error {
 		}
 	}
 	s := &toolServer{cfg: cfg, used: map[string]bool{}}
+	if len(cfg.Entropy) > 0 {
+		r, err := newRandomness(cfg.Entropy)
+		if err != nil {
+			return fmt.Errorf("reproducible randomness: %w", err)
+		}
+		s.rand = r
+		// Ends the listeners' goroutines; processes still under a filter
+		// get ENOSYS from getrandom from then on.
+		defer r.close()
+	}
 	ms := server.NewMCPServer("sandboxctl-tools", "1", server.WithToolCapabilities(false), server.WithRecovery())
 	for _, t := range s.tools() {
 		ms.AddTool(t.def, t.handler)

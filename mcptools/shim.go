@@ -7,6 +7,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
+	"strconv"
 	"strings"
 	"syscall"
 )
@@ -30,10 +32,17 @@ const (
 //     "signal N" from its own wait: the exit status is what the kernel told
 //     the command's parent, never what the command said;
 //   - it kills ARGV's process group, which it made, when the server writes
-//     "kill" on fd 4: the server never signals a pid it was told.
+//     "kill" on fd 4: the server never signals a pid it was told;
+//   - with SANDBOXCTL_GETRANDOM_FD=N in env (Config.Entropy), it installs
+//     a seccomp filter that hands ARGV's getrandom calls to the server, and
+//     sends the filter's listener to the server on socket N, before it
+//     starts ARGV (passGetrandom); if it cannot, ARGV does not run (exit
+//     127). It is a variable, not a flag: the user's processes can read the
+//     shim's command line (ps), not its environment.
 //
 // Fds 3 and 4 are not passed on; ARGV gets env less the tracer's clock
-// setting (commandEnv). It returns the exit code to exit with.
+// setting and the socket's variable (commandEnv). It returns the exit code
+// to exit with.
 // cmd/sandboxctl calls it with the process's own environment and files.
 func Shim(args, env []string, stdin, stdout, stderr *os.File) int {
 	// Before anything else: once not dumpable, /proc/PID of the shim is
@@ -46,6 +55,19 @@ func Shim(args, env []string, stdin, stdout, stderr *os.File) int {
 	report := func(format string, a ...any) {
 		if st != nil {
 			fmt.Fprintf(st, format+"\n", a...)
+		}
+	}
+	getrandomFD := -1
+	for _, kv := range env {
+		if v, ok := strings.CutPrefix(kv, getrandomFDVar+"="); ok {
+			n, err := strconv.Atoi(v)
+			if err != nil || n <= 2 {
+				fmt.Fprintf(stderr, "agentd __shim: %s %q\n", getrandomFDVar, v)
+				report("exit 2")
+				return 2
+			}
+			getrandomFD = n
+			syscall.CloseOnExec(n)
 		}
 	}
 	id, args, err := parseIdentity(args)
@@ -75,6 +97,16 @@ func Shim(args, env []string, stdin, stdout, stderr *os.File) int {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if id.drops() && !isSelf(args[0]) {
 		cmd.SysProcAttr.Credential = &syscall.Credential{Uid: uint32(id.uid), Gid: uint32(id.gid), Groups: id.groups()}
+	}
+	if getrandomFD >= 0 {
+		// The filter is this thread's, and the command is forked from the
+		// thread that starts it: stay on it until the shim exits.
+		runtime.LockOSThread()
+		if err := passGetrandom(getrandomFD); err != nil {
+			fmt.Fprintf(stderr, "agentd __shim: reproducible randomness: %v\n", err)
+			report("exit 127")
+			return 127
+		}
 	}
 	if err := cmd.Start(); err != nil {
 		fmt.Fprintf(stderr, "agentd __shim: %v\n", err)
@@ -131,18 +163,23 @@ func isSelf(path string) bool {
 // tracer's timestamps stay real, since FAKETIME comes before the file.
 const tracerClock = "FAKETIME=+0"
 
+// getrandomFDVar names the shim's end of the socket on which it sends its
+// getrandom listener (Config.Entropy).
+const getrandomFDVar = "SANDBOXCTL_GETRANDOM_FD"
+
 // commandEnv is the environment the shim gives the command: its own,
 // without the tracer's clock setting, so the command runs on the
-// sandbox's clock and sees nothing of the tracer's. FAKETIME_SHARED goes
-// too: libfaketime in the root tracer names its own semaphore there
-// (root's, 0600), and a user's program that inherits it fails sem_open
-// with EACCES and, when it cannot make one of its own either, exits 1
-// before its main: a time bomb under --clock stayed hidden that way. Each
-// of the user's programs then makes its own, which its children can open.
+// sandbox's clock and sees nothing of the tracer's, and without the
+// getrandom socket's variable. FAKETIME_SHARED goes too: libfaketime in
+// the root tracer names its own semaphore there (root's, 0600), and a
+// user's program that inherits it fails sem_open with EACCES and, when it
+// cannot make one of its own either, exits 1 before its main: a time bomb
+// under --clock stayed hidden that way. Each of the user's programs then
+// makes its own, which its children can open.
 func commandEnv(env []string) []string {
 	out := make([]string, 0, len(env))
 	for _, kv := range env {
-		if !strings.HasPrefix(kv, "FAKETIME=") && !strings.HasPrefix(kv, "FAKETIME_SHARED=") {
+		if !strings.HasPrefix(kv, "FAKETIME=") && !strings.HasPrefix(kv, "FAKETIME_SHARED=") && !strings.HasPrefix(kv, getrandomFDVar+"=") {
 			out = append(out, kv)
 		}
 	}

@@ -141,7 +141,7 @@ func startToolServer(ctx context.Context, st *run) *toolServer {
 		_, err := st.sandbox.Exec(sctx, ExecSpec{
 			Argv:   mcpArgv(st.plan, st.home),
 			User:   "0:0",
-			Env:    append(slices.Clone(st.home.Env), clockEnv(st.system.Clock)...),
+			Env:    append(append(slices.Clone(st.home.Env), clockEnv(st.system.Clock)...), entropyEnv(st.plan)...),
 			Dir:    st.home.HomeDir,
 			Stdin:  inR,
 			Stdout: outW,

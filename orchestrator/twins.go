@@ -3,6 +3,7 @@ package orchestrator
 import (
 	"context"
 	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"path/filepath"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/sandboxctl/sandboxctl/canary"
+	"github.com/sandboxctl/sandboxctl/mcptools"
 	"github.com/sandboxctl/sandboxctl/reports"
 	"github.com/sandboxctl/sandboxctl/rules"
 )
@@ -67,6 +69,16 @@ func (t *TwinSpec) canaryTwin() *canary.Twin {
 		return nil
 	}
 	return &canary.Twin{Key: t.Key, Grow: t.Grow}
+}
+
+// entropyEnv is what the tool server is told of the randomness twins share
+// (mcptools.EntropyEnv, in its exec's environment: the user's processes can
+// read its command line, not its environment); nil but for a twin.
+func entropyEnv(p Plan) []string {
+	if p.Twin == nil || len(p.Twin.Entropy) == 0 {
+		return nil
+	}
+	return []string{mcptools.EntropyEnv + "=" + hex.EncodeToString(p.Twin.Entropy)}
 }
 
 // twinReason says why twin traces run after the trace p whose report is

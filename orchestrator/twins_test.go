@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/sandboxctl/sandboxctl/canaryfs"
+	"github.com/sandboxctl/sandboxctl/mcptools"
 	"github.com/sandboxctl/sandboxctl/reports"
 	"github.com/sandboxctl/sandboxctl/rules"
 	"github.com/sandboxctl/sandboxctl/trace"
@@ -68,5 +69,14 @@ func TestTwinPlan(t *testing.T) {
 		if got := tp.Twin.canaryTwin() != nil; got != (role == TwinOther) {
 			t.Errorf("%s: other secrets %v", role, got)
 		}
+	}
+	// Twins share one randomness, told to the tool server in its
+	// environment; a trace that is no twin has the real one.
+	tp := twinPlan(p, st, TwinSpec{Role: TwinSame, Start: start, Entropy: []byte{1, 2}})
+	if got := entropyEnv(tp); len(got) != 1 || got[0] != mcptools.EntropyEnv+"=0102" {
+		t.Errorf("twin's entropy env %q", got)
+	}
+	if got := entropyEnv(p); got != nil {
+		t.Errorf("original's entropy env %q", got)
 	}
 }

@@ -2,10 +2,13 @@ package main
 
 import (
 	"context"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/sandboxctl/sandboxctl/mcptools"
@@ -96,13 +99,38 @@ func runMCP(ctx context.Context, e env, args []string) int {
 		cfg.Self = self
 	}
 	// The server's own environment (set by the orchestrator on the exec)
-	// is the environment of the user's processes.
-	cfg.Env = os.Environ()
+	// is the environment of the user's processes, less the seed of
+	// reproducible randomness (twin traces), which is the server's alone.
+	var err error
+	if cfg.Env, cfg.Entropy, err = splitEntropy(os.Environ()); err != nil {
+		e.errorf("%v", err)
+		return exitUsage
+	}
 	if err := mcptools.Serve(ctx, e.stdin, e.stdout, cfg); err != nil {
 		e.errorf("tool server: %v", err)
 		return exitFailed
 	}
 	return exitClean
+}
+
+// splitEntropy takes the seed (mcptools.EntropyEnv, hex) out of environ:
+// it returns the rest and the seed (nil without one).
+func splitEntropy(environ []string) ([]string, []byte, error) {
+	var env []string
+	var seed []byte
+	for _, kv := range environ {
+		v, ok := strings.CutPrefix(kv, mcptools.EntropyEnv+"=")
+		if !ok {
+			env = append(env, kv)
+			continue
+		}
+		s, err := hex.DecodeString(v)
+		if err != nil {
+			return nil, nil, fmt.Errorf("%s: %w", mcptools.EntropyEnv, err)
+		}
+		seed = s
+	}
+	return env, seed, nil
 }
 
 func runFlush(ctx context.Context, e env, args []string) int {
