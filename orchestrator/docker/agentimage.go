@@ -204,7 +204,9 @@ func (r *Runtime) AgentImage(ctx context.Context, spec orchestrator.AgentImageSp
 		r.cacheImage(ref)
 		return ref, nil
 	}
-	unlock, err := lockFile(ctx, filepath.Join(r.scratchDir(), "sandboxctl-agent.lock"))
+	// One lock per image: builds of other binaries (other checkouts,
+	// other users) go on meanwhile.
+	unlock, err := lockFile(ctx, filepath.Join(r.scratchDir(), "sandboxctl-agent-"+strings.TrimPrefix(ref, AgentRepo+":")+".lock"))
 	if err != nil {
 		return "", fmt.Errorf("agent image: %w", err)
 	}
@@ -227,6 +229,17 @@ func (r *Runtime) AgentImage(ctx context.Context, spec orchestrator.AgentImageSp
 		}
 		bctx := s.ctx
 		if bctx == nil {
+			start := time.Now()
+			lerr := r.loadAgentImage(ctx, prep, spec.Binary, s.ref, map[string]string{LabelImage: "1", LabelAgentSum: binSum})
+			if lerr == nil {
+				fmt.Fprintf(progress, "made %s (the binary added to %s) in %s\n", s.ref, prep, time.Since(start).Round(time.Millisecond))
+				continue
+			}
+			if ctx.Err() != nil {
+				return "", ctx.Err()
+			}
+			// An engine that refuses the archive still builds.
+			fmt.Fprintf(progress, "agent image: %v; building it instead\n", lerr)
 			if bctx, err = agentBinContext(files, spec.Binary); err != nil {
 				return "", fmt.Errorf("agent image: %w", err)
 			}
