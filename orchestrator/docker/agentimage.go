@@ -213,6 +213,17 @@ func (r *Runtime) AgentImage(ctx context.Context, spec orchestrator.AgentImageSp
 	defer unlock()
 	prep := prepRef(from, files, spec)
 	uid, gids := strconv.Itoa(spec.UID), joinInts(spec.GIDs)
+	labels := map[string]string{LabelImage: "1", LabelAgentSum: binSum}
+	if err := r.fastAgentImage(ctx, progress, from, prep, ref, spec.Binary, files, uid, gids, labels); err == nil {
+		r.cacheImage(ref)
+		r.PruneAgentImages(ctx, AgentImagesKept, AgentImagesMinAge)
+		return ref, nil
+	} else if ctx.Err() != nil {
+		return "", ctx.Err()
+	} else {
+		// An engine that refuses the archive still builds.
+		fmt.Fprintf(progress, "agent image: %v; building it instead\n", err)
+	}
 	steps := []struct {
 		ref, dockerfile string
 		args            map[string]*string
@@ -229,17 +240,6 @@ func (r *Runtime) AgentImage(ctx context.Context, spec orchestrator.AgentImageSp
 		}
 		bctx := s.ctx
 		if bctx == nil {
-			start := time.Now()
-			lerr := r.loadAgentImage(ctx, prep, spec.Binary, s.ref, map[string]string{LabelImage: "1", LabelAgentSum: binSum})
-			if lerr == nil {
-				fmt.Fprintf(progress, "made %s (the binary added to %s) in %s\n", s.ref, prep, time.Since(start).Round(time.Millisecond))
-				continue
-			}
-			if ctx.Err() != nil {
-				return "", ctx.Err()
-			}
-			// An engine that refuses the archive still builds.
-			fmt.Fprintf(progress, "agent image: %v; building it instead\n", lerr)
 			if bctx, err = agentBinContext(files, spec.Binary); err != nil {
 				return "", fmt.Errorf("agent image: %w", err)
 			}
@@ -254,6 +254,33 @@ func (r *Runtime) AgentImage(ctx context.Context, spec orchestrator.AgentImageSp
 	// never fails the trace (`sandboxctl gc` prunes too).
 	r.PruneAgentImages(ctx, AgentImagesKept, AgentImagesMinAge)
 	return ref, nil
+}
+
+// fastAgentImage makes the agent image without a build (loadLayerImage):
+// on the prepared image when an earlier binary left it, else on from with
+// the prepared files (prepLists: prepare.sh run in a container, its
+// answer cached) and the fast install-ca in the binary's layer.
+func (r *Runtime) fastAgentImage(ctx context.Context, progress io.Writer, from, prep, ref, binary string,
+	files map[string][]byte, uid, gids string, labels map[string]string) error {
+	start := time.Now()
+	base := prep
+	var extra []layerFile
+	if ok, err := r.imageExists(ctx, prep); err != nil {
+		return err
+	} else if !ok {
+		fmt.Fprintf(progress, "preparing %s: the lookups of Dockerfile.prep, in a container\n", from)
+		lists, err := r.prepLists(ctx, from, prep, files["prepare.sh"], uid, gids)
+		if err != nil {
+			return err
+		}
+		base = from
+		extra = append(lists, layerFile{name: agentDir + "install-ca", mode: 0o700, data: files["install-ca"]})
+	}
+	if err := r.loadLayerImage(ctx, base, binary, extra, ref, labels); err != nil {
+		return err
+	}
+	fmt.Fprintf(progress, "made %s (the binary added to %s) in %s\n", ref, base, time.Since(start).Round(time.Millisecond))
+	return nil
 }
 
 // agentBinContext is Dockerfile.agent's build context: the Dockerfile and

@@ -11,9 +11,17 @@ import (
 	"io"
 	"maps"
 	"os"
+	"path/filepath"
+	"strings"
 	"time"
 
+	"github.com/moby/moby/api/pkg/stdcopy"
+	"github.com/moby/moby/api/types/container"
 	"github.com/moby/moby/client"
+
+	"github.com/sandboxctl/sandboxctl/internal/capbuf"
+	"github.com/sandboxctl/sandboxctl/internal/fsutil"
+	"github.com/sandboxctl/sandboxctl/orchestrator"
 )
 
 // agentBinPath is where the agent image holds the binary (Dockerfile.agent
@@ -31,6 +39,19 @@ const agentBinPath = "usr/local/lib/agent/agentd"
 // image, twice per build (the copy, then the labels): minutes on a busy
 // host, where this takes seconds. labels are added to from's.
 func (r *Runtime) loadAgentImage(ctx context.Context, from, binary, ref string, labels map[string]string) error {
+	return r.loadLayerImage(ctx, from, binary, nil, ref, labels)
+}
+
+// layerFile is a file of a loaded layer, its path relative to "/".
+type layerFile struct {
+	name string
+	mode int64
+	data []byte
+}
+
+// loadLayerImage is loadAgentImage with more files in the layer (the
+// prepared files when the prepared image was not built).
+func (r *Runtime) loadLayerImage(ctx context.Context, from, binary string, extra []layerFile, ref string, labels map[string]string) error {
 	ins, err := r.cli.ImageInspect(ctx, from)
 	if err != nil {
 		return fmt.Errorf("inspect %s: %w", from, err)
@@ -44,12 +65,14 @@ func (r *Runtime) loadAgentImage(ctx context.Context, from, binary, ref string, 
 	}
 	var layer bytes.Buffer
 	tw := tar.NewWriter(&layer)
-	if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: agentBinPath, Mode: 0o700, Size: int64(len(bin)),
-		ModTime: time.Unix(0, 0), Format: tar.FormatPAX}); err != nil {
-		return err
-	}
-	if _, err := tw.Write(bin); err != nil {
-		return err
+	for _, f := range append(extra, layerFile{agentBinPath, 0o700, bin}) {
+		if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: f.name, Mode: f.mode, Size: int64(len(f.data)),
+			ModTime: time.Unix(0, 0), Format: tar.FormatPAX}); err != nil {
+			return err
+		}
+		if _, err := tw.Write(f.data); err != nil {
+			return err
+		}
 	}
 	if err := tw.Close(); err != nil {
 		return err
@@ -111,3 +134,103 @@ func (r *Runtime) loadAgentImage(ctx context.Context, from, binary, ref string, 
 	}
 	return nil
 }
+
+// prepDir is where prepare.sh writes its lists when run by prepLists.
+const prepDir = "/tmp/sandboxctl-prep"
+
+// prepLists runs prepare.sh (Dockerfile.prep's step) in a throwaway
+// container of from, as root, with no network, and returns the files it
+// writes (certifi-bundles, and writable when the image has setpriv), to be
+// added to the agent image's layer: the prepared image's lookups without
+// its build, whose commit walks the whole image on fuse-overlayfs. The
+// answer is kept in the cache folder under the prepared image's tag (the
+// same inputs), so a new binary does not run it again. The container
+// carries the trace label "image-prep-TAG" (gc removes it after a crash)
+// and is removed on every path.
+func (r *Runtime) prepLists(ctx context.Context, from, prep string, script []byte, uid, gids string) ([]layerFile, error) {
+	tag := strings.TrimPrefix(prep, AgentRepo+":")
+	var cache string
+	if r.cfg.cache != "" {
+		cache = filepath.Join(r.cfg.cache, "prep", tag)
+		if b, err := os.ReadFile(cache); err == nil {
+			if files, ok := parsePrepLists(b); ok {
+				return files, nil
+			}
+		}
+	}
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Minute)
+	defer cancel()
+	cmd := string(script) + `
+printf '%s\n' '` + prepMark + `certifi-bundles'; cat "$dir/certifi-bundles"
+if [ -e "$dir/writable" ]; then printf '%s\n' '` + prepMark + `writable'; cat "$dir/writable"; fi
+printf '%s\n' '` + prepMark + `end'`
+	res, err := r.cli.ContainerCreate(ctx, client.ContainerCreateOptions{
+		Config: &container.Config{Image: from, User: "0:0", Cmd: []string{"/bin/sh", "-c", cmd, "prepare.sh", uid, gids, prepDir},
+			Labels: map[string]string{orchestrator.LabelTrace: "image-prep-" + tag}},
+		HostConfig: &container.HostConfig{NetworkMode: "none"},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("prepare: create: %w", err)
+	}
+	defer removeContainer(context.WithoutCancel(ctx), r.cli, res.ID)
+	wait := r.cli.ContainerWait(ctx, res.ID, client.ContainerWaitOptions{Condition: container.WaitConditionNextExit})
+	if _, err := r.cli.ContainerStart(ctx, res.ID, client.ContainerStartOptions{}); err != nil {
+		return nil, fmt.Errorf("prepare: start: %w", err)
+	}
+	select {
+	case w := <-wait.Result:
+		if w.StatusCode != 0 {
+			return nil, fmt.Errorf("prepare: exit %d", w.StatusCode)
+		}
+	case err := <-wait.Error:
+		return nil, fmt.Errorf("prepare: wait: %w", err)
+	}
+	logs, err := r.cli.ContainerLogs(ctx, res.ID, client.ContainerLogsOptions{ShowStdout: true})
+	if err != nil {
+		return nil, fmt.Errorf("prepare: output: %w", err)
+	}
+	defer logs.Close()
+	out := capbuf.New(4 << 20)
+	if _, err := stdcopy.StdCopy(out, io.Discard, logs); err != nil {
+		return nil, fmt.Errorf("prepare: output: %w", err)
+	}
+	files, ok := parsePrepLists([]byte(out.String()))
+	if !ok {
+		return nil, fmt.Errorf("prepare: output not understood")
+	}
+	if cache != "" && os.MkdirAll(filepath.Dir(cache), 0o700) == nil {
+		fsutil.WriteAtomic(cache, 0o600, func(w io.Writer) error {
+			_, err := io.WriteString(w, out.String())
+			return err
+		})
+	}
+	return files, nil
+}
+
+// prepMark starts the line naming the next list in prepLists' output.
+const prepMark = "--- sandboxctl-prep "
+
+// parsePrepLists reads prepLists' output: each list after its mark line,
+// the whole ended by the "end" mark.
+func parsePrepLists(b []byte) ([]layerFile, bool) {
+	var files []layerFile
+	var cur *layerFile
+	for _, line := range strings.SplitAfter(string(b), "\n") {
+		name, ok := strings.CutPrefix(strings.TrimSuffix(line, "\n"), prepMark)
+		switch {
+		case ok && name == "end":
+			return files, len(files) > 0 && files[0].name == agentDir+"certifi-bundles"
+		case ok && (name == "certifi-bundles" || name == "writable"):
+			files = append(files, layerFile{name: agentDir + name, mode: 0o600})
+			cur = &files[len(files)-1]
+		case ok:
+			return nil, false
+		case cur != nil:
+			cur.data = append(cur.data, line...)
+		}
+	}
+	return nil, false
+}
+
+// agentDir is the agent's folder in the image, relative to "/".
+const agentDir = "usr/local/lib/agent/"
