@@ -81,7 +81,11 @@ func TestRunsDiff(t *testing.T) {
 	alpha := "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdef0123456789+/-_"
 	multi := 0
 	defer func() { t.Logf("%d runs of 3+ lines", multi) }()
-	for iter := range 3000 {
+	iters := 3000
+	if testing.Short() {
+		iters = 300 // the whole count in `make test`
+	}
+	for iter := range iters {
 		var b []byte
 		for len(b) < 2000 {
 			switch r.IntN(6) {

@@ -837,7 +837,11 @@ func TestBeginIdentity(t *testing.T) {
 // random draw, and a home that dates a secret at the trace's start tells the
 // skill it was made for it.
 func TestNoFileDatedAtStart(t *testing.T) {
-	for i := range 12 {
+	seeds := 12
+	if testing.Short() {
+		seeds = 3 // each home is a key search: the twelve in `make test`
+	}
+	for i := range seeds {
 		h := fresh(t, fmt.Sprintf("dated-%d", i))
 		for _, f := range h.Files {
 			if age := now.Sub(f.ModTime); age < 10*time.Minute {

@@ -3,7 +3,6 @@ package orchestrator
 import (
 	"archive/tar"
 	"bytes"
-	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
@@ -11,7 +10,6 @@ import (
 	"os"
 	"path"
 	"path/filepath"
-	"slices"
 	"strings"
 	"time"
 
@@ -30,96 +28,82 @@ const (
 // changed after it (ctime, which the user cannot set back) are the trace's.
 const stampPath = "/run/agentd/stamp"
 
-// changedScript lists the files under the user-writable places whose ctime is
-// newer than the stamp, and tars the ones within the size cap to stdout. It
-// runs as root; the user cannot touch the stamp.
-const changedScript = `cd / && find home Users tmp var/tmp dev/shm -xdev -cnewer "$STAMP" -type f -print0 2>/dev/null |
-head -z -n "$MAXFILES" | tar -c -f - --null -T - --ignore-failed-read --no-recursion 2>/dev/null || true`
-
-// changedFiles copies out the files the trace created or changed in the
-// tmpfs places (home, /tmp, /var/tmp, /dev/shm: the engine's diff does not
-// see them) into dir/files, and returns an fs_change event for each.
-func (r *Runner) changedFiles(ctx context.Context, st *run) ([]trace.Event, error) {
-	pr, pw := io.Pipe()
-	done := make(chan error, 1)
-	go func() {
-		_, err := st.sandbox.Exec(ctx, ExecSpec{
-			Argv: []string{"/bin/sh", "-c", changedScript}, User: "0:0",
-			Env:    []string{"STAMP=" + stampPath, fmt.Sprintf("MAXFILES=%d", maxChangedFiles)},
-			Stdout: pw, Stderr: io.Discard,
-		})
-		pw.CloseWithError(err)
-		done <- err
-	}()
-	events, err := readChanged(pr, st.dir, st.home, r.now)
-	io.Copy(io.Discard, pr) // the archive's padding, or what is past a cap
-	if st.system.Clock != "" {
-		events = slices.DeleteFunc(events, func(e trace.Event) bool {
-			ch, ok := e.Data.(*trace.FSChange)
-			return ok && fakeClockFile(ch.Path)
-		})
-	}
-	if xerr := <-done; xerr != nil && err == nil {
-		err = xerr
-	}
-	return events, err
-}
+// changedRoots are the places (tmpfs mounts) whose changed files a trace
+// copies out: the engine's diff does not see them.
+var changedRoots = []string{"/home", "/Users", "/tmp", "/var/tmp", "/dev/shm"}
 
 // readChanged reads the tar of changed files (untrusted): only regular files,
 // only clean relative names, within the caps. Files are written under
 // dir/files/<path> when dir is set.
 func readChanged(r io.Reader, dir string, home *canaryfs.Home, now func() time.Time) ([]trace.Event, error) {
 	tr := tar.NewReader(r)
-	var events []trace.Event
-	var total int64
+	c := changedReader{dir: dir, home: home, now: now}
 	for {
 		hdr, err := tr.Next()
 		if err == io.EOF {
-			return events, nil
+			return c.events, nil
 		}
 		if err != nil {
-			return events, fmt.Errorf("read changed files: %w", err)
+			return c.events, fmt.Errorf("read changed files: %w", err)
 		}
-		name := path.Clean("/" + hdr.Name)
-		if hdr.Typeflag != tar.TypeReg || strings.Contains(hdr.Name, "..") {
-			continue
+		if err := c.add(hdr, tr); err != nil {
+			return c.events, err
 		}
-		ch := &trace.FSChange{Path: name, Kind: "added", Size: hdr.Size}
-		planted, isPlanted := home.File(name)
-		if isPlanted && !planted.Dir {
-			ch.Kind = "modified"
+	}
+}
+
+// changedReader turns the entries of an archive of changed files into
+// events, within the caps (readChanged).
+type changedReader struct {
+	dir    string
+	home   *canaryfs.Home
+	now    func() time.Time
+	total  int64
+	events []trace.Event
+}
+
+// add reads one entry: a regular file named by its path relative to "/".
+func (c *changedReader) add(hdr *tar.Header, r io.Reader) error {
+	name := path.Clean("/" + hdr.Name)
+	if hdr.Typeflag != tar.TypeReg || strings.Contains(hdr.Name, "..") {
+		return nil
+	}
+	ch := &trace.FSChange{Path: name, Kind: "added", Size: hdr.Size}
+	planted, isPlanted := c.home.File(name)
+	if isPlanted && !planted.Dir {
+		ch.Kind = "modified"
+	}
+	if hdr.Size <= maxChangedFile && c.total+hdr.Size <= maxChangedTotal {
+		var buf bytes.Buffer
+		if _, err := io.Copy(&buf, io.LimitReader(r, maxChangedFile)); err != nil {
+			return fmt.Errorf("read changed file %s: %w", name, err)
 		}
-		if hdr.Size <= maxChangedFile && total+hdr.Size <= maxChangedTotal {
-			var buf bytes.Buffer
-			if _, err := io.Copy(&buf, io.LimitReader(tr, maxChangedFile)); err != nil {
-				return events, fmt.Errorf("read changed file %s: %w", name, err)
-			}
-			total += int64(buf.Len())
-			sum := sha256.Sum256(buf.Bytes())
-			ch.SHA256 = hex.EncodeToString(sum[:])
-			if ch.Kind == "modified" {
-				// what the trace wrote, not what the user had
-				ch.Head = textHead(addedLines(planted.Content, buf.Bytes()))
-			} else {
-				ch.Head = textHead(buf.Bytes())
-			}
-			if dir != "" {
-				rel := filepath.Join("files", filepath.FromSlash(strings.TrimPrefix(name, "/")))
-				dst := filepath.Join(dir, rel)
-				if err := os.MkdirAll(filepath.Dir(dst), 0o755); err == nil {
-					if os.WriteFile(dst, buf.Bytes(), 0o644) == nil {
-						ch.Copied = filepath.ToSlash(rel)
-					}
+		c.total += int64(buf.Len())
+		sum := sha256.Sum256(buf.Bytes())
+		ch.SHA256 = hex.EncodeToString(sum[:])
+		if ch.Kind == "modified" {
+			// what the trace wrote, not what the user had
+			ch.Head = textHead(addedLines(planted.Content, buf.Bytes()))
+		} else {
+			ch.Head = textHead(buf.Bytes())
+		}
+		if c.dir != "" {
+			rel := filepath.Join("files", filepath.FromSlash(strings.TrimPrefix(name, "/")))
+			dst := filepath.Join(c.dir, rel)
+			if err := os.MkdirAll(filepath.Dir(dst), 0o755); err == nil {
+				if os.WriteFile(dst, buf.Bytes(), 0o644) == nil {
+					ch.Copied = filepath.ToSlash(rel)
 				}
 			}
-			for _, h := range home.Set.Find(buf.Bytes()) {
-				events = append(events, trace.Event{Time: now(), Source: trace.SourceCanary, Type: trace.TypeCanaryHit,
-					Data: &trace.CanaryHit{TokenID: h.Token.ID, Kind: string(h.Token.Kind), Location: h.Token.Location,
-						Encoding: string(h.Encoding), Channel: "file", Where: name, Offset: h.Offset}})
-			}
 		}
-		events = append(events, trace.Event{Time: now(), Source: trace.SourceFSDiff, Type: trace.TypeFSChange, Data: ch})
+		for _, h := range c.home.Set.Find(buf.Bytes()) {
+			c.events = append(c.events, trace.Event{Time: c.now(), Source: trace.SourceCanary, Type: trace.TypeCanaryHit,
+				Data: &trace.CanaryHit{TokenID: h.Token.ID, Kind: string(h.Token.Kind), Location: h.Token.Location,
+					Encoding: string(h.Encoding), Channel: "file", Where: name, Offset: h.Offset}})
+		}
 	}
+	c.events = append(c.events, trace.Event{Time: c.now(), Source: trace.SourceFSDiff, Type: trace.TypeFSChange, Data: ch})
+	return nil
 }
 
 // maxHead caps FSChange.Head: enough for an rc file, a hook or agent

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/sandboxctl/sandboxctl/internal/capbuf"
+	"github.com/sandboxctl/sandboxctl/mcptools"
 	"github.com/sandboxctl/sandboxctl/persona"
 	"github.com/sandboxctl/sandboxctl/strace"
 	"github.com/sandboxctl/sandboxctl/trace"
@@ -159,53 +160,71 @@ func (r *Runner) resourceEvent(ctx context.Context, st *run, res trace.Resource)
 
 // sandboxEvidence reads what the sandbox holds: the syscall logs (watched
 // pass), the planted files' end state, the changed files, and the changes
-// to the root file system (with the engine's diff when asked for).
+// to the root file system (with the engine's diff when asked for). One exec
+// (agentd __evidence, as root: the skill's processes are ended) ends the
+// tracers and sends all of it as one archive (mcptools.Evidence): every
+// exec costs a round trip through the engine and a process start in the
+// container, and the collection used to make six in a row.
 func (r *Runner) sandboxEvidence(ctx context.Context, st *run) error {
-	var errs []error
 	t0 := time.Now()
-	// The root file-system scan reads no file's content and no part of
-	// the home (a tmpfs): it runs beside the rest.
-	var rootfs []trace.Event
-	var rootErr, rootPanic error
-	var wg sync.WaitGroup
-	goSafe(&wg, &rootPanic, func() {
-		rootfs, rootErr = r.rootfsChanges(ctx, st)
-		r.log().Debug("collect: rootfs", "took", time.Since(t0))
-	})
+	argv := []string{AgentBin, "__evidence", "--stamp", stampPath, "--writable", writableList,
+		"--changed", strings.Join(changedRoots, ","), "--max-files", strconv.Itoa(maxChangedFiles)}
 	if !st.plan.Unwatched {
-		sys, err := r.syscalls(ctx, st)
-		r.log().Debug("collect: syscall logs", "took", time.Since(t0))
-		if err != nil {
-			errs = append(errs, fmt.Errorf("syscall logs: %w", err))
-		}
-		st.events = append(st.events, sys...)
+		argv = append(argv, "--log-dir", CallLogDir)
 	}
+	if len(st.planted) > 0 {
+		argv = append(argv, "--home", st.home.HomeDir)
+	}
+	pr, pw := io.Pipe()
+	stderr := capbuf.New(4 << 10)
+	type result struct {
+		code int
+		err  error
+	}
+	done := make(chan result, 1)
+	go func() {
+		var res result
+		defer func() {
+			if v := recover(); v != nil {
+				res = result{-1, fmt.Errorf("%w: %v\n%s", ErrInternal, v, debug.Stack())}
+			}
+			pw.CloseWithError(res.err)
+			done <- res
+		}()
+		res.code, res.err = st.sandbox.Exec(ctx, ExecSpec{Argv: argv, User: "0:0", Stdout: pw, Stderr: stderr})
+	}()
+	ev, rerr := r.readEvidence(pr, st)
+	io.Copy(io.Discard, pr) // the archive's padding, or what is past an error
+	res := <-done
+	r.log().Debug("collect: sandbox evidence", "took", time.Since(t0))
 
-	// Before anything reads the home as root (the changed files are
-	// copied out next): the planted files' state says whether they were
-	// read, and by which other names they can be found.
-	ends, err := r.plantedState(ctx, st)
-	if err != nil {
-		errs = append(errs, fmt.Errorf("planted files: %w", err))
+	var errs []error
+	switch {
+	case res.err != nil:
+		errs = append(errs, fmt.Errorf("sandbox evidence: %w", res.err))
+	case res.code != 0:
+		errs = append(errs, fmt.Errorf("sandbox evidence: exit %d: %s", res.code, tail(stderr.String(), 400)))
+	case stderr.String() != "":
+		r.log().Warn("sandbox evidence", "stderr", stderr.String())
 	}
-	st.events = append(st.events, st.planted...)
-	st.events = append(st.events, ends...)
-
-	changed, err := r.changedFiles(ctx, st)
-	if err != nil {
-		errs = append(errs, fmt.Errorf("changed files: %w", err))
+	if rerr != nil && res.err == nil {
+		errs = append(errs, fmt.Errorf("sandbox evidence: %w", rerr))
 	}
-	st.events = append(st.events, changed...)
-
-	r.log().Debug("collect: changed files", "took", time.Since(t0))
-	wg.Wait()
-	if rootErr != nil {
-		errs = append(errs, fmt.Errorf("root file system changes: %w", rootErr))
+	st.events = append(st.events, ev.syscalls...)
+	if len(st.planted) > 0 {
+		st.events = append(st.events, st.planted...)
+		st.events = append(st.events, endEvents(st.planted, parseIdentities(ev.identity), r.now())...)
 	}
-	if rootPanic != nil {
-		errs = append(errs, rootPanic)
+	if st.system.Clock != "" {
+		ev.changed = slices.DeleteFunc(ev.changed, func(e trace.Event) bool {
+			ch, ok := e.Data.(*trace.FSChange)
+			return ok && fakeClockFile(ch.Path)
+		})
 	}
+	st.events = append(st.events, ev.changed...)
+	rootfs := parseRootfs(ev.rootfs, r.now())
 	if r.EngineDiff {
+		var err error
 		rootfs, err = r.engineDiff(ctx, st, rootfs)
 		r.log().Debug("collect: engine diff", "took", time.Since(t0))
 		if err != nil {
@@ -214,6 +233,60 @@ func (r *Runner) sandboxEvidence(ctx context.Context, st *run) error {
 	}
 	st.events = append(st.events, rootfs...)
 	return errors.Join(errs...)
+}
+
+// evidence is what readEvidence read of the sandbox's archive.
+type evidence struct {
+	identity, rootfs string        // the listings, as the sandbox wrote them
+	syscalls         []trace.Event // from the per-call logs
+	changed          []trace.Event // the changed files
+}
+
+// readEvidence reads the archive of agentd __evidence (untrusted: every
+// part within its cap, unknown entries skipped).
+func (r *Runner) readEvidence(rd io.Reader, st *run) (ev evidence, err error) {
+	logs := newCallLogs(st.home.HomeDir, st.plan.Limits.TimelineBytes, st.system.Clock != "", r.log())
+	changed := changedReader{dir: st.dir, home: st.home, now: r.now}
+	defer func() {
+		ev.syscalls = logs.finish()
+		ev.changed = changed.events
+	}()
+	tr := tar.NewReader(rd)
+	for {
+		hdr, err := tr.Next()
+		if err == io.EOF {
+			return ev, nil
+		}
+		if err != nil {
+			return ev, fmt.Errorf("read evidence archive: %w", err)
+		}
+		switch name := hdr.Name; {
+		case name == mcptools.EvidenceIdentity:
+			ev.identity, err = readCapped(tr, 8<<20)
+		case name == mcptools.EvidenceRootfs:
+			ev.rootfs, err = readCapped(tr, 1<<20)
+		case strings.HasPrefix(name, mcptools.EvidenceCalls):
+			if !st.plan.Unwatched {
+				logs.add(hdr, tr)
+			}
+		case strings.HasPrefix(name, mcptools.EvidenceFiles):
+			h := *hdr
+			h.Name = strings.TrimPrefix(name, mcptools.EvidenceFiles)
+			err = changed.add(&h, tr)
+		}
+		if err != nil {
+			return ev, err
+		}
+	}
+}
+
+// readCapped reads r whole, keeping at most n bytes.
+func readCapped(r io.Reader, n int) (string, error) {
+	b := capbuf.New(n)
+	if _, err := io.Copy(b, r); err != nil {
+		return b.String(), fmt.Errorf("read evidence archive: %w", err)
+	}
+	return b.String(), nil
 }
 
 // engineDiff adds the engine's diff of the sandbox to st's events and
@@ -238,54 +311,9 @@ func (r *Runner) engineDiff(ctx context.Context, st *run, rootfs []trace.Event) 
 	return slices.DeleteFunc(rootfs, func(e trace.Event) bool { return seen[e.Data.(*trace.FSChange).Path] }), err
 }
 
-// plantedState runs identityScript and returns the end state of every
-// planted file.
-func (r *Runner) plantedState(ctx context.Context, st *run) ([]trace.Event, error) {
-	if len(st.planted) == 0 {
-		return nil, nil
-	}
-	out := capbuf.New(8 << 20)
-	_, err := st.sandbox.Exec(ctx, ExecSpec{
-		Argv: []string{"/bin/sh", "-c", identityScript}, User: "0:0", Env: []string{"HOME_DIR=" + st.home.HomeDir},
-		Stdout: out, Stderr: io.Discard,
-	})
-	if err != nil {
-		return nil, err
-	}
-	return endEvents(st.planted, parseIdentities(out.String()), r.now()), nil
-}
-
-// rootfsScript lists, as root, what changed on the container's root file
-// system after the stamp (ctime, which cannot be set back): files with their
-// size, and folders (a deleted entry changes its folder). tmpfs places are
-// other mounts and are left to changedFiles. The skill runs as the
-// unprivileged user under no-new-privileges, so it can change only what
-// that user can write: the agent image lists those places at build time
-// (writableList), and the scan walks them instead of the whole image
-// (1-1.5 s on fuse-overlayfs). An image without the list is scanned whole.
-const rootfsScript = `if [ -r "$LIST" ]; then
-	tr '\n' '\0' <"$LIST" | xargs -0 -r sh -c 'find "$@" -xdev -cnewer "$STAMP" \( -type f -o -type d -o -type l \) -printf "%y %s %p\n"' sh
-else
-	find / -xdev -cnewer "$STAMP" \( -type f -o -type d -o -type l \) -printf '%y %s %p\n'
-fi 2>/dev/null | head -n 2000`
-
 // writableList is the agent image's list of the places the skill's user
 // can write outside the tmpfs places (sandbox-image/agent/prepare.sh).
 const writableList = "/usr/local/lib/agent/writable"
-
-// rootfsChanges runs rootfsScript and turns its lines (untrusted) into
-// fs_change events.
-func (r *Runner) rootfsChanges(ctx context.Context, st *run) ([]trace.Event, error) {
-	out := capbuf.New(1 << 20)
-	_, err := st.sandbox.Exec(ctx, ExecSpec{
-		Argv: []string{"/bin/sh", "-c", rootfsScript}, User: "0:0", Env: []string{"STAMP=" + stampPath, "LIST=" + writableList},
-		Stdout: out, Stderr: io.Discard,
-	})
-	if err != nil {
-		return nil, err
-	}
-	return parseRootfs(out.String(), r.now()), nil
-}
 
 // parseRootfs parses "TYPE SIZE PATH" lines.
 func parseRootfs(out string, now time.Time) []trace.Event {
@@ -313,31 +341,6 @@ func parseRootfs(out string, now time.Time) []trace.Event {
 	return events
 }
 
-// syscalls ends the tracers, copies the per-call strace logs out and parses
-// them host-side.
-func (r *Runner) syscalls(ctx context.Context, st *run) ([]trace.Event, error) {
-	stderr := capbuf.New(4 << 10)
-	code, err := st.sandbox.Exec(ctx, ExecSpec{
-		Argv: []string{AgentBin, "__flush", "--log-dir", CallLogDir}, User: "0:0",
-		Stdout: io.Discard, Stderr: stderr,
-	})
-	if err != nil {
-		return nil, fmt.Errorf("end tracers: %w", err)
-	}
-	if code != 0 {
-		r.log().Warn("end tracers", "exit", code, "stderr", stderr.String())
-	}
-	rc, err := st.sandbox.CopyOut(ctx, CallLogDir)
-	// parseCallLogs drops agentd's own execs (the shim and file-tool
-	// helper that start every call): the tool_call event says what the
-	// agent asked for.
-	if err != nil {
-		return nil, fmt.Errorf("copy out %s: %w", CallLogDir, err)
-	}
-	defer rc.Close()
-	return parseCallLogs(rc, st.home.HomeDir, st.plan.Limits.TimelineBytes, st.system.Clock != "", r.log())
-}
-
 var callLogName = regexp.MustCompile(`^([A-Za-z0-9_.-]{1,64})\.log$`)
 
 // parseCallLogs reads a tar of strace logs (untrusted) and parses each one,
@@ -345,74 +348,99 @@ var callLogName = regexp.MustCompile(`^([A-Za-z0-9_.-]{1,64})\.log$`)
 // all logs together to budget bytes (trace.Size; 0: DefaultTimelineBytes).
 // What a cap leaves out is a notice marked Incomplete; a budget crossed is
 // also a budget event.
-func parseCallLogs(rc io.Reader, cwd string, budget int64, fakeClock bool, log interface{ Warn(string, ...any) }) (events []trace.Event, err error) {
-	if budget <= 0 {
-		budget = DefaultTimelineBytes
-	}
+func parseCallLogs(rc io.Reader, cwd string, budget int64, fakeClock bool, log interface{ Warn(string, ...any) }) ([]trace.Event, error) {
+	c := newCallLogs(cwd, budget, fakeClock, log)
 	tr := tar.NewReader(rc)
-	var total, used, pathsCut, longest, dropped int64
-	var lastAt time.Time
-	defer func() {
-		if pathsCut > 0 {
-			events = append(events, trace.Event{Time: lastAt, Source: trace.SourceSyscall, Type: trace.TypeBudget, Data: &trace.Budget{
-				Name: "path", Limit: trace.MaxPath, Used: longest, Summarised: pathsCut, Unit: "bytes",
-				Message: fmt.Sprintf("%d paths in syscall events were longer than %d bytes (the longest %d bytes) and were cut in the middle",
-					pathsCut, trace.MaxPath, longest)}})
-		}
-		if dropped > 0 {
-			events = append(events, trace.Event{Time: lastAt, Source: trace.SourceSyscall, Type: trace.TypeBudget, Data: &trace.Budget{
-				Name: "timeline", Limit: budget, Used: used, Dropped: dropped, Unit: "events",
-				Message: fmt.Sprintf("the syscall events reached the trace's %d-byte budget: %d events not kept", budget, dropped)}})
-		}
-	}()
 	for {
 		hdr, err := tr.Next()
 		if err == io.EOF {
 			break
 		}
 		if err != nil {
-			return events, fmt.Errorf("read log archive: %w", err)
+			return c.finish(), fmt.Errorf("read log archive: %w", err)
 		}
-		if hdr.Typeflag != tar.TypeReg {
-			continue
-		}
-		m := callLogName.FindStringSubmatch(path.Base(hdr.Name))
-		if m == nil {
-			continue
-		}
-		if total >= maxLogsBytes {
-			log.Warn("syscall logs over cap; rest skipped", "cap", maxLogsBytes)
-			events = append(events, trace.Event{Time: lastAt, Source: trace.SourceSyscall, Type: trace.TypeJailNotice, ToolCallID: m[1],
-				Data: &trace.Notice{Message: "syscall log of " + m[1] + " not read: the logs together are over the " +
-					strconv.Itoa(maxLogsBytes>>20) + " MiB cap", Incomplete: true}})
-			continue
-		}
-		limit := min(maxLogBytes, maxLogsBytes-total)
-		lr := io.LimitReader(tr, limit)
-		room := max(budget-used, 1) // 1: the budget is spent, every event is dropped and counted
-		ev, stats, err := strace.Parse(lr, m[1], strace.Options{Cwd: cwd, MaxLineBytes: maxStraceLine, Agentd: AgentBin,
-			MaxPath: trace.MaxPath, MaxBytes: room, FakeClock: fakeClock})
-		total += hdr.Size
-		used += stats.Bytes
-		pathsCut += stats.PathsCut
-		longest = max(longest, stats.LongestPath)
-		if stats.BytesCapped {
-			dropped += stats.DroppedEvents
-		}
-		if err != nil {
-			log.Warn("parse syscall log", "call", m[1], "err", err)
-		}
-		events = append(events, ev...)
-		if len(ev) > 0 {
-			lastAt = ev[len(ev)-1].Time
-		}
-		// A log cut by a cap is a gap in the evidence: say so in the report.
-		if gap := logGap(stats, hdr.Size > limit); gap != "" {
-			events = append(events, trace.Event{Time: lastAt, Source: trace.SourceSyscall, Type: trace.TypeJailNotice, ToolCallID: m[1],
-				Data: &trace.Notice{Message: "syscall log of " + m[1] + " incomplete: " + gap, Lost: stats.DroppedEvents, Incomplete: true}})
-		}
+		c.add(hdr, tr)
 	}
-	return events, nil
+	return c.finish(), nil
+}
+
+// callLogs parses the per-call strace logs of one trace, one archive entry
+// at a time, within the caps of parseCallLogs.
+type callLogs struct {
+	cwd       string
+	budget    int64
+	fakeClock bool
+	log       interface{ Warn(string, ...any) }
+
+	events                                  []trace.Event
+	total, used, pathsCut, longest, dropped int64
+	lastAt                                  time.Time
+}
+
+func newCallLogs(cwd string, budget int64, fakeClock bool, log interface{ Warn(string, ...any) }) *callLogs {
+	if budget <= 0 {
+		budget = DefaultTimelineBytes
+	}
+	return &callLogs{cwd: cwd, budget: budget, fakeClock: fakeClock, log: log}
+}
+
+// add parses one entry of the archive: a log named CALLID.log.
+func (c *callLogs) add(hdr *tar.Header, r io.Reader) {
+	if hdr.Typeflag != tar.TypeReg {
+		return
+	}
+	m := callLogName.FindStringSubmatch(path.Base(hdr.Name))
+	if m == nil {
+		return
+	}
+	if c.total >= maxLogsBytes {
+		c.log.Warn("syscall logs over cap; rest skipped", "cap", maxLogsBytes)
+		c.events = append(c.events, trace.Event{Time: c.lastAt, Source: trace.SourceSyscall, Type: trace.TypeJailNotice, ToolCallID: m[1],
+			Data: &trace.Notice{Message: "syscall log of " + m[1] + " not read: the logs together are over the " +
+				strconv.Itoa(maxLogsBytes>>20) + " MiB cap", Incomplete: true}})
+		return
+	}
+	limit := min(maxLogBytes, maxLogsBytes-c.total)
+	lr := io.LimitReader(r, limit)
+	room := max(c.budget-c.used, 1) // 1: the budget is spent, every event is dropped and counted
+	ev, stats, err := strace.Parse(lr, m[1], strace.Options{Cwd: c.cwd, MaxLineBytes: maxStraceLine, Agentd: AgentBin,
+		MaxPath: trace.MaxPath, MaxBytes: room, FakeClock: c.fakeClock})
+	c.total += hdr.Size
+	c.used += stats.Bytes
+	c.pathsCut += stats.PathsCut
+	c.longest = max(c.longest, stats.LongestPath)
+	if stats.BytesCapped {
+		c.dropped += stats.DroppedEvents
+	}
+	if err != nil {
+		c.log.Warn("parse syscall log", "call", m[1], "err", err)
+	}
+	c.events = append(c.events, ev...)
+	if len(ev) > 0 {
+		c.lastAt = ev[len(ev)-1].Time
+	}
+	// A log cut by a cap is a gap in the evidence: say so in the report.
+	if gap := logGap(stats, hdr.Size > limit); gap != "" {
+		c.events = append(c.events, trace.Event{Time: c.lastAt, Source: trace.SourceSyscall, Type: trace.TypeJailNotice, ToolCallID: m[1],
+			Data: &trace.Notice{Message: "syscall log of " + m[1] + " incomplete: " + gap, Lost: stats.DroppedEvents, Incomplete: true}})
+	}
+}
+
+// finish returns the events with the budget events of the caps crossed.
+func (c *callLogs) finish() []trace.Event {
+	events := c.events
+	if c.pathsCut > 0 {
+		events = append(events, trace.Event{Time: c.lastAt, Source: trace.SourceSyscall, Type: trace.TypeBudget, Data: &trace.Budget{
+			Name: "path", Limit: trace.MaxPath, Used: c.longest, Summarised: c.pathsCut, Unit: "bytes",
+			Message: fmt.Sprintf("%d paths in syscall events were longer than %d bytes (the longest %d bytes) and were cut in the middle",
+				c.pathsCut, trace.MaxPath, c.longest)}})
+	}
+	if c.dropped > 0 {
+		events = append(events, trace.Event{Time: c.lastAt, Source: trace.SourceSyscall, Type: trace.TypeBudget, Data: &trace.Budget{
+			Name: "timeline", Limit: c.budget, Used: c.used, Dropped: c.dropped, Unit: "events",
+			Message: fmt.Sprintf("the syscall events reached the trace's %d-byte budget: %d events not kept", c.budget, c.dropped)}})
+	}
+	return events
 }
 
 // logGap describes what of a syscall log was not turned into events, or "".

@@ -11,12 +11,13 @@ import (
 	"github.com/sandboxctl/sandboxctl/trace"
 )
 
-// identityScript prints, as root, "DEV INO NLINK ATIME CTIME PATH" for every
-// regular file of the home ($HOME_DIR). Hard links cannot leave the home's
-// file system, so the home holds every name a planted file can have.
-const identityScript = `find "$HOME_DIR" -xdev -type f -printf '%D %i %n %A@ %C@ %p\n' 2>/dev/null | head -n 50000`
+// The identities of the home's files are listed, as root, by agentd at
+// setup (__settle) and at collection (__evidence), one line "DEV INO NLINK
+// ATIME CTIME PATH" for every regular file of the home
+// (mcptools.Identities). Hard links cannot leave the home's file system, so
+// the home holds every name a planted file can have.
 
-// A fileID is one line of identityScript.
+// A fileID is one line of the identity listing.
 type fileID struct {
 	dev, ino     uint64
 	nlink        int
@@ -24,7 +25,7 @@ type fileID struct {
 	path         string
 }
 
-// parseIdentities reads identityScript's output (untrusted: a skill can
+// parseIdentities reads the identity listing (untrusted: a skill can
 // name files with newlines, so a line that does not parse is skipped and a
 // path is taken as it is).
 func parseIdentities(out string) []fileID {

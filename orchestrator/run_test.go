@@ -202,14 +202,14 @@ func TestPlanValidate(t *testing.T) {
 }
 
 // TestRunPanicStillCleansUp: a panic inside the pipeline, on the pass's
-// goroutine (ending the tracers) or on one of collection's own (the cgroup
-// counters, the root file-system scan), becomes an error, and the
+// goroutine (ending the skill's processes), on one of collection's own (the
+// cgroup counters) or on the sandbox evidence's exec, becomes an error, and the
 // containers are still removed.
 func TestRunPanicStillCleansUp(t *testing.T) {
 	for _, tc := range []struct{ name, argv string }{
-		{name: "ending the tracers", argv: "__flush"},
+		{name: "ending the skill's processes", argv: "__freeze"},
 		{name: "cgroup counters", argv: "memory.max_usage_in_bytes"},
-		{name: "root file-system scan", argv: "find "},
+		{name: "sandbox evidence", argv: "__evidence"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			rt := &runtimetest.Fake{Logs: readyLogs, Exec: func(ctx context.Context, sb *runtimetest.Sandbox, e orchestrator.ExecSpec) (int, error) {

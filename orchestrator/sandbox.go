@@ -126,7 +126,7 @@ func (r *Runner) setupSandbox(ctx context.Context, st *run, payload func() (*byt
 		Argv: []string{"/bin/sh", "-c", setupScript},
 		User: "0:0",
 		Env: []string{"CA=" + CAPath, "INSTALL_CA=" + InstallCA, "HOME_DIR=" + st.home.HomeDir,
-			"SINCE=" + strconv.FormatInt(st.home.Since.Unix(), 10), "LIVED_IN=" + livedIn, "MONITORING=" + st.plan.Monitoring,
+			"SINCE=" + strconv.FormatInt(st.home.Since.Unix(), 10), "MONITORING=" + st.plan.Monitoring,
 			"CLOCK_LIB=" + clockLib},
 		Stdin:  tarball,
 		Stdout: stdout,
@@ -147,9 +147,10 @@ func (r *Runner) setupSandbox(ctx context.Context, st *run, payload func() (*byt
 // and security agents start) and the tool server's folder (agentd and strace are
 // root's alone), unpack the home, the skill and the system files (tar keeps
 // owners and modes), put the hosts file in place (in place: the engine
-// bind-mounts it), install the trace CA, give the home lived-in access
-// times and the engine's files plausible dates, print the identity of every
-// file of the home (identityScript), stamp the moment the skill gets
+// bind-mounts it), install the trace CA, give the engine's files plausible
+// dates, give the home lived-in access times and print the identity of
+// every file of the home (agentd __settle: one process, where a Python
+// interpreter and a find used to start), stamp the moment the skill gets
 // control, and last (so setup keeps the real time) preload the fake clock
 // when there is one.
 var setupScript = `set -e
@@ -158,11 +159,10 @@ chmod 0700 /usr/local/lib/agent
 tar -x -i -p -f - -C /
 if [ -f ` + hostsStage + ` ]; then cat ` + hostsStage + ` >/etc/hosts; rm -f ` + hostsStage + `; fi
 "$INSTALL_CA" "$CA" >/dev/null
-python3 -c "$LIVED_IN" "$HOME_DIR" 2>/dev/null || true
 touch -d "@$SINCE" /etc/hostname /etc/hosts /etc/passwd /etc/group /etc/shadow 2>/dev/null || true
 up=$(cut -d. -f1 /proc/uptime)
 touch -d "@$(( $(date +%s) - up ))" /etc/resolv.conf 2>/dev/null || true
-` + identityScript + `
+` + AgentBin + ` __settle --home "$HOME_DIR"
 if [ "$MONITORING" = visible ]; then
 	for a in ` + strings.Join(securityAgents, " ") + `; do
 		mkdir -p "${a%/*}" && cp /bin/sleep "$a" && setsid "$a" infinity </dev/null >/dev/null 2>&1 &
@@ -179,25 +179,6 @@ fi
 // a host query agent, the audit daemon), started as root under
 // Plan.Monitoring "visible": a skill that looks for them in ps finds them.
 var securityAgents = []string{"/opt/CrowdStrike/falcond", "/opt/osquery/bin/osqueryd", "/sbin/auditd"}
-
-// livedIn sets each file's and folder's access time somewhere between its
-// modification time and now (tar leaves them all at the moment of
-// unpacking). Changing them changes the status time too; the stamp comes
-// after, so this is not the trace's doing.
-const livedIn = `import os, random, sys, time
-now = time.time()
-for d, dirs, files in os.walk(sys.argv[1]):
-    for n in files + dirs:
-        p = os.path.join(d, n)
-        try:
-            st = os.lstat(p)
-            if os.path.islink(p):
-                continue
-            m = st.st_mtime
-            os.utime(p, (m + (now - m) * random.random() * 0.9, m), follow_symlinks=False)
-        except OSError:
-            pass
-`
 
 // writeSetupTar writes the seeded home, the files to restore (the user's)
 // and the skill, read-only and owned by root, as concatenated tar archives

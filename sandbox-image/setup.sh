@@ -8,11 +8,15 @@ gecos=$2
 here=$(dirname "$0")
 
 apt-get update
+# dpkg syncs every file it unpacks, each a round trip through the storage
+# driver (fuse-overlayfs: a FUSE call per sync): a build's container is
+# thrown away if it fails, so the syncs buy nothing here.
+unsafe_io=-oDpkg::Options::=--force-unsafe-io
 # The toolset of a developer's workstation (docs/sandbox.md says why each is
 # here and what was left out). Lines: base and languages; network tools;
 # files, archives and editors; build tools; developer CLIs; the shell and
 # the locale.
-apt-get install -y --no-install-recommends \
+apt-get "$unsafe_io" install -y --no-install-recommends \
 	bash coreutils curl wget ca-certificates git openssh-client \
 	python3 python3-pip python-is-python3 python3-venv python3-requests python3-yaml \
 	nodejs npm jq procps iproute2 iptables strace libfaketime cron \

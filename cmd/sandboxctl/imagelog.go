@@ -17,8 +17,10 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/sandboxctl/sandboxctl/orchestrator/docker"
 )
@@ -35,6 +37,13 @@ type imageLog struct {
 	step    string
 	pkgs    int
 	done    bool
+	// The apt transaction's size (its "N newly installed" line: each
+	// package is unpacked, then set up) and when its first package step
+	// came, for the estimate of the time left on the status line.
+	aptTotal int
+	aptStart time.Time
+	aptPkgs  int
+	now      func() time.Time // nil: time.Now
 }
 
 // newImageLog shows image build output on ui and writes all of it to the
@@ -88,6 +97,7 @@ var (
 	reAptGet  = regexp.MustCompile(`^Get:\d+ `)
 	reTagged  = regexp.MustCompile(`^Successfully tagged `)
 	reImgPull = regexp.MustCompile(`^pulling `)
+	reAptNew  = regexp.MustCompile(`^\d+ upgraded, (\d+) newly installed`)
 )
 
 func (l *imageLog) Write(b []byte) (int, error) {
@@ -131,12 +141,26 @@ func (l *imageLog) line(s string) {
 		l.setPhase("build", s)
 	case reTagged.MatchString(s):
 		l.done = true
-	case reDebPkg.MatchString(s), reAptPkg.MatchString(s):
+	case reAptPkg.MatchString(s):
+		l.pkgs++
+		if l.aptTotal > 0 {
+			if l.aptPkgs == 0 {
+				l.aptStart = l.clock()
+			}
+			l.aptPkgs++
+		}
+		l.update()
+	case reDebPkg.MatchString(s):
 		l.pkgs++
 		l.update()
 	case reAptGet.MatchString(s):
 		l.update()
 	default:
+		if m := reAptNew.FindStringSubmatch(s); m != nil {
+			n, _ := strconv.Atoi(m[1])
+			l.aptTotal, l.aptPkgs = 2*n, 0
+			return
+		}
 		if m := reStep.FindStringSubmatch(s); m != nil {
 			l.step = "step " + m[1] + "/" + m[2] + " " + strings.ToLower(m[3])
 			l.update()
@@ -159,7 +183,32 @@ func (l *imageLog) update() {
 	if l.pkgs > 0 {
 		msg += fmt.Sprintf(", %d package steps", l.pkgs)
 	}
+	if left, ok := l.left(); ok {
+		msg += ", about " + left + " left"
+	}
 	l.ui.Update("image", msg)
+}
+
+// left estimates the time the apt transaction still needs from the pace of
+// its package steps so far (the transaction is most of a first build),
+// once a tenth of them are done.
+func (l *imageLog) left() (string, bool) {
+	if l.aptTotal == 0 || l.aptPkgs < max(l.aptTotal/10, 1) || l.aptPkgs >= l.aptTotal {
+		return "", false
+	}
+	took := l.clock().Sub(l.aptStart)
+	rest := time.Duration(float64(took) * float64(l.aptTotal-l.aptPkgs) / float64(l.aptPkgs))
+	if rest < time.Minute {
+		return fmt.Sprintf("%ds", int(rest.Round(5*time.Second).Seconds())), true
+	}
+	return fmt.Sprintf("%d min", int(rest.Round(time.Minute).Minutes())), true
+}
+
+func (l *imageLog) clock() time.Time {
+	if l.now != nil {
+		return l.now()
+	}
+	return time.Now()
 }
 
 // Failed reports the log file when the output ended before an image was

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // buildOutput is what EnsureImage writes on a cold build with debootstrap:
@@ -77,6 +78,50 @@ func TestImageLog(t *testing.T) {
 			}
 			if failed := l.Failed(); (failed != "") == tc.ok || !tc.ok && failed != path {
 				t.Errorf("Failed() = %q with a build that ok=%t", failed, tc.ok)
+			}
+		})
+	}
+}
+
+// TestImageLogTimeLeft: once a tenth of the apt transaction's package steps
+// are done, the status line estimates the time left from their pace.
+func TestImageLogTimeLeft(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		steps int           // package steps seen, each a second after the last
+		total int           // packages newly installed (0: no such line)
+		want  string        // in the estimate, "" for none
+		each  time.Duration // time per step
+	}{
+		{name: "too early", total: 100, steps: 10, each: time.Second},
+		{name: "a quarter done", total: 100, steps: 50, each: time.Second, want: "about 2 min left"},
+		{name: "nearly done", total: 100, steps: 190, each: time.Second, want: "about 10s left"},
+		{name: "all done", total: 100, steps: 200, each: time.Second},
+		{name: "no count", steps: 50, each: time.Second},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var out strings.Builder
+			clock := time.Unix(0, 0)
+			l := newImageLog(newProgressUI(&out, true), filepath.Join(t.TempDir(), "log"))
+			l.now = func() time.Time { return clock }
+			if tc.total > 0 {
+				fmt.Fprintf(l, "0 upgraded, %d newly installed, 0 to remove and 0 not upgraded.\n", tc.total)
+			}
+			for i := range tc.steps {
+				clock = clock.Add(tc.each)
+				fmt.Fprintf(l, "Unpacking pkg%d (1.0) ...\n", i)
+			}
+			got, ok := l.left()
+			if tc.want == "" && ok {
+				t.Errorf("an estimate %q, want none", got)
+			}
+			if tc.want != "" && "about "+got+" left" != tc.want {
+				t.Errorf("estimate %q (%v), want %q", got, ok, tc.want)
+			}
+			l.Close()
+			l.ui.Close()
+			if tc.want != "" && !strings.Contains(out.String(), tc.want) {
+				t.Errorf("the status line does not say %q:\n%q", tc.want, out.String())
 			}
 		})
 	}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"encoding/hex"
 	"encoding/json"
@@ -24,6 +25,61 @@ func init() {
 	register(command{name: "__tool", hidden: true, run: runTool})
 	register(command{name: "__freeze", hidden: true, run: runFreeze})
 	register(command{name: "__ps", hidden: true, run: runPS})
+	register(command{name: "__evidence", hidden: true, run: runEvidence})
+	register(command{name: "__settle", hidden: true, run: runSettle})
+}
+
+// runEvidence ends the tracers and writes the trace's evidence from inside
+// the sandbox (the home's file identities, the root file-system changes,
+// the syscall logs, the changed files) as one tar stream on stdout: the
+// collection's one exec after the freeze.
+func runEvidence(ctx context.Context, e env, args []string) int {
+	fs := newFlags(e, "__evidence", "[flags]")
+	var cfg mcptools.EvidenceConfig
+	var changed string
+	fs.StringVar(&cfg.LogDir, "log-dir", "", "per-call strace logs: tracers ended and logs archived (empty: none)")
+	fs.StringVar(&cfg.Home, "home", "", "home whose file identities are listed (empty: none)")
+	fs.StringVar(&cfg.Stamp, "stamp", "", "the stamp file: changes are after its modification time")
+	fs.StringVar(&cfg.Writable, "writable", "", "list of the places the root scan walks (absent: /)")
+	fs.StringVar(&changed, "changed", "", "comma-separated roots whose changed files are copied out")
+	fs.IntVar(&cfg.MaxFiles, "max-files", 500, "changed files copied out at most")
+	if code, ok := parseFlags(fs, args); !ok {
+		return code
+	}
+	if changed != "" {
+		cfg.Changed = strings.Split(changed, ",")
+	}
+	ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	w := bufio.NewWriterSize(e.stdout, 256<<10)
+	warn, err := mcptools.Evidence(ctx, cfg, w)
+	if err == nil {
+		err = w.Flush()
+	}
+	if warn != nil {
+		e.warnf("%v", warn) // what could not be read; the rest is sent
+	}
+	if err != nil {
+		e.errorf("write evidence: %v", err)
+		return exitFailed
+	}
+	return exitClean
+}
+
+// runSettle gives the home lived-in access times and prints the identity
+// of each of its files: the end of a sandbox's setup.
+func runSettle(ctx context.Context, e env, args []string) int {
+	fs := newFlags(e, "__settle", "--home DIR")
+	home := fs.String("home", "", "the home folder")
+	if code, ok := parseFlags(fs, args); !ok {
+		return code
+	}
+	if *home == "" {
+		e.errorf("__settle: --home is required")
+		return exitUsage
+	}
+	mcptools.Settle(e.stdout, *home)
+	return exitClean
 }
 
 // runPS lists the skill's processes (one JSON line each, on stdout) until

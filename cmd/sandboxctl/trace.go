@@ -277,7 +277,31 @@ func runTrace(ctx context.Context, e env, args []string) int {
 	defer rt.Close()
 	tty := e.isTerminal != nil && e.isTerminal()
 	ui := newProgressUI(e.stderr, tty)
-	bin, err := sandboxBinary(ctx, e, ui)
+	imgLog := newImageLog(ui, imageLogPath(e))
+	defer imgLog.Close()
+	// On a first run the static binary for the sandbox (a go run's is
+	// dynamic) and the sandbox image both take minutes, and neither needs
+	// the other: the binary is built while the image is found or built.
+	type sandboxBin struct {
+		path string
+		err  error
+	}
+	binc := make(chan sandboxBin, 1)
+	go func() {
+		b, err := sandboxBinary(ctx, e, ui)
+		binc <- sandboxBin{b, err}
+	}()
+	if p.Image == "" {
+		if _, err := rt.EnsureImage(ctx, imgLog); err != nil {
+			<-binc
+			ui.Close()
+			e.errorf("sandbox image: %v", err)
+			imageHints(e, err, imgLog)
+			return exitFailed
+		}
+	}
+	sb := <-binc
+	bin, err := sb.path, sb.err
 	if err != nil {
 		if bin == "" {
 			ui.Close()
@@ -293,8 +317,6 @@ func runTrace(ctx context.Context, e env, args []string) int {
 	if dir == "" {
 		dir = defaultOut(p.TraceID, path)
 	}
-	imgLog := newImageLog(ui, imageLogPath(e))
-	defer imgLog.Close()
 	runner := &orchestrator.Runner{
 		Runtime:        rt,
 		Binary:         bin,

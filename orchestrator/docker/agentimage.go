@@ -204,13 +204,26 @@ func (r *Runtime) AgentImage(ctx context.Context, spec orchestrator.AgentImageSp
 		r.cacheImage(ref)
 		return ref, nil
 	}
-	unlock, err := lockFile(ctx, filepath.Join(r.scratchDir(), "sandboxctl-agent.lock"))
+	// One lock per image: builds of other binaries (other checkouts,
+	// other users) go on meanwhile.
+	unlock, err := lockFile(ctx, filepath.Join(r.scratchDir(), "sandboxctl-agent-"+strings.TrimPrefix(ref, AgentRepo+":")+".lock"))
 	if err != nil {
 		return "", fmt.Errorf("agent image: %w", err)
 	}
 	defer unlock()
 	prep := prepRef(from, files, spec)
 	uid, gids := strconv.Itoa(spec.UID), joinInts(spec.GIDs)
+	labels := map[string]string{LabelImage: "1", LabelAgentSum: binSum}
+	if err := r.fastAgentImage(ctx, progress, from, prep, ref, spec.Binary, files, uid, gids, labels); err == nil {
+		r.cacheImage(ref)
+		r.PruneAgentImages(ctx, AgentImagesKept, AgentImagesMinAge)
+		return ref, nil
+	} else if ctx.Err() != nil {
+		return "", ctx.Err()
+	} else {
+		// An engine that refuses the archive still builds.
+		fmt.Fprintf(progress, "agent image: %v; building it instead\n", err)
+	}
 	steps := []struct {
 		ref, dockerfile string
 		args            map[string]*string
@@ -241,6 +254,33 @@ func (r *Runtime) AgentImage(ctx context.Context, spec orchestrator.AgentImageSp
 	// never fails the trace (`sandboxctl gc` prunes too).
 	r.PruneAgentImages(ctx, AgentImagesKept, AgentImagesMinAge)
 	return ref, nil
+}
+
+// fastAgentImage makes the agent image without a build (loadLayerImage):
+// on the prepared image when an earlier binary left it, else on from with
+// the prepared files (prepLists: prepare.sh run in a container, its
+// answer cached) and the fast install-ca in the binary's layer.
+func (r *Runtime) fastAgentImage(ctx context.Context, progress io.Writer, from, prep, ref, binary string,
+	files map[string][]byte, uid, gids string, labels map[string]string) error {
+	start := time.Now()
+	base := prep
+	var extra []layerFile
+	if ok, err := r.imageExists(ctx, prep); err != nil {
+		return err
+	} else if !ok {
+		fmt.Fprintf(progress, "preparing %s: the lookups of Dockerfile.prep, in a container\n", from)
+		lists, err := r.prepLists(ctx, from, prep, files["prepare.sh"], uid, gids)
+		if err != nil {
+			return err
+		}
+		base = from
+		extra = append(lists, layerFile{name: agentDir + "install-ca", mode: 0o700, data: files["install-ca"]})
+	}
+	if err := r.loadLayerImage(ctx, base, binary, extra, ref, labels); err != nil {
+		return err
+	}
+	fmt.Fprintf(progress, "made %s (the binary added to %s) in %s\n", ref, base, time.Since(start).Round(time.Millisecond))
+	return nil
 }
 
 // agentBinContext is Dockerfile.agent's build context: the Dockerfile and

@@ -103,3 +103,40 @@ func RemoveImageForTest(ctx context.Context, r *Runtime, ref string) error {
 	}
 	return err
 }
+
+// LoadAgentImageForTest is loadAgentImage.
+func LoadAgentImageForTest(ctx context.Context, r *Runtime, from, binary, ref string, labels map[string]string) error {
+	return r.loadAgentImage(ctx, from, binary, ref, labels)
+}
+
+// ImageFileForTest reads the file at p of image (a container is created,
+// never started, and removed), with its mode.
+func ImageFileForTest(ctx context.Context, r *Runtime, image, p string, labels map[string]string) ([]byte, int64, error) {
+	res, err := r.cli.ContainerCreate(ctx, client.ContainerCreateOptions{
+		Config: &container.Config{Image: image, Cmd: []string{"true"}, Labels: labels}, HostConfig: &container.HostConfig{NetworkMode: "none"}})
+	if err != nil {
+		return nil, 0, err
+	}
+	defer removeContainer(context.WithoutCancel(ctx), r.cli, res.ID)
+	cp, err := r.cli.CopyFromContainer(ctx, res.ID, client.CopyFromContainerOptions{SourcePath: p})
+	if err != nil {
+		return nil, 0, err
+	}
+	defer cp.Content.Close()
+	tr := tar.NewReader(cp.Content)
+	hdr, err := tr.Next()
+	if err != nil {
+		return nil, 0, err
+	}
+	b, err := io.ReadAll(tr)
+	return b, hdr.Mode, err
+}
+
+// ImageLabelsForTest are an image's labels.
+func ImageLabelsForTest(ctx context.Context, r *Runtime, ref string) (map[string]string, error) {
+	ins, err := r.cli.ImageInspect(ctx, ref)
+	if err != nil || ins.Config == nil {
+		return nil, err
+	}
+	return ins.Config.Labels, nil
+}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -279,5 +280,50 @@ func TestPruneAgentImages(t *testing.T) {
 	slices.Sort(removed)
 	if want := []string{repo + ":older", repo + ":oldest"}; !slices.Equal(removed, want) {
 		t.Errorf("prune removed %q, want %q", removed, want)
+	}
+}
+
+// TestLoadAgentImage: the agent image made without a build holds the
+// binary where Dockerfile.agent puts it, root's alone, on top of every
+// layer of the image it comes from, with that image's labels and the new
+// ones.
+func TestLoadAgentImage(t *testing.T) {
+	rt := testenv.RequireDocker(t)
+	trace := testenv.TraceID(t)
+	testenv.CleanupLabel(t, trace)
+	ctx := t.Context()
+	repo := "sandboxctl-agent-" + trace
+	t.Cleanup(func() {
+		for _, tag := range []string{"loaded", "base"} {
+			if err := docker.RemoveImageForTest(context.Background(), rt, repo+":"+tag); err != nil {
+				t.Errorf("remove %s: %v", tag, err)
+			}
+		}
+	})
+	if err := docker.ImportAgentForTest(ctx, rt, repo, "base", trace); err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(t.TempDir(), "agentd")
+	if err := os.WriteFile(bin, []byte("the binary"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := docker.LoadAgentImageForTest(ctx, rt, repo+":base", bin, repo+":loaded", map[string]string{docker.LabelAgentSum: "sum"}); err != nil {
+		t.Fatalf("load: %v", err)
+	}
+	labels := map[string]string{orchestrator.LabelTrace: trace}
+	got, mode, err := docker.ImageFileForTest(ctx, rt, repo+":loaded", "/usr/local/lib/agent/agentd", labels)
+	if err != nil || string(got) != "the binary" || mode&0o777 != 0o700 {
+		t.Errorf("agentd in the image: %q mode %o (%v), want the binary, mode 700", got, mode, err)
+	}
+	if got, _, err := docker.ImageFileForTest(ctx, rt, repo+":loaded", "/agentd", labels); err != nil || string(got) != "base" {
+		t.Errorf("the base image's file: %q (%v)", got, err)
+	}
+	id, err := rt.ImageID(ctx, repo+":loaded")
+	if err != nil || id == "" {
+		t.Fatalf("image id: %v", err)
+	}
+	l, err := docker.ImageLabelsForTest(ctx, rt, repo+":loaded")
+	if err != nil || l[docker.LabelAgentSum] != "sum" || l[orchestrator.LabelTrace] != trace {
+		t.Errorf("labels %v (%v), want the base's and the new ones", l, err)
 	}
 }

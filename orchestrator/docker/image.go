@@ -174,7 +174,9 @@ func (r *Runtime) EnsureImage(ctx context.Context, progress io.Writer) (string, 
 	}
 	// Several processes (parallel test binaries, concurrent traces) may
 	// arrive here at once: one builds, the others wait and find the tag.
-	unlock, err := lockFile(ctx, filepath.Join(r.scratchDir(), "sandboxctl-image.lock"))
+	// One lock per build context: builds of other versions go on
+	// meanwhile.
+	unlock, err := lockFile(ctx, filepath.Join(r.scratchDir(), "sandboxctl-image-"+ContextHash(files, "")[:12]+".lock"))
 	if err != nil {
 		return "", fmt.Errorf("ensure image: %w", err)
 	}

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -451,5 +452,43 @@ func TestBootstrapCancelKillsTree(t *testing.T) {
 	}
 	if left, _ := os.ReadDir(scratch); len(left) != 0 {
 		t.Errorf("scratch folder keeps %v", left)
+	}
+}
+
+// TestParsePrepLists: the lists prepare.sh wrote, read back from the
+// container's output; output cut short or with an unknown list is refused
+// (the agent image is then built the slow way).
+func TestParsePrepLists(t *testing.T) {
+	m := prepMark
+	tests := []struct {
+		name string
+		out  string
+		want map[string]string // name → content; nil: refused
+	}{
+		{name: "both", out: m + "certifi-bundles\n/a/cacert.pem\n" + m + "writable\n/run/lock\n/var/lock\n" + m + "end\n",
+			want: map[string]string{"certifi-bundles": "/a/cacert.pem\n", "writable": "/run/lock\n/var/lock\n"}},
+		{name: "no setpriv", out: m + "certifi-bundles\n" + m + "end\n", want: map[string]string{"certifi-bundles": ""}},
+		{name: "cut short", out: m + "certifi-bundles\n/a/cacert.pem\n" + m + "writable\n/run/lock\n"},
+		{name: "unknown list", out: m + "certifi-bundles\n" + m + "passwd\nroot\n" + m + "end\n"},
+		{name: "no certifi list", out: m + "writable\n/run/lock\n" + m + "end\n"},
+		{name: "empty", out: ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			files, ok := parsePrepLists([]byte(tt.out))
+			if ok != (tt.want != nil) {
+				t.Fatalf("parsePrepLists ok = %v, want %v", ok, tt.want != nil)
+			}
+			got := map[string]string{}
+			for _, f := range files {
+				if !strings.HasPrefix(f.name, agentDir) || f.mode != 0o600 {
+					t.Errorf("file %s mode %o, want under %s, 0600", f.name, f.mode, agentDir)
+				}
+				got[strings.TrimPrefix(f.name, agentDir)] = string(f.data)
+			}
+			if ok && !maps.Equal(got, tt.want) {
+				t.Errorf("lists %q, want %q", got, tt.want)
+			}
+		})
 	}
 }

@@ -1,7 +1,10 @@
 #!/bin/sh
-# prepare.sh UID GIDS: the build step of the agent image, as root. It
-# writes two lists the trace reads instead of searching the whole image
-# every time:
+# prepare.sh UID GIDS [DIR]: the lookups of the agent image, as root: run
+# in a throwaway container by sandboxctl (DIR its scratch folder, the lists
+# then added to the agent image's layer with the binary), or as the build
+# step of Dockerfile.prep where that fails. It writes two lists the trace
+# reads instead of searching the whole image every time (in DIR, by
+# default /usr/local/lib/agent):
 #   certifi-bundles  every certifi cacert.pem of the image (install-ca
 #                    appends the trace CA to them);
 #   writable         the places the skill's user (UID with the groups GIDS,
@@ -13,10 +16,11 @@
 # Without setpriv (an image without util-linux) no writable list is made
 # and the scan walks the whole root file system, as before.
 set -eu
-uid=${1:?usage: prepare.sh UID GIDS}
-gids=${2:?usage: prepare.sh UID GIDS}
-dir=/usr/local/lib/agent
-chmod 0700 "$dir/install-ca"
+uid=${1:?usage: prepare.sh UID GIDS [DIR]}
+gids=${2:?usage: prepare.sh UID GIDS [DIR]}
+dir=${3:-/usr/local/lib/agent}
+mkdir -p "$dir"
+[ ! -e "$dir/install-ca" ] || chmod 0700 "$dir/install-ca"
 
 find / -xdev -name cacert.pem -path '*certifi*' 2>/dev/null | sort >"$dir/certifi-bundles" || true
 
