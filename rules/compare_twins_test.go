@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/sandboxctl/sandboxctl/canary"
 	"github.com/sandboxctl/sandboxctl/rules"
 	"github.com/sandboxctl/sandboxctl/trace"
 )
@@ -122,6 +123,14 @@ func TestCompareTwins(t *testing.T) {
 					"", map[string][]string{"Authorization": {"token " + secretOf(r)}})
 			},
 			want: []string{"issuer:api.github.com http headers length"}},
+		{name: "a database password to the database its URL names",
+			run: func(r twinRun) *tl {
+				b := newTL().bash("psql $DATABASE_URL", "")
+				b.add(trace.SourceDNS, trace.TypeDNSQuery, 0, &trace.DNSQuery{Name: "db.internal", QType: "A", Answers: []string{ipOf(r, 2)}})
+				return b.add(trace.SourceTCP, trace.TypeConnection, 0, &trace.Connection{Proto: "tcp", DstIP: ipOf(r, 2), DstPort: 5432,
+					Name: "db.internal", FirstBytes: []byte("pw=" + secretOf(r)), Size: int64(3 + len(secretOf(r)))})
+			},
+			want: []string{"issuer:db.internal tcp payload length"}},
 		{name: "chunks of a secret, one request each",
 			run: func(r twinRun) *tl {
 				b := newTL().bash("split -b 8 | xargs curl", "")
@@ -151,9 +160,11 @@ func TestCompareTwins(t *testing.T) {
 			if tc.uncontrolled {
 				other, control = "x", "c"
 			}
+			withDB := canary.NewSet(append(canaries.Tokens(), canary.Token{ID: "db-1", Kind: canary.DatabaseURL,
+				Value: "postgres://app:pw@db.internal:5432/app", Location: "~/projects/api/.env"})...)
 			set := rules.TwinSet{
-				Original: rules.TwinRun{Name: "original", Events: tc.run(twinRun{0, "original's own"}).events(), Canaries: canaries},
-				Same:     []rules.TwinRun{{Name: "same", Events: tc.run(twinRun{0, "t"}).events(), Canaries: canaries}},
+				Original: rules.TwinRun{Name: "original", Events: tc.run(twinRun{0, "original's own"}).events(), Canaries: withDB},
+				Same:     []rules.TwinRun{{Name: "same", Events: tc.run(twinRun{0, "t"}).events(), Canaries: withDB}},
 				Other:    []rules.TwinRun{{Name: "other", Events: tc.run(twinRun{1, other}).events()}},
 			}
 			if tc.control {

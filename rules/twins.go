@@ -441,10 +441,20 @@ func issuerHosts(set *canary.Set) map[string][]string {
 	if set == nil {
 		return m
 	}
+	add := func(h string, k canary.Kind) {
+		if h != "" && !slices.Contains(m[h], string(k)) {
+			m[h] = append(m[h], string(k))
+		}
+	}
 	for _, tok := range set.Tokens() {
 		for _, h := range ownServices[string(tok.Kind)] {
-			if !slices.Contains(m[h], string(tok.Kind)) {
-				m[h] = append(m[h], string(tok.Kind))
+			add(h, tok.Kind)
+		}
+		// A credential that names its server (a database URL) is meant
+		// for that server.
+		if tok.Kind == canary.DatabaseURL {
+			if u, err := url.Parse(tok.Value); err == nil {
+				add(strings.ToLower(u.Hostname()), tok.Kind)
 			}
 		}
 	}
