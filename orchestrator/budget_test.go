@@ -82,3 +82,43 @@ func TestParseCallLogsBudgets(t *testing.T) {
 		t.Errorf("notice %+v, want an Incomplete one", notice)
 	}
 }
+
+// TestParseFull: df's lines (untrusted) name the places at their size; a
+// place with room left, a malformed line or a header is not full.
+func TestParseFull(t *testing.T) {
+	out := `Filesystem     1-blocks      Used Available Capacity Mounted on
+tmpfs         268435456 268435456         0     100% /tmp
+tmpfs         134217728  10000000 124217728       8% /var/tmp
+tmpfs         536870912 520000000  16870912      97% /Users
+tmpfs           5242880   5160960     81920      99% /run/lock
+tmpfs           5242880   5160960     81920      99% /run/lock
+garbage line
+tmpfs            notanumber 1 1 1% /home
+tmpfs         536870912 536000000    870912     100% /home
+`
+	got := parseFull(out)
+	want := []string{"/tmp: 268435456 of 268435456 bytes", "/run/lock: 5160960 of 5242880 bytes", "/home: 536000000 of 536870912 bytes"}
+	if strings.Join(got, "|") != strings.Join(want, "|") {
+		t.Errorf("parseFull = %q, want %q", got, want)
+	}
+}
+
+// TestUserTmpfsSized: every place of userPlaces but the engine's /dev/shm
+// is a tmpfs of the spec with a size, and the runtime folder is the
+// user's.
+func TestUserTmpfsSized(t *testing.T) {
+	for _, home := range []string{"/home/ann", "/Users/ann"} {
+		m := userTmpfs(DefaultLimits(), home)
+		for _, p := range userPlaces(home) {
+			if p == "/dev/shm" {
+				continue
+			}
+			if !strings.Contains(m[p], ",size=") {
+				t.Errorf("%s: %s is not a tmpfs with a size: %q", home, p, m[p])
+			}
+		}
+	}
+	if o := userTmpfs(DefaultLimits(), "/home/ann")[RuntimeDir]; !strings.Contains(o, fmt.Sprintf("uid=%d", UserUID)) || RuntimeDir != fmt.Sprintf("/run/user/%d", UserUID) {
+		t.Errorf("runtime folder %s mounted %q", RuntimeDir, o)
+	}
+}

@@ -152,6 +152,10 @@ func (r *Runner) resourceEvent(ctx context.Context, st *run, res trace.Resource)
 			break
 		}
 	}
+	if full := r.fullPlaces(ctx, st); len(full) > 0 {
+		res.DiskFull = full
+		res.Exceeded = append(res.Exceeded, "disk")
+	}
 	res.OutputBytes = st.loop.OutputBytes
 	st.exhausted = slices.Contains(res.Exceeded, "pids") || slices.Contains(res.Exceeded, "memory")
 	return &trace.Event{Time: r.now(), Source: trace.SourceResource, Type: trace.TypeResource, Data: &res}
@@ -477,6 +481,46 @@ func setupPath(p string) bool {
 	}
 	// pip's vendored certifi bundle, wherever it is.
 	return strings.Contains(p, "/certifi/") || strings.HasSuffix(p, "/certifi")
+}
+
+// fullPlaces reports the user's writable places (userPlaces) that are
+// full: every one is a tmpfs with a size, so a skill that writes until
+// the disk is full stops there with ENOSPC, and this says where. A
+// sandbox too exhausted to run df gives nothing.
+func (r *Runner) fullPlaces(ctx context.Context, st *run) []string {
+	out := capbuf.New(16 << 10)
+	argv := append([]string{"df", "-P", "-B1"}, userPlaces(st.home.HomeDir)...)
+	if _, err := st.sandbox.Exec(ctx, ExecSpec{Argv: argv, User: "0:0", Stdout: out, Stderr: io.Discard}); err != nil {
+		return nil
+	}
+	return parseFull(out.String())
+}
+
+// parseFull reads df -P -B1 output (untrusted: from the sandbox) and
+// returns "MOUNT: USED of SIZE bytes" for each file system whose free
+// space is under 1% of its size or 256 KiB, whichever is larger (tmpfs
+// keeps a few pages back from a writer that hit ENOSPC).
+func parseFull(out string) []string {
+	var full []string
+	for _, line := range strings.Split(out, "\n") {
+		f := strings.Fields(line)
+		if len(f) < 6 || !strings.HasPrefix(f[5], "/") {
+			continue
+		}
+		size, err1 := strconv.ParseInt(f[1], 10, 64)
+		used, err2 := strconv.ParseInt(f[2], 10, 64)
+		avail, err3 := strconv.ParseInt(f[3], 10, 64)
+		if err1 != nil || err2 != nil || err3 != nil || size <= 0 {
+			continue
+		}
+		if avail < max(size/100, 256<<10) {
+			s := fmt.Sprintf("%s: %d of %d bytes", f[5], used, size)
+			if !slices.Contains(full, s) {
+				full = append(full, s)
+			}
+		}
+	}
+	return full
 }
 
 // cgroupScript prints the container's own cgroup counters (v1 or v2), which
