@@ -16,6 +16,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/sandboxctl/sandboxctl/canaryfs"
 	"github.com/sandboxctl/sandboxctl/internal/capbuf"
 	"github.com/sandboxctl/sandboxctl/persona"
 	"github.com/sandboxctl/sandboxctl/strace"
@@ -24,7 +25,7 @@ import (
 
 // Caps on what is read back from the sandbox: its contents are untrusted.
 const (
-	maxLogBytes   = 256 << 20 // one strace log
+	maxLogBytes   = 512 << 20 // one strace log: the size of the tracer's tmpfs (sandboxSpec)
 	maxLogsBytes  = 1 << 30   // all of them
 	maxStraceLine = 64 << 10
 )
@@ -339,7 +340,35 @@ func (r *Runner) syscalls(ctx context.Context, st *run) ([]trace.Event, error) {
 		return nil, fmt.Errorf("copy out %s: %w", CallLogDir, err)
 	}
 	defer rc.Close()
-	return parseCallLogs(rc, st.home.HomeDir, st.plan.Limits.TimelineBytes, st.system.Clock != "", r.log())
+	return parseCallLogs(rc, logParams{Cwd: st.home.HomeDir, Budget: st.plan.Limits.TimelineBytes,
+		FakeClock: st.system.Clock != "", Keep: keepSet(st.home)}, r.log())
+}
+
+// keepSet is the set of the planted files' paths, nil without a home.
+func keepSet(h *canaryfs.Home) map[string]bool {
+	if h == nil {
+		return nil
+	}
+	m := map[string]bool{}
+	for _, p := range plantedPaths(h) {
+		m[p] = true
+	}
+	return m
+}
+
+// logParams say how parseCallLogs reads the syscall logs.
+type logParams struct {
+	// Cwd is the first process's working directory; Budget the bytes of
+	// ordinary events of all logs together (0: DefaultTimelineBytes), of
+	// which failed calls may take an eighth; FakeClock drops the fake
+	// clock's start-up noise.
+	Cwd       string
+	Budget    int64
+	FakeClock bool
+	// Keep are the paths whose every event is kept whatever the budget
+	// (the planted files), with execs, network syscalls and process starts
+	// and ends: they have a budget of their own, as large as Budget.
+	Keep map[string]bool
 }
 
 var callLogName = regexp.MustCompile(`^([A-Za-z0-9_.-]{1,64})\.log$`)
@@ -349,14 +378,27 @@ var callLogName = regexp.MustCompile(`^([A-Za-z0-9_.-]{1,64})\.log$`)
 // all logs together to budget bytes (trace.Size; 0: DefaultTimelineBytes).
 // What a cap leaves out is a notice marked Incomplete; a budget crossed is
 // also a budget event.
-func parseCallLogs(rc io.Reader, cwd string, budget int64, fakeClock bool, log interface{ Warn(string, ...any) }) (events []trace.Event, err error) {
+func parseCallLogs(rc io.Reader, lp logParams, log interface{ Warn(string, ...any) }) (events []trace.Event, err error) {
+	budget := lp.Budget
 	if budget <= 0 {
 		budget = DefaultTimelineBytes
 	}
 	tr := tar.NewReader(rc)
 	var total, used, pathsCut, longest, dropped int64
+	var failedUsed, failedDropped, keptUsed, keptDropped int64
 	var lastAt time.Time
 	defer func() {
+		if failedDropped > 0 {
+			events = append(events, trace.Event{Time: lastAt, Source: trace.SourceSyscall, Type: trace.TypeBudget, Data: &trace.Budget{
+				Name: "failed-calls", Limit: budget / 8, Used: failedUsed, Summarised: failedDropped, Unit: "events",
+				Message: fmt.Sprintf("failed file-system calls (opens of files that are not there, refused writes) reached their share of the syscall budget (%d bytes): %d more were counted, not kept; reads of planted files, execs and network syscalls were all kept",
+					budget/8, failedDropped)}})
+		}
+		if keptDropped > 0 {
+			events = append(events, trace.Event{Time: lastAt, Source: trace.SourceSyscall, Type: trace.TypeBudget, Data: &trace.Budget{
+				Name: "kept-events", Limit: budget, Used: keptUsed, Dropped: keptDropped, Unit: "events",
+				Message: fmt.Sprintf("execs, network syscalls, process starts and ends and reads of planted files reached their own %d-byte budget: %d not kept", budget, keptDropped)}})
+		}
 		if pathsCut > 0 {
 			events = append(events, trace.Event{Time: lastAt, Source: trace.SourceSyscall, Type: trace.TypeBudget, Data: &trace.Budget{
 				Name: "path", Limit: trace.MaxPath, Used: longest, Summarised: pathsCut, Unit: "bytes",
@@ -394,10 +436,16 @@ func parseCallLogs(rc io.Reader, cwd string, budget int64, fakeClock bool, log i
 		limit := min(maxLogBytes, maxLogsBytes-total)
 		lr := io.LimitReader(tr, limit)
 		room := max(budget-used, 1) // 1: the budget is spent, every event is dropped and counted
-		ev, stats, err := strace.Parse(lr, m[1], strace.Options{Cwd: cwd, MaxLineBytes: maxStraceLine, Agentd: AgentBin,
-			MaxPath: trace.MaxPath, MaxBytes: room, FakeClock: fakeClock})
+		ev, stats, err := strace.Parse(lr, m[1], strace.Options{Cwd: lp.Cwd, MaxLineBytes: maxStraceLine, Agentd: AgentBin,
+			MaxPath: trace.MaxPath, MaxBytes: room, FakeClock: lp.FakeClock,
+			MaxFailedBytes: max(budget/8-failedUsed, 1), KeepBytes: max(budget-keptUsed, 1),
+			Keep: func(p string) bool { return lp.Keep[p] }})
 		total += hdr.Size
 		used += stats.Bytes
+		failedUsed += stats.FailedBytes
+		failedDropped += stats.FailedDropped
+		keptUsed += stats.KeptBytes
+		keptDropped += stats.KeptDropped
 		pathsCut += stats.PathsCut
 		longest = max(longest, stats.LongestPath)
 		if stats.BytesCapped {
