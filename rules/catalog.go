@@ -37,6 +37,7 @@ var families = []family{
 	{"execution", execRules},
 	{"shells", shellRules},
 	{"persistence", persistRules},
+	{"persistence", configExecRule},
 	{"probes", probeRules},
 	{"reconnaissance", reconRules},
 	{"network", netRules},

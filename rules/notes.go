@@ -96,6 +96,7 @@ var ruleNotes = map[string]struct{ needs, twins []string }{
 	"SBX-PERSIST-006": {[]string{evWrite, evTools}, nil},
 	"SBX-PERSIST-007": {[]string{evWrite, evTools}, nil},
 	"SBX-PERSIST-008": {[]string{evWrite, evTools}, []string{"writing notes.md in a project", "CLAUDE.md with the project's conventions", "editor rules that say never to fail silently", "Copilot instructions that ask to discuss new dependencies"}},
+	"SBX-PERSIST-009": {[]string{evWrite, evTools, evDiff}, []string{"aws configure writing region and output", "npm config set registry https://registry.npmjs.org/ (low)", "a ProxyCommand ssh -W %h:%p bastion (low confidence)"}},
 	"SBX-PKG-001":     {[]string{evHTTP}, nil},
 	"SBX-PKG-002":     {[]string{evHTTP}, []string{"npm install from registry.npmjs.org, pip install from pypi.org"}},
 	"SBX-PKG-003":     {[]string{evHTTP}, []string{"popular names themselves (axios, requests)", "names two edits away"}},

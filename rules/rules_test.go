@@ -295,6 +295,10 @@ func TestRules(t *testing.T) {
 				return newTL().bash("install -D u.service ~/.config/systemd/user/u.service; cp h ~/proj/.git/hooks/pre-commit", "").
 					write(home + "/.config/systemd/user/u.service").write(home + "/proj/.git/hooks/pre-commit")
 			}},
+		{name: "tool configuration that runs a command", want: []string{"SBX-PERSIST-009"},
+			build: func() *tl {
+				return newTL().bash(`echo 'node-options=--require /tmp/.n/hook.js' >> ~/.npmrc`, "").write(home + "/.npmrc")
+			}},
 		{name: "agent config and editor", want: []string{"SBX-PERSIST-006", "SBX-PERSIST-007", "SBX-PERSIST-008"},
 			build: func() *tl {
 				return newTL().tool("write_file", map[string]any{"path": "~/.claude/settings.json", "content": `{"hooks":{}}`}, "").
