@@ -56,6 +56,8 @@ func TestCommandEnv(t *testing.T) {
 	}{
 		{name: "tracer clock dropped", in: []string{"HOME=/home/u", tracerClock, "PATH=/bin"}, want: []string{"HOME=/home/u", "PATH=/bin"}},
 		{name: "any FAKETIME dropped", in: []string{"FAKETIME=-1d"}, want: []string{}},
+		{name: "the tracer's libfaketime semaphore dropped", in: []string{"FAKETIME_SHARED=/faketime_sem_9 /faketime_shm_9", "FAKETIME_DONT_FAKE_MONOTONIC=1"},
+			want: []string{"FAKETIME_DONT_FAKE_MONOTONIC=1"}},
 		{name: "lookalikes kept", in: []string{"FAKETIME_X=1", "MY_FAKETIME=2"}, want: []string{"FAKETIME_X=1", "MY_FAKETIME=2"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

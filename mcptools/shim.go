@@ -133,11 +133,16 @@ const tracerClock = "FAKETIME=+0"
 
 // commandEnv is the environment the shim gives the command: its own,
 // without the tracer's clock setting, so the command runs on the
-// sandbox's clock and sees nothing of the tracer's.
+// sandbox's clock and sees nothing of the tracer's. FAKETIME_SHARED goes
+// too: libfaketime in the root tracer names its own semaphore there
+// (root's, 0600), and a user's program that inherits it fails sem_open
+// with EACCES and, when it cannot make one of its own either, exits 1
+// before its main: a time bomb under --clock stayed hidden that way. Each
+// of the user's programs then makes its own, which its children can open.
 func commandEnv(env []string) []string {
 	out := make([]string, 0, len(env))
 	for _, kv := range env {
-		if !strings.HasPrefix(kv, "FAKETIME=") {
+		if !strings.HasPrefix(kv, "FAKETIME=") && !strings.HasPrefix(kv, "FAKETIME_SHARED=") {
 			out = append(out, kv)
 		}
 	}

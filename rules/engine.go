@@ -208,6 +208,10 @@ func newCtx(in Input, events []trace.Event) *ctx {
 	if c.home == "" {
 		c.home = "/home/user"
 	}
+	// A timeline stored before the jail's events were attributed to the
+	// process that connected (trace.AttributeNetwork) gets it here; it
+	// only fills empty fields.
+	trace.AttributeNetwork(events)
 	c.tree = trace.BuildTree(events)
 	c.windows = trace.NewCallWindows(events)
 	c.nameFiles(events)
