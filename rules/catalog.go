@@ -38,6 +38,7 @@ var families = []family{
 	{"shells", shellRules},
 	{"persistence", persistRules},
 	{"persistence", configExecRule},
+	{"exfiltration", readRules},
 	{"probes", probeRules},
 	{"reconnaissance", reconRules},
 	{"network", netRules},

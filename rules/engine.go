@@ -195,9 +195,10 @@ type fileOp struct {
 	mode    string
 	failed  bool
 	// proc is the base name of the file the acting process executed (the
-	// execve path, never argv[0]), or "" when unknown or when the trace
-	// itself made that file: only programs that were there before the
-	// skill can be "a tool reading its own configuration".
+	// execve path, never argv[0]), or "" when unknown, when the trace
+	// itself made that file or when it is not a system program: only
+	// programs the system installed can be "a tool reading its own
+	// configuration".
 	proc string
 }
 
@@ -260,6 +261,11 @@ func newCtx(in Input, events []trace.Event) *ctx {
 func (c *ctx) procName(pid int) string {
 	p := c.tree.Procs[pid]
 	if p == nil || p.Path == "" {
+		return ""
+	}
+	if !systemProgram(p.Path) && !c.madeHere[p.Path] {
+		// a program the skill bundles (bin/ssh, bin/aws) or keeps in the
+		// home: the skill's code, whatever its name
 		return ""
 	}
 	if c.madeHere[p.Path] {

@@ -263,3 +263,62 @@ func (c *ctx) referencedHeads(texts []string) []string {
 	slices.Sort(out)
 	return out
 }
+
+// A credCommand is one row of credential-commands.tsv: a program and the
+// words of its argv that make it print a credential.
+type credCommand struct {
+	prog   string
+	words  []string
+	prints string
+}
+
+var credCommands = mustCredCommands()
+
+func mustCredCommands() []credCommand {
+	b, err := dataFS.ReadFile("data/credential-commands.tsv")
+	if err != nil {
+		panic(err)
+	}
+	var out []credCommand
+	for i, line := range strings.Split(string(b), "\n") {
+		if strings.TrimSpace(line) == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		f := strings.Split(line, "\t")
+		if len(f) != 4 || f[0] == "" || f[2] == "" || f[3] == "" {
+			panic(fmt.Sprintf("credential-commands.tsv line %d: want program, words, what it prints, source", i+1))
+		}
+		cc := credCommand{prog: f[0], prints: f[2]}
+		if f[1] != "-" {
+			cc.words = strings.Fields(f[1])
+		}
+		out = append(out, cc)
+	}
+	return out
+}
+
+// printsCredential returns what argv prints when the program executed
+// (base name prog) prints a credential with it, or "".
+func printsCredential(prog string, argv []string) string {
+	for _, cc := range credCommands {
+		if cc.prog != prog {
+			continue
+		}
+		i := 1
+		ok := true
+		for _, w := range cc.words {
+			for i < len(argv) && !strings.HasPrefix(argv[i], w) && !strings.Contains(argv[i], "."+w) {
+				i++
+			}
+			if i >= len(argv) {
+				ok = false
+				break
+			}
+			i++
+		}
+		if ok {
+			return cc.prints
+		}
+	}
+	return ""
+}
