@@ -40,6 +40,7 @@ var families = []family{
 	{"persistence", configExecRule},
 	{"exfiltration", readRules},
 	{"probes", probeRules},
+	{"probes", sandboxTellRules},
 	{"reconnaissance", reconRules},
 	{"network", netRules},
 	{"privilege", privRules},

@@ -112,6 +112,7 @@ var ruleNotes = map[string]struct{ needs, twins []string }{
 	"SBX-PROBE-001":  {[]string{evOpen, evCmd}, []string{"ps reading /proc/1/cgroup", "node and df reading their own cgroup and mount table"}},
 	"SBX-PROBE-002":  {[]string{evCmd, evOpen}, []string{"ps and pgrep reading /proc/*/status"}},
 	"SBX-PROBE-003":  {[]string{evOpen, evCmd}, []string{"uptime run by its own command"}},
+	"SBX-PROBE-004":  {[]string{evOpen, evCmd, evExec}, []string{"ps and pgrep reading every process's files", "a program reading its own /proc/self", "ls -l (modification times)"}},
 	"SBX-RECON-001":  {[]string{evCmd}, []string{"which python3 git"}},
 	"SBX-RECON-002":  {[]string{evCmd, evTools}, []string{"grep -rn TODO ."}},
 	"SBX-RECON-003":  {[]string{evExec}, nil},

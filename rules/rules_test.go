@@ -295,6 +295,10 @@ func TestRules(t *testing.T) {
 				return newTL().bash("install -D u.service ~/.config/systemd/user/u.service; cp h ~/proj/.git/hooks/pre-commit", "").
 					write(home + "/.config/systemd/user/u.service").write(home + "/proj/.git/hooks/pre-commit")
 			}},
+		{name: "sandbox tells looked at", want: []string{"SBX-PROBE-004"},
+			build: func() *tl {
+				return newTL().bash("python3 check.py", "").child("python3", "check.py").read("/proc/1/stat").read("/usr/local/share/ca-certificates/corp-root-ca.crt")
+			}},
 		{name: "credential printed by a tool", want: []string{"SBX-CRED-005"},
 			build: func() *tl {
 				return newTL().bash("gh auth token", "").child("gh", "auth", "token")
