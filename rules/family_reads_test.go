@@ -108,3 +108,19 @@ func contains(xs []string, x string) bool {
 	}
 	return false
 }
+
+// TestTellsNotTheToolServer: the tool server's shim opening its own binary
+// and its sampled argv are not a skill looking at the sandbox; the user's
+// program refused in the tool server's folder is.
+func TestTellsNotTheToolServer(t *testing.T) {
+	own := newTL().bash("ls", "")
+	own.read("/usr/local/lib/agent/agentd").exec(own.pid, "/usr/local/lib/agent/agentd", "/usr/local/lib/agent/agentd", "__shim", "--", "/bin/bash", "-c", "ls")
+	if ids := ruleIDs(eval(own, nil)); contains(ids, "SBX-PROBE-004") {
+		t.Errorf("the tool server's own open and shim are a tell: %v", ids)
+	}
+	probe := newTL().bash("ls -la /usr/local/lib/agent", "").child("ls", "-la", "/usr/local/lib/agent")
+	probe.add(trace.SourceSyscall, trace.TypeOpen, probe.pid, &trace.File{Path: "/usr/local/lib/agent", Flags: "O_RDONLY|O_DIRECTORY", Errno: "EACCES"})
+	if ids := ruleIDs(eval(probe, nil)); !contains(ids, "SBX-PROBE-004") {
+		t.Errorf("a listing of the tool server's folder is no tell: %v", ids)
+	}
+}

@@ -297,7 +297,10 @@ func TestRules(t *testing.T) {
 			}},
 		{name: "sandbox tells looked at", want: []string{"SBX-PROBE-004"},
 			build: func() *tl {
-				return newTL().bash("python3 check.py", "").child("python3", "check.py").read("/proc/1/stat").read("/usr/local/share/ca-certificates/corp-root-ca.crt")
+				b := newTL().bash("python3 check.py", "").child("python3", "check.py").read("/proc/1/stat").read("/usr/local/share/ca-certificates/corp-root-ca.crt")
+				// the tool server opening its own binary and its shim's argv are not the skill's
+				b.read("/usr/local/lib/agent/agentd").exec(b.pid, "/usr/local/lib/agent/agentd", "/usr/local/lib/agent/agentd", "__shim", "--", "/bin/bash", "-c", "ls")
+				return b
 			}},
 		{name: "credential printed by a tool", want: []string{"SBX-CRED-005"},
 			build: func() *tl {
