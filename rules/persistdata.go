@@ -21,18 +21,9 @@ type persistSurface struct {
 	source      string
 }
 
-// persistSurfaces is the parsed table; persistClasses says which rule
-// each class belongs to.
-var (
-	persistSurfaces = mustPersistSurfaces()
-	persistClasses  = map[string]string{
-		"shell-rc": "SBX-PERSIST-001", "scheduled": "SBX-PERSIST-002", "service": "SBX-PERSIST-003",
-		"authorized-keys": "SBX-PERSIST-004", "git": "SBX-PERSIST-005", "agent-config": "SBX-PERSIST-006",
-		"editor": "SBX-PERSIST-007", "agent-memory": "SBX-PERSIST-008",
-		"tool-exec": "SBX-PERSIST-009", "package-source": "SBX-PERSIST-009",
-		"network-config": "SBX-PERSIST-009", "interpreter-startup": "SBX-PERSIST-009",
-	}
-)
+// persistSurfaces is the parsed table (the classes' rules are named in its
+// header and in persistRules and configExecRule).
+var persistSurfaces = mustPersistSurfaces()
 
 func mustPersistSurfaces() []persistSurface {
 	b, err := dataFS.ReadFile("data/persistence.tsv")
@@ -84,8 +75,8 @@ func persistPaths(classes ...string) pathSet {
 	return ps
 }
 
-// persistKeys returns the surfaces of rule SBX-PERSIST-009 that glob
-// matched in c, with their keys.
+// surfacesAt returns the surfaces of the classes given whose glob matches
+// p, with their keys.
 func (c *ctx) surfacesAt(p string, classes ...string) []persistSurface {
 	var out []persistSurface
 	for _, s := range persistSurfaces {
