@@ -187,7 +187,7 @@ func (m *Minter) Mint(kind Kind, location string) Token {
 	case AWSSecretKey:
 		v = s.Chars(b64Chars, 40)
 	case AWSSessionToken:
-		v = "IQoJb3JpZ2luX2VjE" + s.Chars(b64Chars, 371) + "="
+		v = sessionToken(s)
 	case GitHubToken:
 		v = checksummed("ghp_", s.Chars(Alnum, 30))
 	case GitHubOAuthToken:
@@ -348,4 +348,33 @@ func (m *Minter) MetaMaskVault(location string) Token {
 	v := fmt.Sprintf(`{"data":"%s","iv":"%s","keyMetadata":{"algorithm":"PBKDF2","params":{"iterations":600000}},"salt":"%s"}`,
 		data, base64.StdEncoding.EncodeToString(s.Bytes(16)), base64.StdEncoding.EncodeToString(s.Bytes(32)))
 	return m.token(WalletVault, location, v, data)
+}
+
+// sessionToken is an STS session token as AWS issues them: base64 of a
+// length-prefixed structure that starts "!\n\torigin_ec", then a small
+// number, the issuing region, an ECDSA signature (DER, two 32-byte
+// integers) and the sealed body. A skill that decodes the token and looks
+// for that structure finds it (a token of random base64 after the
+// prefix did not decode to it).
+func sessionToken(m *Minter) string {
+	b := []byte("!\n\torigin_ec")
+	b = append(b, 0x10, byte(1+m.Intn(120)), 0x1a)
+	region := m.Pick("us-east-1", "us-west-2", "eu-west-1", "eu-central-1")
+	b = append(b, byte(len(region)))
+	b = append(b, region...)
+	b = append(b, '"', 'G', '0', 'E', 0x02, 0x21, 0x00)
+	b = append(b, m.Bytes(32)...)
+	b = append(b, 0x02, 0x20)
+	b = append(b, m.Bytes(32)...)
+	body := m.Bytes(480 + m.Intn(160))
+	b = append(b, '*')
+	for n := len(body); ; n >>= 7 { // varint length
+		if n < 0x80 {
+			b = append(b, byte(n))
+			break
+		}
+		b = append(b, byte(n&0x7f|0x80))
+	}
+	b = append(b, body...)
+	return base64.StdEncoding.EncodeToString(b)
 }

@@ -376,3 +376,20 @@ func TestTwinMinter(t *testing.T) {
 		})
 	}
 }
+
+// TestSessionTokenStructure (issue 30, item 6): the planted
+// AWS_SESSION_TOKEN decodes to the structure real ones have after their
+// prefix: origin_ec, a region, a DER ECDSA signature.
+func TestSessionTokenStructure(t *testing.T) {
+	for seed := range 8 {
+		m := canary.NewMinter(canary.SeededReader([]byte{byte(seed)}))
+		tok := m.Mint(canary.AWSSessionToken, "env:AWS_SESSION_TOKEN")
+		raw, err := base64.StdEncoding.DecodeString(tok.Value)
+		if err != nil {
+			t.Fatalf("seed %d: %v", seed, err)
+		}
+		if !bytes.HasPrefix(raw, []byte("!\n\torigin_ec")) || !regexp.MustCompile(`\x1a[\x09\x0c](us|eu)-[a-z]+-[12]`).Match(raw) || !bytes.Contains(raw, []byte("\"G0E\x02!\x00")) {
+			t.Errorf("seed %d: token does not decode to an STS structure: %q", seed, raw[:min(len(raw), 80)])
+		}
+	}
+}

@@ -205,6 +205,10 @@ func (x *Builder) Finish() (*Home, error) {
 	}, b.env...)
 	if b.mac {
 		h.Env = macEnv(h.Env, persona.Env(persona.MacOS))
+	} else {
+		// A desktop login's runtime folder (the orchestrator mounts it as
+		// systemd-logind does; uid 1000 is the image's user).
+		h.Env = append(h.Env, "XDG_RUNTIME_DIR=/run/user/1000", "DBUS_SESSION_BUS_ADDRESS=unix:path=/run/user/1000/bus")
 	}
 	h.Files = b.finish()
 	h.Since = b.now

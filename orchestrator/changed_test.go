@@ -159,7 +159,7 @@ func TestParseCallLogsDropsPlumbing(t *testing.T) {
 		{name: "calls/t007.log", typ: tar.TypeReg, body: log},
 		{name: "calls/notes.txt", typ: tar.TypeReg, body: log},
 	})
-	events, err := parseCallLogs(bytes.NewReader(tarball), "/home/jdoe", 0, false, slog.New(slog.DiscardHandler))
+	events, err := parseCallLogs(bytes.NewReader(tarball), logParams{Cwd: "/home/jdoe", Budget: 0}, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -220,7 +220,7 @@ func TestParseCgroup(t *testing.T) {
 func TestParseCallLogsReportsGaps(t *testing.T) {
 	long := "10 1.000000 openat(AT_FDCWD, \"/tmp/" + strings.Repeat("a", maxStraceLine) + "\", O_RDONLY) = 3\n"
 	tarball := makeTar(t, []tarEntry{{name: "calls/t001.log", typ: tar.TypeReg, body: long}})
-	events, err := parseCallLogs(bytes.NewReader(tarball), "/home/jdoe", 0, false, slog.New(slog.DiscardHandler))
+	events, err := parseCallLogs(bytes.NewReader(tarball), logParams{Cwd: "/home/jdoe", Budget: 0}, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,6 +16,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/sandboxctl/sandboxctl/canaryfs"
 	"github.com/sandboxctl/sandboxctl/internal/capbuf"
 	"github.com/sandboxctl/sandboxctl/mcptools"
 	"github.com/sandboxctl/sandboxctl/persona"
@@ -25,7 +26,7 @@ import (
 
 // Caps on what is read back from the sandbox: its contents are untrusted.
 const (
-	maxLogBytes   = 256 << 20 // one strace log
+	maxLogBytes   = 512 << 20 // one strace log: the size of the tracer's tmpfs (sandboxSpec)
 	maxLogsBytes  = 1 << 30   // all of them
 	maxStraceLine = 64 << 10
 )
@@ -153,6 +154,10 @@ func (r *Runner) resourceEvent(ctx context.Context, st *run, res trace.Resource)
 			break
 		}
 	}
+	if full := r.fullPlaces(ctx, st); len(full) > 0 {
+		res.DiskFull = full
+		res.Exceeded = append(res.Exceeded, "disk")
+	}
 	res.OutputBytes = st.loop.OutputBytes
 	st.exhausted = slices.Contains(res.Exceeded, "pids") || slices.Contains(res.Exceeded, "memory")
 	return &trace.Event{Time: r.now(), Source: trace.SourceResource, Type: trace.TypeResource, Data: &res}
@@ -245,7 +250,8 @@ type evidence struct {
 // readEvidence reads the archive of agentd __evidence (untrusted: every
 // part within its cap, unknown entries skipped).
 func (r *Runner) readEvidence(rd io.Reader, st *run) (ev evidence, err error) {
-	logs := newCallLogs(st.home.HomeDir, st.plan.Limits.TimelineBytes, st.system.Clock != "", r.log())
+	logs := newCallLogs(logParams{Cwd: st.home.HomeDir, Budget: st.plan.Limits.TimelineBytes,
+		FakeClock: st.system.Clock != "", Keep: keepSet(st.home)}, r.log())
 	changed := changedReader{dir: st.dir, home: st.home, now: r.now}
 	defer func() {
 		ev.syscalls = logs.finish()
@@ -348,8 +354,8 @@ var callLogName = regexp.MustCompile(`^([A-Za-z0-9_.-]{1,64})\.log$`)
 // all logs together to budget bytes (trace.Size; 0: DefaultTimelineBytes).
 // What a cap leaves out is a notice marked Incomplete; a budget crossed is
 // also a budget event.
-func parseCallLogs(rc io.Reader, cwd string, budget int64, fakeClock bool, log interface{ Warn(string, ...any) }) ([]trace.Event, error) {
-	c := newCallLogs(cwd, budget, fakeClock, log)
+func parseCallLogs(rc io.Reader, lp logParams, log interface{ Warn(string, ...any) }) ([]trace.Event, error) {
+	c := newCallLogs(lp, log)
 	tr := tar.NewReader(rc)
 	for {
 		hdr, err := tr.Next()
@@ -367,21 +373,49 @@ func parseCallLogs(rc io.Reader, cwd string, budget int64, fakeClock bool, log i
 // callLogs parses the per-call strace logs of one trace, one archive entry
 // at a time, within the caps of parseCallLogs.
 type callLogs struct {
-	cwd       string
-	budget    int64
-	fakeClock bool
-	log       interface{ Warn(string, ...any) }
+	lp     logParams
+	budget int64
+	log    interface{ Warn(string, ...any) }
 
-	events                                  []trace.Event
-	total, used, pathsCut, longest, dropped int64
-	lastAt                                  time.Time
+	events                                           []trace.Event
+	total, used, pathsCut, longest, dropped          int64
+	failedUsed, failedDropped, keptUsed, keptDropped int64
+	lastAt                                           time.Time
 }
 
-func newCallLogs(cwd string, budget int64, fakeClock bool, log interface{ Warn(string, ...any) }) *callLogs {
+// keepSet is the set of the planted files' paths, nil without a home.
+func keepSet(h *canaryfs.Home) map[string]bool {
+	if h == nil {
+		return nil
+	}
+	m := map[string]bool{}
+	for _, p := range plantedPaths(h) {
+		m[p] = true
+	}
+	return m
+}
+
+// logParams say how parseCallLogs reads the syscall logs.
+type logParams struct {
+	// Cwd is the first process's working directory; Budget the bytes of
+	// ordinary events of all logs together (0: DefaultTimelineBytes), of
+	// which failed calls may take an eighth; FakeClock drops the fake
+	// clock's start-up noise.
+	Cwd       string
+	Budget    int64
+	FakeClock bool
+	// Keep are the paths whose every event is kept whatever the budget
+	// (the planted files), with execs, network syscalls and process starts
+	// and ends: they have a budget of their own, as large as Budget.
+	Keep map[string]bool
+}
+
+func newCallLogs(lp logParams, log interface{ Warn(string, ...any) }) *callLogs {
+	budget := lp.Budget
 	if budget <= 0 {
 		budget = DefaultTimelineBytes
 	}
-	return &callLogs{cwd: cwd, budget: budget, fakeClock: fakeClock, log: log}
+	return &callLogs{lp: lp, budget: budget, log: log}
 }
 
 // add parses one entry of the archive: a log named CALLID.log.
@@ -403,9 +437,15 @@ func (c *callLogs) add(hdr *tar.Header, r io.Reader) {
 	limit := min(maxLogBytes, maxLogsBytes-c.total)
 	lr := io.LimitReader(r, limit)
 	room := max(c.budget-c.used, 1) // 1: the budget is spent, every event is dropped and counted
-	ev, stats, err := strace.Parse(lr, m[1], strace.Options{Cwd: c.cwd, MaxLineBytes: maxStraceLine, Agentd: AgentBin,
-		MaxPath: trace.MaxPath, MaxBytes: room, FakeClock: c.fakeClock})
+	ev, stats, err := strace.Parse(lr, m[1], strace.Options{Cwd: c.lp.Cwd, MaxLineBytes: maxStraceLine, Agentd: AgentBin,
+		MaxPath: trace.MaxPath, MaxBytes: room, FakeClock: c.lp.FakeClock,
+		MaxFailedBytes: max(c.budget/8-c.failedUsed, 1), KeepBytes: max(c.budget-c.keptUsed, 1),
+		Keep: func(p string) bool { return c.lp.Keep[p] }})
 	c.total += hdr.Size
+	c.failedUsed += stats.FailedBytes
+	c.failedDropped += stats.FailedDropped
+	c.keptUsed += stats.KeptBytes
+	c.keptDropped += stats.KeptDropped
 	c.used += stats.Bytes
 	c.pathsCut += stats.PathsCut
 	c.longest = max(c.longest, stats.LongestPath)
@@ -439,6 +479,17 @@ func (c *callLogs) finish() []trace.Event {
 		events = append(events, trace.Event{Time: c.lastAt, Source: trace.SourceSyscall, Type: trace.TypeBudget, Data: &trace.Budget{
 			Name: "timeline", Limit: c.budget, Used: c.used, Dropped: c.dropped, Unit: "events",
 			Message: fmt.Sprintf("the syscall events reached the trace's %d-byte budget: %d events not kept", c.budget, c.dropped)}})
+	}
+	if c.failedDropped > 0 {
+		events = append(events, trace.Event{Time: c.lastAt, Source: trace.SourceSyscall, Type: trace.TypeBudget, Data: &trace.Budget{
+			Name: "failed-calls", Limit: c.budget / 8, Used: c.failedUsed, Summarised: c.failedDropped, Unit: "events",
+			Message: fmt.Sprintf("failed file-system calls (opens of files that are not there, refused writes) reached their share of the syscall budget (%d bytes): %d more were counted, not kept; reads of planted files, execs and network syscalls were all kept",
+				c.budget/8, c.failedDropped)}})
+	}
+	if c.keptDropped > 0 {
+		events = append(events, trace.Event{Time: c.lastAt, Source: trace.SourceSyscall, Type: trace.TypeBudget, Data: &trace.Budget{
+			Name: "kept-events", Limit: c.budget, Used: c.keptUsed, Dropped: c.keptDropped, Unit: "events",
+			Message: fmt.Sprintf("execs, network syscalls, process starts and ends and reads of planted files reached their own %d-byte budget: %d not kept", c.budget, c.keptDropped)}})
 	}
 	return events
 }
@@ -566,4 +617,44 @@ func parseCgroup(out string) cgroupCounts {
 		}
 	}
 	return c
+}
+
+// fullPlaces reports the user's writable places (userPlaces) that are
+// full: every one is a tmpfs with a size, so a skill that writes until
+// the disk is full stops there with ENOSPC, and this says where. A
+// sandbox too exhausted to run df gives nothing.
+func (r *Runner) fullPlaces(ctx context.Context, st *run) []string {
+	out := capbuf.New(16 << 10)
+	argv := append([]string{"df", "-P", "-B1"}, userPlaces(st.home.HomeDir)...)
+	if _, err := st.sandbox.Exec(ctx, ExecSpec{Argv: argv, User: "0:0", Stdout: out, Stderr: io.Discard}); err != nil {
+		return nil
+	}
+	return parseFull(out.String())
+}
+
+// parseFull reads df -P -B1 output (untrusted: from the sandbox) and
+// returns "MOUNT: USED of SIZE bytes" for each file system whose free
+// space is under 1% of its size or 256 KiB, whichever is larger (tmpfs
+// keeps a few pages back from a writer that hit ENOSPC).
+func parseFull(out string) []string {
+	var full []string
+	for _, line := range strings.Split(out, "\n") {
+		f := strings.Fields(line)
+		if len(f) < 6 || !strings.HasPrefix(f[5], "/") {
+			continue
+		}
+		size, err1 := strconv.ParseInt(f[1], 10, 64)
+		used, err2 := strconv.ParseInt(f[2], 10, 64)
+		avail, err3 := strconv.ParseInt(f[3], 10, 64)
+		if err1 != nil || err2 != nil || err3 != nil || size <= 0 {
+			continue
+		}
+		if avail < max(size/100, 256<<10) {
+			s := fmt.Sprintf("%s: %d of %d bytes", f[5], used, size)
+			if !slices.Contains(full, s) {
+				full = append(full, s)
+			}
+		}
+	}
+	return full
 }

@@ -162,14 +162,15 @@ func (s *toolServer) stop() {
 }
 
 // mcpArgv is the tool server's command line; an unwatched pass runs the
-// tools without the syscall tracer.
+// tools without the syscall tracer (--direct: the skill can read this
+// command line, and must find no "strace" in it).
 func mcpArgv(p Plan, home *canaryfs.Home) []string {
 	argv := []string{AgentBin, "__mcp",
 		"--user", home.User, "--uid", strconv.Itoa(UserUID), "--gid", strconv.Itoa(UserGID),
 		"--home", home.HomeDir, "--max-output", strconv.FormatInt(p.Limits.OutputBytes, 10),
 		"--timeout", p.Limits.ToolTimeout.String(), "--log-dir", CallLogDir}
 	if p.Unwatched {
-		argv = append(argv, "--no-strace")
+		argv = append(argv, "--direct")
 	}
 	return argv
 }

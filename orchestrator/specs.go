@@ -106,17 +106,58 @@ func sandboxSpec(p Plan, image, jailID, home string, files []File, seccomp []byt
 		// binary, a venv's or npx's scripts, pip --user's commands and a
 		// project's ./build.sh fail with "Permission denied" before doing
 		// what the trace is there to see. nosuid stays.
-		Tmpfs: map[string]string{
-			path.Dir(home):    tmpfsOpts(l.HomeSize, "755") + ",exec", // /home, or /Users for macOS
-			"/tmp":            tmpfsOpts(l.TmpSize, "1777") + ",exec",
-			"/var/tmp":        tmpfsOpts(l.TmpSize/2, "1777") + ",exec",
-			"/var/lib/agentd": tmpfsOpts(512<<20, "700") + ",noexec",
-		},
+		Tmpfs: userTmpfs(l, home),
 		Files: files,
 		// Its main process (agentd __hold) writes nothing the skill can
 		// reach; bounded anyway.
 		LogConfig: LogConfig{Type: "json-file", Config: map[string]string{"max-size": "64k", "max-file": "1"}},
 	}
+}
+
+// userTmpfs are the sandbox's tmpfs mounts: every place the skill's user
+// can write is one of them, each with a size, so that what the skill
+// writes is charged to the container's memory and stops at a budget
+// (ENOSPC) instead of filling the host's disk through the overlay root.
+// The image's own world-writable places (prepare.sh's writable list:
+// /run/lock, /var/lock through its link, and nothing else in this image;
+// /dev/shm is the engine's 64 MiB tmpfs and /dev/mqueue is bounded by
+// RLIMIT_MSGQUEUE) are covered here; TestWritablePlacesBounded checks
+// the list against these mounts. /run/lock and /run/user/UID are mounted
+// as Debian and systemd-logind mount them on a workstation (5 MiB,
+// noexec; the user's own 0700 runtime folder), which a skill would
+// otherwise miss as a sign of a container.
+func userTmpfs(l Limits, home string) map[string]string {
+	m := map[string]string{
+		path.Dir(home):    tmpfsOpts(l.HomeSize, "755") + ",exec", // /home, or /Users for macOS
+		"/tmp":            tmpfsOpts(l.TmpSize, "1777") + ",exec",
+		"/var/tmp":        tmpfsOpts(l.TmpSize/2, "1777") + ",exec",
+		"/var/lib/agentd": tmpfsOpts(512<<20, "700") + ",noexec",
+		"/run/lock":       tmpfsOpts(RunLockSize, "1777") + ",noexec",
+	}
+	if path.Dir(home) == "/home" {
+		m[RuntimeDir] = tmpfsOpts(RuntimeDirSize, "700") + fmt.Sprintf(",uid=%d,gid=%d", UserUID, UserGID)
+	}
+	return m
+}
+
+// Sizes and places of the small tmpfs mounts a workstation has.
+const (
+	// RunLockSize is Debian's /run/lock (5120k).
+	RunLockSize = 5 << 20
+	// RuntimeDir is the user's XDG_RUNTIME_DIR, which systemd-logind
+	// mounts at login; RuntimeDirSize bounds it.
+	RuntimeDir     = "/run/user/1000"
+	RuntimeDirSize = 32 << 20
+)
+
+// UserPlaces are the tmpfs mount points the skill's user can write, in
+// the order the disk check reports them.
+func userPlaces(home string) []string {
+	ps := []string{path.Dir(home), "/tmp", "/var/tmp", "/run/lock", "/dev/shm"}
+	if path.Dir(home) == "/home" {
+		ps = append(ps, RuntimeDir)
+	}
+	return ps
 }
 
 func tmpfsOpts(size int64, mode string) string {

@@ -63,11 +63,15 @@ func TestUnwatchedPlan(t *testing.T) {
 	if p.Unwatched {
 		t.Errorf("unwatchedPlan changed its input")
 	}
-	if argv := mcpArgv(up, home); !slices.Contains(argv, "--no-strace") {
+	if argv := mcpArgv(up, home); !slices.Contains(argv, "--direct") {
 		t.Errorf("unwatched tool server %q runs the tracer", argv)
 	}
-	if argv := mcpArgv(p, home); slices.Contains(argv, "--no-strace") {
+	if argv := mcpArgv(p, home); slices.Contains(argv, "--direct") {
 		t.Errorf("watched tool server %q runs without the tracer", argv)
+	}
+	// the skill reads the tool server's command line: no tracer named in it
+	if argv := strings.Join(mcpArgv(up, home), " "); strings.Contains(argv, "strace") {
+		t.Errorf("unwatched tool server's command line names the tracer: %s", argv)
 	}
 }
 

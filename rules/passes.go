@@ -26,7 +26,7 @@ const (
 
 // tellRules are the rules whose findings show a skill looking for the
 // sandbox or its tracer.
-var tellRules = []string{"SBX-PROBE-001", "SBX-PROBE-002", "SBX-PROBE-003"}
+var tellRules = []string{"SBX-PROBE-001", "SBX-PROBE-002", "SBX-PROBE-003", "SBX-PROBE-004"}
 
 // Tells returns the ids of the rules among fs that show the skill reading
 // sandbox tells (the container, the tracer, the environment's freshness,

@@ -92,32 +92,17 @@ var (
 	}
 	systemSecretPaths = pathSet{"/etc/shadow", "/etc/gshadow", "/etc/shadow-", "/etc/sudoers", "/etc/security/opasswd"}
 
-	rcPaths = pathSet{
-		"~/.bashrc", "~/.bash_profile", "~/.bash_login", "~/.bash_logout", "~/.profile", "~/.zshrc",
-		"~/.zprofile", "~/.zshenv", "~/.zlogin", "~/.config/fish/**", "~/.kshrc", "~/.cshrc",
-		"~/.tcshrc", "/etc/profile", "/etc/profile.d/**", "/etc/bash.bashrc", "/etc/zsh/**",
-		"/etc/environment", "~/.pam_environment", "/etc/ld.so.preload",
-	}
-	cronPaths    = pathSet{"/etc/cron*", "/etc/cron*/**", "/var/spool/cron/**", "/etc/anacrontab"}
-	servicePaths = pathSet{
-		"~/.config/systemd/user/**", "/etc/systemd/**", "/lib/systemd/system/**",
-		"/usr/lib/systemd/**", "~/.config/autostart/**", "/etc/xdg/autostart/**",
-		"~/Library/LaunchAgents/**", "/Library/LaunchAgents/**", "/Library/LaunchDaemons/**",
-		"/etc/init.d/**", "/etc/rc.local",
-	}
-	authorizedKeysPaths = pathSet{"~/.ssh/authorized_keys", "~/.ssh/authorized_keys2", "/root/.ssh/authorized_keys"}
-	gitPaths            = pathSet{"**/.git/hooks/**", "~/.gitconfig", "~/.config/git/config", "**/.git/config"}
-	agentConfigPaths    = pathSet{
-		"**/.claude/settings.json", "**/.claude/settings.local.json", "**/.claude/commands/**",
-		"**/.claude/agents/**", "**/.claude/hooks/**", "**/.mcp.json", "~/.claude.json",
-		"~/.clawdbot/**", "~/.openclaw/**", "~/.cursor/**", "~/.codex/**", "~/.gemini/**",
-		"~/.agents/skills/**", "~/.claude/skills/**",
-	}
-	agentMemoryPaths = pathSet{"**/CLAUDE.md", "**/AGENTS.md", "**/SOUL.md", "**/MEMORY.md", "**/.cursorrules",
-		"**/GEMINI.md", "**/.windsurfrules", "**/.cursor/rules/**", "**/.claude/instructions.md", "**/.claude/commands/**",
-		"**/.claude/agents/**", "**/.github/copilot-instructions.md", "**/.github/instructions/**", "**/.clinerules",
-		"**/.clinerules/**", "**/.windsurf/rules/**", "**/.kiro/steering/**"}
-	editorPaths = pathSet{"**/.vscode/**", "**/.idea/**"}
+	// The persistence surfaces come from rules/data/persistence.tsv, by
+	// location class.
+	rcPaths             = persistPaths("shell-rc")
+	cronPaths           = persistPaths("scheduled")
+	servicePaths        = persistPaths("service")
+	authorizedKeysPaths = persistPaths("authorized-keys")
+	gitPaths            = persistPaths("git")
+	agentConfigPaths    = persistPaths("agent-config")
+	agentMemoryPaths    = persistPaths("agent-memory")
+	editorPaths         = persistPaths("editor")
+	configExecPaths     = persistPaths("tool-exec", "package-source", "network-config", "interpreter-startup")
 
 	privEscPaths        = pathSet{"/etc/sudoers", "/etc/sudoers.d/**", "/etc/passwd", "/etc/shadow", "/etc/group", "/etc/ld.so.preload"}
 	containerProbePaths = pathSet{"/.dockerenv", "/run/.containerenv", "/proc/1/cgroup", "/proc/1/sched",

@@ -60,7 +60,10 @@ func (c *ctx) persistHit(r *Rule, target string, f fileOp) {
 		c.hit(r, target, msg, f.ev)
 		return
 	}
-	c.ratePersistence(r, target, msg, c.writtenText(f.ev, target), f.ev)
+	// what it runs includes a script the trace wrote that it names (a
+	// hook calling ./scripts/check.sh)
+	texts := c.writtenText(f.ev, target)
+	c.ratePersistence(r, target, msg, append(texts, c.referencedHeads(texts)...), f.ev)
 }
 
 // persistCmdHit records a command that installs persistence (crontab,

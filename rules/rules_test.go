@@ -295,6 +295,27 @@ func TestRules(t *testing.T) {
 				return newTL().bash("install -D u.service ~/.config/systemd/user/u.service; cp h ~/proj/.git/hooks/pre-commit", "").
 					write(home + "/.config/systemd/user/u.service").write(home + "/proj/.git/hooks/pre-commit")
 			}},
+		{name: "sandbox tells looked at", want: []string{"SBX-PROBE-004"},
+			build: func() *tl {
+				b := newTL().bash("python3 check.py", "").child("python3", "check.py").read("/proc/1/stat").read("/usr/local/share/ca-certificates/corp-root-ca.crt")
+				// the tool server opening its own binary and its shim's argv are not the skill's
+				b.read("/usr/local/lib/agent/agentd").exec(b.pid, "/usr/local/lib/agent/agentd", "/usr/local/lib/agent/agentd", "__shim", "--", "/bin/bash", "-c", "ls")
+				return b
+			}},
+		{name: "credential printed by a tool", want: []string{"SBX-CRED-005"},
+			build: func() *tl {
+				return newTL().bash("gh auth token", "").child("gh", "auth", "token")
+			}},
+		{name: "opaque data to a raw IP", want: []string{"SBX-EXFIL-007", "SBX-NET-001"},
+			build: func() *tl {
+				b := newTL().bash("node sync.js", "").child("node", "sync.js").connect("192.0.2.50", 443)
+				return b.add(trace.SourceHTTP, trace.TypeHTTP, 0, &trace.HTTPExchange{Method: "POST", URL: "https://192.0.2.50/p", Host: "192.0.2.50",
+					TLS: true, DstIP: "192.0.2.50", DstPort: 443, Body: []byte(cipher), BodySize: int64(len(cipher)), Status: 200})
+			}},
+		{name: "tool configuration that runs a command", want: []string{"SBX-PERSIST-009"},
+			build: func() *tl {
+				return newTL().bash(`echo 'node-options=--require /tmp/.n/hook.js' >> ~/.npmrc`, "").write(home + "/.npmrc")
+			}},
 		{name: "agent config and editor", want: []string{"SBX-PERSIST-006", "SBX-PERSIST-007", "SBX-PERSIST-008"},
 			build: func() *tl {
 				return newTL().tool("write_file", map[string]any{"path": "~/.claude/settings.json", "content": `{"hooks":{}}`}, "").

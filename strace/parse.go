@@ -43,6 +43,20 @@ type Options struct {
 	// cost of a log grows with the square of the depth.
 	MaxPath  int
 	MaxBytes int64
+	// MaxFailedBytes caps, within MaxBytes, the events of calls that
+	// failed (opens of files that are not there, refused writes): past it
+	// they are counted in Stats.FailedDropped, summarised rather than
+	// lost, so that a flood of failing opens cannot spend the budget the
+	// later, decisive events need. 0: no cap of their own.
+	MaxFailedBytes int64
+	// Keep reports the paths whose every open is kept whatever MaxBytes,
+	// MaxFailedBytes and MaxEvents say (the planted files); execs, network
+	// syscalls (connect, bind, sendto), process starts and ends and denied
+	// syscalls are kept the same way. Such kept events have a budget of
+	// their own, KeepBytes (0: they count against MaxBytes like the rest),
+	// and at most MaxEvents of them.
+	Keep      func(path string) bool
+	KeepBytes int64
 	// KeepNoise keeps the opens every program makes at start-up (the
 	// dynamic loader's libraries, locale files, Python's stdlib), which are
 	// dropped by default and counted in Stats.Noise.
@@ -75,11 +89,21 @@ type Stats struct {
 	PathsCut      int64 `json:"paths_cut,omitempty"`      // paths cut to MaxPath
 	LongestPath   int64 `json:"longest_path,omitempty"`   // bytes of the longest path cut
 	Bytes         int64 `json:"bytes,omitempty"`          // estimated size of the events returned
-	Noise         int64 `json:"noise"`                    // start-up opens dropped
-	Unfinished    int64 `json:"unfinished"`               // calls never resumed
-	Signals       int64 `json:"signals"`
-	Threads       int64 `json:"threads"`
-	Processes     int64 `json:"processes"`
+	// FailedBytes is the part of Bytes spent on failed calls;
+	// FailedDropped counts the failed calls past MaxFailedBytes.
+	FailedBytes   int64 `json:"failed_bytes,omitempty"`
+	FailedDropped int64 `json:"failed_dropped,omitempty"`
+	// KeptBytes and KeptEvents are the events kept whatever the budget
+	// (Options.Keep): they are not in Bytes. KeptDropped counts those past
+	// KeepBytes or MaxEvents.
+	KeptBytes   int64 `json:"kept_bytes,omitempty"`
+	KeptEvents  int64 `json:"kept_events,omitempty"`
+	KeptDropped int64 `json:"kept_dropped,omitempty"`
+	Noise       int64 `json:"noise"`      // start-up opens dropped
+	Unfinished  int64 `json:"unfinished"` // calls never resumed
+	Signals     int64 `json:"signals"`
+	Threads     int64 `json:"threads"`
+	Processes   int64 `json:"processes"`
 }
 
 type pending struct {
@@ -699,8 +723,12 @@ func (p *parser) emit(pid int, at time.Time, typ trace.Type, data any) bool {
 			return false
 		}
 	}
-	if len(p.events) >= p.opts.MaxEvents {
+	keep := p.opts.KeepBytes > 0 && p.kept(typ, data)
+	if keep && p.stats.KeptEvents >= int64(p.opts.MaxEvents) || !keep && int64(len(p.events))-p.stats.KeptEvents >= int64(p.opts.MaxEvents) {
 		p.stats.DroppedEvents++
+		if keep {
+			p.stats.KeptDropped++
+		}
 		return false
 	}
 	pr := p.getProc(pid)
@@ -721,17 +749,53 @@ func (p *parser) emit(pid int, at time.Time, typ trace.Type, data any) bool {
 			p.stats.LongestPath = max(p.stats.LongestPath, int64(n))
 		}
 	}
-	if p.opts.MaxBytes > 0 {
-		sz := trace.Size(e)
+	switch sz := trace.Size(e); {
+	case keep:
+		if p.stats.KeptBytes+sz > p.opts.KeepBytes {
+			p.stats.DroppedEvents++
+			p.stats.KeptDropped++
+			p.stats.BytesCapped = true
+			return false
+		}
+		p.stats.KeptBytes += sz
+		p.stats.KeptEvents++
+	case failedCall(data) && p.opts.MaxFailedBytes > 0 && p.stats.FailedBytes+sz > p.opts.MaxFailedBytes:
+		p.stats.FailedDropped++
+		return false
+	case p.opts.MaxBytes > 0:
 		if p.stats.Bytes+sz > p.opts.MaxBytes {
 			p.stats.DroppedEvents++
 			p.stats.BytesCapped = true
 			return false
 		}
 		p.stats.Bytes += sz
+		if failedCall(data) {
+			p.stats.FailedBytes += sz
+		}
 	}
 	p.events = append(p.events, e)
 	return true
+}
+
+// kept reports an event Options.Keep keeps whatever the budget: an exec,
+// a network syscall, a process start or end, a denied syscall, or a file
+// event on a path Keep names.
+func (p *parser) kept(typ trace.Type, data any) bool {
+	switch typ {
+	case trace.TypeExec, trace.TypeConnect, trace.TypeBind, trace.TypeSendto, trace.TypeClone, trace.TypeExit, trace.TypeDenied:
+		return true
+	}
+	f, ok := data.(*trace.File)
+	if !ok || p.opts.Keep == nil {
+		return false
+	}
+	return p.opts.Keep(f.Path) || f.Resolved != "" && p.opts.Keep(f.Resolved) || f.NewPath != "" && p.opts.Keep(f.NewPath)
+}
+
+// failedCall reports a file-system call that failed.
+func failedCall(data any) bool {
+	f, ok := data.(*trace.File)
+	return ok && f.Errno != ""
 }
 
 func writeFlags(f string) bool {

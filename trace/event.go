@@ -372,6 +372,10 @@ type Resource struct {
 	OutputBytes   int64    `json:"output_bytes,omitempty"`
 	OutputDropped int64    `json:"output_dropped,omitempty"`
 	Exceeded      []string `json:"exceeded,omitempty"` // "memory", "pids", "output", "disk"
+	// DiskFull names each writable place (a tmpfs with a size: the home,
+	// /tmp, /run/lock, ...) that was full when the trace ended, with its
+	// use: "/tmp: 268435456 of 268435456 bytes".
+	DiskFull []string `json:"disk_full,omitempty"`
 }
 
 // Notice is a message from an observer about itself.

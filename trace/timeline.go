@@ -15,8 +15,9 @@ const DefaultCollapseWindow = time.Second
 // it. Events are ordered by time; events with the same time keep the order of
 // their stream in the argument list, then their order inside it. Identical
 // events (see Collapser) less than DefaultCollapseWindow apart become one
-// event with a Count. Seq is assigned 1..n on the result, and syscall events
-// without a PPID get it from the clone that created their process. The input
+// event with a Count. Seq is assigned 1..n on the result, syscall events
+// without a PPID get it from the clone that created their process, and the
+// jail's events the process that connected (AttributeNetwork). The input
 // slices are not modified (their events are copied).
 func Merge(streams ...[]Event) []Event {
 	return MergeWindow(DefaultCollapseWindow, streams...)
@@ -57,6 +58,7 @@ func MergeWindow(window time.Duration, streams ...[]Event) []Event {
 		out[i].Seq = int64(i + 1)
 	}
 	fillPPID(out)
+	AttributeNetwork(out)
 	return out
 }
 

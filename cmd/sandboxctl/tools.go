@@ -145,6 +145,10 @@ func runMCP(ctx context.Context, e env, args []string) int {
 	fs.StringVar(&cfg.LogDir, "log-dir", mcptools.DefaultLogDir, "where per-call strace logs go")
 	fs.StringVar(&cfg.Strace, "strace", mcptools.DefaultStrace, "the strace binary")
 	fs.BoolVar(&cfg.NoStrace, "no-strace", false, "run tools without strace (tests only)")
+	// The unwatched pass's spelling: the tool server's command line is
+	// readable by the skill (/proc/PID/cmdline), and "strace" in it is the
+	// very tell the pass is there to remove.
+	fs.BoolVar(&cfg.NoStrace, "direct", false, "the same as -no-strace")
 	fs.IntVar(&cfg.MaxOutput, "max-output", mcptools.DefaultMaxOutput, "bytes kept per stream of a call")
 	fs.DurationVar(&cfg.Timeout, "timeout", mcptools.DefaultTimeout, "default timeout of a call")
 	fs.DurationVar(&cfg.MaxTimeout, "max-timeout", mcptools.DefaultMaxTimeout, "longest timeout a call may ask for")
