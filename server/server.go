@@ -45,7 +45,7 @@ const (
 )
 
 // DefaultArchiveLimits bound what an upload may unpack to.
-var DefaultArchiveLimits = sweep.ArchiveLimits{MaxFiles: 2000, MaxFileSize: 8 << 20, MaxTotalSize: 64 << 20}
+var DefaultArchiveLimits = sweep.ArchiveLimits{MaxEntries: 2000, MaxFileSize: 8 << 20, MaxTotalSize: 64 << 20}
 
 // Config is the setup of a Server.
 type Config struct {

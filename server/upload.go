@@ -299,7 +299,6 @@ type unpacked struct {
 func (s *Server) unpack(ctx context.Context, archive string) (*unpacked, error) {
 	defer os.Remove(archive)
 	lim := s.cfg.Archive
-	lim.RefuseSpecial = true
 	// Two uploads of the same archive unpack into the same folder: one at
 	// a time (each is bounded, so the wait is short).
 	s.extractMu.Lock()
