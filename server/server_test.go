@@ -177,6 +177,9 @@ func TestHostileUploads(t *testing.T) {
 	if got := filesUnder(t, filepath.Join(f.data, "tmp")); len(got) != 1 {
 		t.Errorf("tmp/ keeps uploads: %v", got)
 	}
+	if got := filesUnder(t, filepath.Join(f.data, "skills")); len(got) != 1 {
+		t.Errorf("skills/ keeps refused uploads: %v", got)
+	}
 	var l TraceList
 	f.do("GET", "/v1/traces", nil, "", nil, &l)
 	if len(l.Traces) != 0 {
