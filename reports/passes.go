@@ -72,7 +72,19 @@ func Combine(watched, unwatched *Report, wp, up Pass) *Report {
 	if out.Status == StatusCompleted && unwatched.Status != StatusCompleted {
 		out.Reasons = append(out.Reasons, fmt.Sprintf("unwatched pass ended with status %s", unwatched.Status))
 	}
-	out.Summary.LeakedTokens += unwatched.Summary.LeakedTokens
+	// The canaries both passes saw, each with its pass: a token that left
+	// only when unwatched is a hit like any other.
+	hits := make([]Hit, 0, len(watched.Canaries.Hits)+len(unwatched.Canaries.Hits))
+	for _, h := range watched.Canaries.Hits {
+		h.Pass = rules.PassWatched
+		hits = append(hits, h)
+	}
+	for _, h := range unwatched.Canaries.Hits {
+		h.Pass = rules.PassUnwatched
+		hits = append(hits, h)
+	}
+	out.Canaries.Hits = hits
+	out.Summary.LeakedTokens = leakedTokens(hits)
 	out.summarize()
 	return &out
 }
