@@ -313,7 +313,7 @@ func readRecords(path string) (*tree, [][]byte, error) {
 	t := &tree{}
 	var records [][]byte
 	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 64<<10), 16<<20)
+	sc.Buffer(make([]byte, 64<<10), maxRecord)
 	for sc.Scan() {
 		r := bytes.Clone(sc.Bytes())
 		if err := t.add(r); err != nil {
@@ -321,5 +321,14 @@ func readRecords(path string) (*tree, [][]byte, error) {
 		}
 		records = append(records, r)
 	}
-	return t, records, sc.Err()
+	if err := sc.Err(); err != nil {
+		if errors.Is(err, bufio.ErrTooLong) {
+			return nil, nil, fmt.Errorf("record %d: a line over %d bytes: not a record the monitor wrote", len(records)+1, maxRecord)
+		}
+		return nil, nil, err
+	}
+	return t, records, nil
 }
+
+// maxRecord bounds one record line read back.
+const maxRecord = 16 << 20

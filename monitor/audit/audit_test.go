@@ -1,6 +1,7 @@
 package audit
 
 import (
+	"bytes"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -90,6 +91,15 @@ func TestVerify(t *testing.T) {
 		{name: "another key", n: 3, external: true, vkey: otherVkey, wantErr: "signature"},
 		{name: "records file gone", n: 3, wantErr: "no such file", tamper: func(t *testing.T, dir, _ string) {
 			os.Remove(filepath.Join(dir, RecordsFile))
+		}},
+		{name: "malformed verifier key", n: 3, vkey: "not a key", wantErr: "verifier key"},
+		{name: "a record line over 16 MiB", n: 3, wantErr: "a line over 16777216 bytes", tamper: func(t *testing.T, dir, _ string) {
+			f, _ := os.OpenFile(filepath.Join(dir, RecordsFile), os.O_APPEND|os.O_WRONLY, 0)
+			f.Write(bytes.Repeat([]byte("x"), 17<<20))
+			f.Close()
+		}},
+		{name: "checkpoint not a note", n: 3, wantErr: "checkpoint signature", tamper: func(t *testing.T, dir, _ string) {
+			os.WriteFile(filepath.Join(dir, CheckpointFile), []byte("\x00\xff garbage"), 0o644)
 		}},
 	}
 	for _, tc := range tests {
