@@ -166,3 +166,49 @@ func FuzzOpen(f *testing.F) {
 		}
 	})
 }
+
+// FuzzParsePins: a pinned keys file never panics, and every pin it keeps
+// is sha256: and 64 hex digits.
+func FuzzParsePins(f *testing.F) {
+	f.Add("# keys\nsha256:" + strings.Repeat("ab", 32) + " nightly\n\n")
+	f.Add("sha256:zz\n")
+	f.Fuzz(func(t *testing.T, s string) {
+		pins, err := ParsePins(strings.NewReader(s))
+		if err != nil {
+			return
+		}
+		for p := range pins {
+			if len(p) != len("sha256:")+64 || !strings.HasPrefix(p, "sha256:") {
+				t.Fatalf("pin %q", p)
+			}
+		}
+	})
+}
+
+func TestParsePins(t *testing.T) {
+	fp := Fingerprint("k+1+abc")
+	for _, c := range []struct {
+		name, text string
+		want       int
+		err        string
+	}{
+		{name: "one with a note", text: fp + " nightly run\n", want: 1},
+		{name: "comments and blanks", text: "# x\n\n  " + strings.ToUpper(fp[7:]) + "\n", err: "want sha256:"},
+		{name: "upper case hex", text: "SHA256:" + strings.ToUpper(fp[7:]) + "\n", want: 1},
+		{name: "short", text: "sha256:abcd\n", err: "want sha256:"},
+		{name: "a line over 64 KiB", text: strings.Repeat("#", 70<<10) + "\n", err: "token too long"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			pins, err := ParsePins(strings.NewReader(c.text))
+			if c.err != "" {
+				if err == nil || !strings.Contains(err.Error(), c.err) {
+					t.Fatalf("err %v, want %q", err, c.err)
+				}
+				return
+			}
+			if err != nil || len(pins) != c.want {
+				t.Fatalf("pins %v, %v", pins, err)
+			}
+		})
+	}
+}
