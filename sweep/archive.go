@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"math"
 	"os"
 	"path"
 	"path/filepath"
@@ -164,15 +165,27 @@ func removeTree(dir string) error {
 
 func extractFrom(ctx context.Context, r io.ReaderAt, size int64, format, dest string, lim ArchiveLimits) error {
 	lim = lim.withDefaults()
-	w := &unpacker{ctx: ctx, dest: dest, lim: lim, dirs: map[string]bool{}}
+	// Two passes: the first writes nothing and refuses an archive whose
+	// members (names, kinds, counts, declared sizes) are over a bound, so
+	// that a bomb is refused before its first folder exists; the second
+	// writes, checking the same and the real sizes.
+	for _, dry := range []bool{true, false} {
+		w := &unpacker{ctx: ctx, dest: dest, lim: lim, dirs: map[string]bool{}, files: map[string]bool{}, dry: dry}
+		if err := w.walk(r, size, format); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// walk reads the archive's members in order and unpacks each.
+func (w *unpacker) walk(r io.ReaderAt, size int64, format string) error {
 	if format == ".zip" {
 		zr, err := zip.NewReader(r, size)
 		if err != nil {
 			return fmt.Errorf("%w: %v", ErrArchive, err)
 		}
-		// The central directory says how many members there are: an
-		// archive over the bound is refused before anything is written.
-		if len(zr.File) > lim.MaxEntries {
+		if len(zr.File) > w.lim.MaxEntries {
 			return w.overEntries()
 		}
 		for _, zf := range zr.File {
@@ -183,11 +196,17 @@ func extractFrom(ctx context.Context, r io.ReaderAt, size int64, format, dest st
 					return err
 				}
 			case m.IsRegular():
+				if w.dry {
+					if err := w.file(zf.Name, nil, int64(min(zf.UncompressedSize64, math.MaxInt64)), 0); err != nil {
+						return err
+					}
+					continue
+				}
 				rc, err := zf.Open()
 				if err != nil {
 					return fmt.Errorf("%w: %s: %v", ErrArchive, quote(zf.Name), err)
 				}
-				err = w.file(zf.Name, rc, m.Perm())
+				err = w.file(zf.Name, rc, -1, m.Perm())
 				rc.Close()
 				if err != nil {
 					return err
@@ -236,7 +255,7 @@ func extractFrom(ctx context.Context, r io.ReaderAt, size int64, format, dest st
 				return err
 			}
 		case tar.TypeReg:
-			if err := w.file(h.Name, tr, os.FileMode(h.Mode).Perm()); err != nil {
+			if err := w.file(h.Name, tr, h.Size, os.FileMode(h.Mode).Perm()); err != nil {
 				return err
 			}
 		default:
@@ -251,8 +270,12 @@ type unpacker struct {
 	dest  string
 	lim   ArchiveLimits
 	dirs  map[string]bool // folders made, by cleaned member path
-	count int             // entries written: files and folders
+	files map[string]bool // files made, by cleaned member path
+	count int             // entries: files and folders
 	total int64
+	// dry checks the members without writing anything: sizes are the
+	// declared ones.
+	dry bool
 }
 
 func (u *unpacker) overEntries() error {
@@ -341,18 +364,21 @@ func (u *unpacker) mkdirs(c string) error {
 			return err
 		}
 	}
+	if u.files[c] {
+		return fmt.Errorf("%w: member %s is a file and a folder", ErrArchive, quote(c))
+	}
 	u.count++
 	if u.count > u.lim.MaxEntries {
 		return u.overEntries()
 	}
+	u.dirs[c] = true
+	if u.dry {
+		return nil
+	}
 	t := filepath.Join(u.dest, filepath.FromSlash(c))
-	if err := os.Mkdir(t, 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
+	if err := os.Mkdir(t, 0o755); err != nil {
 		return fmt.Errorf("unpack %s: %w", quote(c), err)
 	}
-	if fi, err := os.Lstat(t); err != nil || !fi.IsDir() {
-		return fmt.Errorf("%w: member %s is a file and a folder", ErrArchive, quote(c))
-	}
-	u.dirs[c] = true
 	return nil
 }
 
@@ -367,7 +393,9 @@ func (u *unpacker) dir(name string) error {
 	return u.mkdirs(c)
 }
 
-func (u *unpacker) file(name string, r io.Reader, perm os.FileMode) error {
+// file unpacks a file member read from r: size is its declared size (-1
+// unknown), checked first; in a dry pass nothing is read or written.
+func (u *unpacker) file(name string, r io.Reader, size int64, perm os.FileMode) error {
 	if err := u.ctx.Err(); err != nil {
 		return err
 	}
@@ -386,15 +414,26 @@ func (u *unpacker) file(name string, r io.Reader, perm os.FileMode) error {
 			return err
 		}
 	}
-	t := filepath.Join(u.dest, filepath.FromSlash(c))
 	// A later member of the same name replaces the earlier one (an
 	// entry already counted); a new name is one more entry.
-	if _, err := os.Lstat(t); err != nil {
+	if !u.files[c] {
 		u.count++
 		if u.count > u.lim.MaxEntries {
 			return u.overEntries()
 		}
+		u.files[c] = true
 	}
+	if size > u.lim.MaxFileSize {
+		return fmt.Errorf("%w: %s is over %d bytes", ErrArchive, quote(name), u.lim.MaxFileSize)
+	}
+	if u.dry {
+		u.total += max(size, 0)
+		if u.total > u.lim.MaxTotalSize {
+			return fmt.Errorf("%w: over %d bytes in all", ErrArchive, u.lim.MaxTotalSize)
+		}
+		return nil
+	}
+	t := filepath.Join(u.dest, filepath.FromSlash(c))
 	f, err := os.OpenFile(t, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, perm&0o755|0o600)
 	if err != nil {
 		return fmt.Errorf("unpack %s: %w", quote(name), err)

@@ -213,3 +213,28 @@ func TestRemoveExtracted(t *testing.T) {
 		t.Fatalf("left %v", ents)
 	}
 }
+
+// TestRefusedBeforeAnyWrite: an archive over a bound is refused by the
+// checking pass, before the first member is written: unpacked into a
+// folder that does not exist, the error is the bound, not the write.
+func TestRefusedBeforeAnyWrite(t *testing.T) {
+	dest := filepath.Join(t.TempDir(), "does", "not", "exist")
+	for _, c := range []struct {
+		name, format string
+		data         []byte
+		lim          ArchiveLimits
+		want         string
+	}{
+		{"directory bomb", ".tar.gz", testenv.DirBomb(t, 3000), ArchiveLimits{MaxEntries: 2000}, "over 2000 entries"},
+		{"a link after good members", ".tar", testenv.Tar(t, testenv.Member{Name: "s/SKILL.md", Body: "x"}, testenv.Member{Name: "s/l", Type: tar.TypeSymlink, Linkname: "/"}), ArchiveLimits{}, "symbolic link"},
+		{"a declared size over the bound", ".tar", testenv.Tar(t, testenv.Member{Name: "s/SKILL.md", Body: "x"}, testenv.Member{Name: "s/big", Size: 2 << 20}), ArchiveLimits{MaxFileSize: 1 << 20}, "over 1048576 bytes"},
+		{"zip over its total", ".zip", testenv.Zip(t, testenv.Member{Name: "a", Size: 600 << 10}, testenv.Member{Name: "b", Size: 600 << 10}), ArchiveLimits{MaxTotalSize: 1 << 20}, "in all"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			err := extractFrom(t.Context(), bytes.NewReader(c.data), int64(len(c.data)), c.format, dest, c.lim)
+			if !errors.Is(err, ErrArchive) || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("err %v, want the bound %q before any write", err, c.want)
+			}
+		})
+	}
+}
