@@ -64,7 +64,7 @@ func TestKeyBeforeQueued(t *testing.T) {
 	}
 }
 
-// TestDirectoryBombUpload: a 140 KB .tar.gz of 20,000 folders under the
+// TestDirectoryBombUpload: a .tar.gz of 20,000 folders (about 150 KB) under the
 // default limit of 2,000 entries is refused, and nothing of it stays on
 // disk (no folder under skills/, no upload under tmp/).
 func TestDirectoryBombUpload(t *testing.T) {

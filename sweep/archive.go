@@ -30,7 +30,7 @@ type ArchiveLimits struct {
 	// MaxEntries bounds the members written: files and folders alike,
 	// the folders a member's path implies included (0: 10,000). A
 	// directory costs an inode as a file does: 20,000 empty folders pack
-	// into 140 KB.
+	// into 100 to 150 KB.
 	MaxEntries   int
 	MaxFileSize  int64 // 0: 64 MiB
 	MaxTotalSize int64 // 0: 4 GiB

@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"compress/gzip"
 	"fmt"
+	"sync"
 	"testing"
 )
 
@@ -27,7 +28,7 @@ func SkillMD(name string) string {
 func TarGz(t testing.TB, ms ...Member) []byte {
 	t.Helper()
 	var b bytes.Buffer
-	gz, _ := gzip.NewWriterLevel(&b, gzip.BestCompression)
+	gz, _ := gzip.NewWriterLevel(&b, gzip.BestSpeed)
 	b2 := tarOf(t, ms...)
 	if _, err := gz.Write(b2); err != nil {
 		t.Fatal(err)
@@ -95,13 +96,29 @@ func Zip(t testing.TB, ms ...Member) []byte {
 	return b.Bytes()
 }
 
+var bombs struct {
+	sync.Mutex
+	m map[int][]byte
+}
+
 // DirBomb is a .tar.gz holding a valid skill and n empty folders: a
-// directory bomb (20,000 folders pack into about 140 KB).
+// directory bomb (20,000 folders pack into about 150 KB). It is made once
+// per n and process (under the race detector that takes seconds).
 func DirBomb(t testing.TB, n int) []byte {
 	t.Helper()
+	bombs.Lock()
+	defer bombs.Unlock()
+	if b, ok := bombs.m[n]; ok {
+		return b
+	}
 	ms := []Member{{Name: "bomb/SKILL.md", Body: SkillMD("bomb")}}
 	for i := range n {
 		ms = append(ms, Member{Name: fmt.Sprintf("bomb/d/%05d/", i), Type: tar.TypeDir})
 	}
-	return TarGz(t, ms...)
+	b := TarGz(t, ms...)
+	if bombs.m == nil {
+		bombs.m = map[int][]byte{}
+	}
+	bombs.m[n] = b
+	return b
 }
