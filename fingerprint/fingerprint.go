@@ -303,7 +303,7 @@ func Identity(id string) (string, error) {
 	case strings.IndexFunc(id, func(r rune) bool { return r < 0x20 || r == 0x7f || r == utf8.RuneError }) >= 0:
 		return "", errors.New("skill identity: a control character or an invalid byte")
 	case strings.Contains("/"+id+"/", "/../") || strings.Contains("/"+id+"/", "/./"):
-		return "", fmt.Errorf("skill identity %q: a path element . or ..", id)
+		return "", fmt.Errorf("skill identity %q: a path element that is . or .. (a name, not a path)", id)
 	}
 	return id, nil
 }

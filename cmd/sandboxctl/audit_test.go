@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"encoding/json"
-	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -112,6 +111,6 @@ func TestAuditTrust(t *testing.T) {
 func TestAuditFingerprintFormat(t *testing.T) {
 	fp := audit.Fingerprint(" k+1+abc \n")
 	if !strings.HasPrefix(fp, "sha256:") || len(fp) != len("sha256:")+64 || fp != audit.Fingerprint("k+1+abc") {
-		t.Fatal(fmt.Sprintf("fingerprint %q", fp))
+		t.Fatalf("fingerprint %q", fp)
 	}
 }
