@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"path"
 	"regexp"
@@ -11,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/sandboxctl/sandboxctl/rules"
 )
@@ -271,12 +273,39 @@ type Rule struct {
 var DefaultRule = Rule{Threshold: 10, Streak: 5}
 
 // Key says which conditions a fingerprint's runs share: the skill's
-// identity (name and source), the driver and the environment cell.
+// identity (its name and, where it has one, its registry identity), the
+// driver and the environment cell. Where the skill was traced from (a
+// folder, a temporary unpacking of an upload or an archive) is not part of
+// it: the same skill from two folders shares one history.
 type Key struct {
-	Skill  string `json:"skill"`
-	Source string `json:"source"`
-	Driver string `json:"driver"`
-	Cell   string `json:"cell"`
+	Skill string `json:"skill"`
+	// Identity is the skill's registry identity: publisher/name from a
+	// mirror's layout, a sweep's skill ID within its source, the name a
+	// serve caller gives, trace --skill-id; "" when there is none, and
+	// the skill is known by its name alone (Identity).
+	Identity string `json:"identity"`
+	Driver   string `json:"driver"`
+	Cell     string `json:"cell"`
+}
+
+// MaxIdentity bounds a registry identity (bytes).
+const MaxIdentity = 200
+
+// Identity checks and normalises a registry identity given by a caller:
+// surrounding space and slashes trimmed; at most MaxIdentity bytes of
+// printable characters, and no absolute path (an identity names a skill,
+// not where it lies on disk).
+func Identity(id string) (string, error) {
+	id = strings.Trim(strings.TrimSpace(id), "/")
+	switch {
+	case len(id) > MaxIdentity:
+		return "", fmt.Errorf("skill identity: over %d bytes", MaxIdentity)
+	case strings.IndexFunc(id, func(r rune) bool { return r < 0x20 || r == 0x7f || r == utf8.RuneError }) >= 0:
+		return "", errors.New("skill identity: a control character or an invalid byte")
+	case strings.Contains("/"+id+"/", "/../") || strings.Contains("/"+id+"/", "/./"):
+		return "", fmt.Errorf("skill identity %q: a path element that is . or .. (a name, not a path)", id)
+	}
+	return id, nil
 }
 
 // A Fingerprint is what the clean runs of one version of a skill did under

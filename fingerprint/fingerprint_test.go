@@ -240,3 +240,52 @@ func TestCheckExtraRedacts(t *testing.T) {
 		t.Errorf("findings without a baseline: %+v", fs)
 	}
 }
+
+func TestIdentity(t *testing.T) {
+	for _, c := range []struct {
+		name, in, want, err string
+	}{
+		{name: "publisher and name", in: "acme/weather", want: "acme/weather"},
+		{name: "space and slashes trimmed", in: " /acme/weather/ ", want: "acme/weather"},
+		{name: "none", in: "", want: ""},
+		{name: "a path element ..", in: "acme/../weather", err: "path element"},
+		{name: "a dot element", in: "./weather", err: "path element"},
+		{name: "control character", in: "acme/\x1b[31mweather", err: "control character"},
+		{name: "invalid UTF-8", in: "acme/\xffweather", err: "invalid byte"},
+		{name: "too long", in: strings.Repeat("a", MaxIdentity+1), err: "over 200 bytes"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			got, err := Identity(c.in)
+			if c.err != "" {
+				if err == nil || !strings.Contains(err.Error(), c.err) {
+					t.Fatalf("Identity(%q) = %q, %v; want an error with %q", c.in, got, err, c.err)
+				}
+				return
+			}
+			if err != nil || got != c.want {
+				t.Fatalf("Identity(%q) = %q, %v; want %q", c.in, got, err, c.want)
+			}
+		})
+	}
+}
+
+// FuzzIdentity: an identity taken is bounded, printable, and has no . or
+// .. element and no leading slash.
+func FuzzIdentity(f *testing.F) {
+	f.Add("acme/weather")
+	f.Add("/../x")
+	f.Fuzz(func(t *testing.T, s string) {
+		id, err := Identity(s)
+		if err != nil {
+			return
+		}
+		if len(id) > MaxIdentity || strings.HasPrefix(id, "/") || strings.ContainsAny(id, "\x00\n\r\x1b") {
+			t.Fatalf("Identity(%q) = %q", s, id)
+		}
+		for _, el := range strings.Split(id, "/") {
+			if el == "." || el == ".." {
+				t.Fatalf("Identity(%q) = %q", s, id)
+			}
+		}
+	})
+}

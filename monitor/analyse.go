@@ -52,14 +52,18 @@ type Report struct {
 type Audit struct {
 	Checkpoint  string `json:"checkpoint"`
 	VerifierKey string `json:"verifier_key"`
+	// KeyFingerprint names VerifierKey (audit.Fingerprint): recorded
+	// elsewhere, it lets a later verify trust the key (schema 1.2).
+	KeyFingerprint string `json:"key_fingerprint,omitempty"`
 }
 
 // SchemaVersion is the monitor report's schema version
 // (schema/monitor.schema.json).
+// 1.2 added the audit key's fingerprint (audit.key_fingerprint).
 // 1.1 added, to runs, calls, output_hashes, outside_envelope and
 // home_secrets; to deviations, outside_envelope; to the report, envelope,
 // tier, tier_reason, recommended_runs and sampling.
-const SchemaVersion = "1.1"
+const SchemaVersion = "1.2"
 
 // Cell is one cell's runs and verdict.
 type Cell struct {

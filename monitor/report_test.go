@@ -26,7 +26,7 @@ func activationReport(t *testing.T) Report {
 		t.Fatal(err)
 	}
 	r.Skill = "counter-skill"
-	r.Audit = &Audit{Checkpoint: "o\n1\nAAAA\n\n— o abc\n", VerifierKey: "o+1+AAAA"}
+	r.Audit = &Audit{Checkpoint: "o\n1\nAAAA\n\n— o abc\n", VerifierKey: "o+1+AAAA", KeyFingerprint: "sha256:" + strings.Repeat("0f", 32)}
 	return r
 }
 

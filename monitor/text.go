@@ -75,6 +75,9 @@ func WriteText(w io.Writer, r Report) error {
 	writeEnvelope(&b, r.Envelope)
 	if r.Audit != nil {
 		fmt.Fprintf(&b, "\naudit log checkpoint (sandboxctl audit verify DIR):\n%s", r.Audit.Checkpoint)
+		if r.Audit.KeyFingerprint != "" {
+			fmt.Fprintf(&b, "audit key %s: record it apart from this folder to verify the log against it later\n", r.Audit.KeyFingerprint)
+		}
 	}
 	_, err := io.WriteString(w, b.String())
 	return err

@@ -380,7 +380,8 @@ func buildNetMap(r *Report) htmlNetMap {
 	}
 	kinds := map[string]map[string]int{}
 	for _, h := range r.Canaries.Hits {
-		if !h.Leaked {
+		// An unwatched hit's event is in that pass's timeline, not this one.
+		if !h.Leaked || h.Pass == rules.PassUnwatched {
 			continue
 		}
 		host, _ := eventHost(byseq[h.EventSeq])
@@ -529,6 +530,9 @@ func buildFlows(r *Report, shown map[int64]bool) (flows []htmlFlow, more int) {
 	leaked := map[string][]Hit{}
 	other := map[string][]Hit{}
 	for _, h := range r.Canaries.Hits {
+		if h.Pass == rules.PassUnwatched {
+			continue // its events are the unwatched pass's (Pass.Dir)
+		}
 		if h.Leaked {
 			leaked[h.TokenID] = append(leaked[h.TokenID], h)
 		} else {

@@ -608,7 +608,7 @@ func writtenPath(f rules.Finding, byseq map[int64]trace.Event) string {
 // to: a leaked canary's, else the first network event's.
 func destination(f rules.Finding, byseq map[int64]trace.Event) (host, channel string) {
 	for _, e := range f.Evidence {
-		if h, ok := byseq[e.Seq].Data.(*trace.CanaryHit); ok && rulesNetworkChannel(h.Channel) {
+		if h, ok := byseq[e.Seq].Data.(*trace.CanaryHit); ok && trace.LeftSandbox(h.Channel) {
 			if ev, ok := byseq[h.EventSeq]; ok {
 				if host, ch := eventHost(ev); host != "" {
 					if ch == "https" {
@@ -634,7 +634,7 @@ func findingHosts(f rules.Finding, byseq map[int64]trace.Event) []string {
 	var hs []string
 	for _, e := range f.Evidence {
 		ev := byseq[e.Seq]
-		if h, ok := ev.Data.(*trace.CanaryHit); ok && rulesNetworkChannel(h.Channel) {
+		if h, ok := ev.Data.(*trace.CanaryHit); ok && trace.LeftSandbox(h.Channel) {
 			ev = byseq[h.EventSeq]
 		}
 		if host, _ := eventHost(ev); host != "" && !slices.Contains(hs, registrableOf(host)) {
@@ -671,6 +671,14 @@ func eventHost(e trace.Event) (string, string) {
 		return fmt.Sprintf("%s:%d", d.DstIP, d.DstPort), d.Proto
 	case *trace.DNSQuery:
 		return registrableOf(strings.ToLower(strings.TrimSuffix(d.Name, "."))), "dns"
+	case *trace.Mail:
+		// The relay the message was handed to.
+		if d.Name != "" {
+			return strings.ToLower(strings.TrimSuffix(d.Name, ".")), trace.ChannelSMTP
+		}
+		if d.DstIP != "" {
+			return fmt.Sprintf("%s:%d", d.DstIP, d.DstPort), trace.ChannelSMTP
+		}
 	}
 	return "", ""
 }

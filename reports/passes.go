@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 
 	"github.com/sandboxctl/sandboxctl/rules"
 )
@@ -72,7 +73,19 @@ func Combine(watched, unwatched *Report, wp, up Pass) *Report {
 	if out.Status == StatusCompleted && unwatched.Status != StatusCompleted {
 		out.Reasons = append(out.Reasons, fmt.Sprintf("unwatched pass ended with status %s", unwatched.Status))
 	}
-	out.Summary.LeakedTokens += unwatched.Summary.LeakedTokens
+	// The canaries both passes saw, each with its pass: a token that left
+	// only when unwatched is a hit like any other.
+	hits := make([]Hit, 0, len(watched.Canaries.Hits)+len(unwatched.Canaries.Hits))
+	for _, h := range watched.Canaries.Hits {
+		h.Pass = rules.PassWatched
+		hits = append(hits, h)
+	}
+	for _, h := range unwatched.Canaries.Hits {
+		h.Pass = rules.PassUnwatched
+		hits = append(hits, h)
+	}
+	out.Canaries.Hits = hits
+	out.Summary.LeakedTokens = leakedTokens(hits)
 	out.summarize()
 	return &out
 }
@@ -88,8 +101,18 @@ func reprocessPasses(dir string, watched, stored *Report, opt ReprocessOptions) 
 	if up.Dir == "" || !filepath.IsLocal(up.Dir) {
 		return nil, fmt.Errorf("reprocess %s: unwatched pass folder %q", dir, up.Dir)
 	}
-	if _, err := os.Stat(sub); err != nil {
-		return nil, fmt.Errorf("reprocess %s: unwatched pass: %w", dir, err)
+	// The folder is untrusted: a link would read another run's events
+	// as this one's.
+	p := dir
+	for _, el := range strings.Split(filepath.ToSlash(filepath.Clean(up.Dir)), "/") {
+		p = filepath.Join(p, el)
+		fi, err := os.Lstat(p)
+		if err != nil {
+			return nil, fmt.Errorf("reprocess %s: unwatched pass: %w", dir, err)
+		}
+		if fi.Mode()&os.ModeSymlink != 0 {
+			return nil, fmt.Errorf("reprocess %s: unwatched pass folder %q is a link: a run folder's passes are folders inside it", dir, up.Dir)
+		}
 	}
 	uo := opt
 	uo.Canaries = nil // each pass planted its own

@@ -232,7 +232,12 @@ type Hit struct {
 	Encoding string `json:"encoding"`
 	Where    string `json:"where"`
 	EventSeq int64  `json:"event_seq"`
-	Leaked   bool   `json:"leaked"` // seen on a network channel
+	Leaked   bool   `json:"leaked"` // seen leaving the sandbox (trace.LeftSandbox: mail included)
+	// Pass is the pass of a two-pass trace the hit was seen in
+	// (rules.PassWatched, rules.PassUnwatched; "" in a one-pass trace).
+	// Seq and EventSeq of an unwatched hit number that pass's own
+	// timeline (its folder, Pass.Dir), not this report's events.
+	Pass string `json:"pass,omitempty"`
 	// Spans are the events a token split across requests was reassembled
 	// from (trace.CanaryHit.Spans).
 	Spans []int64 `json:"spans,omitempty"`
@@ -384,7 +389,6 @@ func Build(m Meta, res rules.Result, opt Options) *Report {
 		}
 		r.Canaries.Planted = append(r.Canaries.Planted, p)
 	}
-	leaked := map[string]bool{}
 	for _, e := range r.Events {
 		switch d := e.Data.(type) {
 		case *trace.ToolCall:
@@ -407,17 +411,14 @@ func Build(m Meta, res rules.Result, opt Options) *Report {
 				DstIP: d.DstIP, DstPort: d.DstPort, Name: d.SNI})
 		case *trace.CanaryHit:
 			h := Hit{Seq: e.Seq, TokenID: d.TokenID, Kind: d.Kind, Location: d.Location, Channel: d.Channel,
-				Encoding: d.Encoding, Where: d.Where, EventSeq: d.EventSeq, Leaked: rulesNetworkChannel(d.Channel), Spans: d.Spans}
-			if h.Leaked {
-				leaked[d.TokenID] = true
-			}
+				Encoding: d.Encoding, Where: d.Where, EventSeq: d.EventSeq, Leaked: trace.LeftSandbox(d.Channel), Spans: d.Spans}
 			r.Canaries.Hits = append(r.Canaries.Hits, h)
 		}
 	}
 	// The profile reads the redacted timeline: a planted value in a DNS
 	// name or an argument never reaches it, nor the store.
 	r.Profile = fingerprint.Build(m.Input(r.Events), r.Events)
-	r.Summary = Summary{TotalToolCalls: len(r.ToolCalls), EventCount: len(r.Events), LeakedTokens: len(leaked), Exercised: res.Exercised}
+	r.Summary = Summary{TotalToolCalls: len(r.ToolCalls), EventCount: len(r.Events), LeakedTokens: leakedTokens(r.Canaries.Hits), Exercised: res.Exercised}
 	r.summarize()
 	return r
 }
@@ -443,13 +444,17 @@ func (r *Report) summarize() {
 	r.Narrative = Narrative(r, r.Incidents)
 }
 
-// rulesNetworkChannel reports whether a hit on ch left the sandbox, as
-// trace.LeftSandbox says, except for mail: the report keeps SMTP hits out
-// of Leaked and of incident destinations, as it always has (a mail event
-// names no host that eventHost reads), while the rules count them as
-// leaving.
-func rulesNetworkChannel(ch string) bool {
-	return trace.LeftSandbox(ch) && ch != trace.ChannelSMTP
+// leakedTokens counts the tokens hits saw leaving the sandbox: each token
+// once per pass (each pass plants its own). Summary.LeakedTokens, the text
+// and the HTML read this one count.
+func leakedTokens(hits []Hit) int {
+	seen := map[[2]string]bool{}
+	for _, h := range hits {
+		if h.Leaked {
+			seen[[2]string{h.Pass, h.TokenID}] = true
+		}
+	}
+	return len(seen)
 }
 
 func rawOrEmpty(b json.RawMessage) json.RawMessage {

@@ -311,6 +311,9 @@ func WriteText(w io.Writer, r *Report, opt TextOptions) error {
 			continue
 		}
 		s := fmt.Sprintf("%s from %s via %s (%s) to %s", h.Kind, h.Location, h.Channel, h.Encoding, h.Where)
+		if h.Pass == rules.PassUnwatched {
+			s += " (unwatched pass)"
+		}
 		if !slices.ContainsFunc(leaks, func(l leak) bool { return l.text == s }) {
 			leaks = append(leaks, leak{h.TokenID, s})
 		}

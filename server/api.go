@@ -7,10 +7,14 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"net"
 	"net/http"
+	"net/netip"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/sandboxctl/sandboxctl/orchestrator"
@@ -52,6 +56,65 @@ func (s *Server) routes() {
 	m.HandleFunc("GET /app.js", s.static("web/app.js", "text/javascript; charset=utf-8"))
 	m.HandleFunc("GET /app.css", s.static("web/app.css", "text/css; charset=utf-8"))
 	s.mux = m
+	s.handler = m
+	if len(s.auth.tokens) == 0 {
+		s.handler = s.localOnly(m)
+	}
+}
+
+// localOnly guards a server without tokens, which trusts whoever reaches
+// it: the Host must be a loopback name or address (a page on another
+// site that rebinds its DNS name to 127.0.0.1 sends its own name), and an
+// Origin, when sent, must be this server's own (a cross-site form may
+// POST multipart with no CORS preflight). Either refused is a 403, on
+// every route.
+func (s *Server) localOnly(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !loopbackHost(r.Host) {
+			s.fail(w, &apiError{status: http.StatusForbidden, msg: fmt.Sprintf("Host %s is not a loopback name: without tokens this server answers only requests addressed to 127.0.0.1, [::1] or localhost (start it with --tokens to serve other names)", quoteHeader(r.Host))})
+			return
+		}
+		if o := r.Header.Get("Origin"); o != "" && !sameOrigin(o, r.Host) {
+			s.fail(w, &apiError{status: http.StatusForbidden, msg: fmt.Sprintf("Origin %s is not this server: without tokens only the server's own page may call it", quoteHeader(o))})
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
+// loopbackHost reports whether a Host header names loopback: localhost
+// (or a name under it), an address of 127.0.0.0/8 or ::1, with any port.
+func loopbackHost(host string) bool {
+	h := host
+	if hh, _, err := net.SplitHostPort(host); err == nil {
+		h = hh
+	} else if strings.HasPrefix(h, "[") && strings.HasSuffix(h, "]") {
+		h = h[1 : len(h)-1]
+	}
+	h = strings.TrimSuffix(strings.ToLower(h), ".")
+	if h == "localhost" || strings.HasSuffix(h, ".localhost") {
+		return true
+	}
+	ip, err := netip.ParseAddr(h)
+	return err == nil && ip.Unmap().IsLoopback()
+}
+
+// sameOrigin reports whether an Origin header is http(s)://HOST of this
+// request.
+func sameOrigin(origin, host string) bool {
+	u, err := url.Parse(origin)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Path != "" || u.User != nil {
+		return false
+	}
+	return strings.EqualFold(u.Host, host)
+}
+
+// quoteHeader is a header value fit for an error message.
+func quoteHeader(v string) string {
+	if len(v) > 100 {
+		v = v[:100] + "..."
+	}
+	return strconv.Quote(v)
 }
 
 func (s *Server) static(name, ctype string) http.HandlerFunc {
@@ -117,7 +180,7 @@ func (s *Server) fail(w http.ResponseWriter, err error) {
 		w.Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(ae.retryAfter.Seconds()))))
 	}
 	if ae.status == http.StatusTooManyRequests {
-		s.m.rejected(ae.msg)
+		s.m.rejected(ae.reason)
 	}
 	s.writeJSON(w, ae.status, errorBody{Error: ae.msg, Status: ae.status})
 }
@@ -182,7 +245,7 @@ func (s *Server) submit(w http.ResponseWriter, r *http.Request, t *Token) {
 		return
 	}
 	if ok, wait := s.lim.allow(t, s.cfg.Now()); !ok {
-		s.fail(w, &apiError{status: http.StatusTooManyRequests, msg: fmt.Sprintf("over %d submissions a minute", t.Rate), retryAfter: wait})
+		s.fail(w, &apiError{status: http.StatusTooManyRequests, msg: fmt.Sprintf("over %d submissions a minute", t.Rate), retryAfter: wait, reason: rejectRate})
 		return
 	}
 	// Cheap checks before the upload is read; repeated under submitMu.
@@ -247,14 +310,20 @@ func (s *Server) submit(w http.ResponseWriter, r *http.Request, t *Token) {
 		s.fail(w, err)
 		return
 	}
-	if err := s.store.Insert(r.Context(), rec); err != nil {
-		s.fail(w, err)
-		return
-	}
+	// The key is held before the trace is queued: a worker may claim the
+	// trace the moment it is inserted, and must find its key.
 	if key != "" {
 		s.mu.Lock()
 		s.keys[rec.ID] = key
 		s.mu.Unlock()
+	}
+	if err := s.store.Insert(r.Context(), rec); err != nil {
+		s.dropKey(rec.ID)
+		s.fail(w, err)
+		return
+	}
+	if s.testHookQueued != nil {
+		s.testHookQueued(rec.ID)
 	}
 	s.poke()
 	w.Header().Set("Location", "/v1/traces/"+rec.ID)
@@ -268,14 +337,14 @@ func (s *Server) admit(ctx context.Context, t *Token) error {
 		return err
 	}
 	if q >= s.cfg.MaxQueue {
-		return &apiError{status: http.StatusTooManyRequests, msg: fmt.Sprintf("the queue is full (%d traces waiting)", q), retryAfter: s.queueWait()}
+		return &apiError{status: http.StatusTooManyRequests, msg: fmt.Sprintf("the queue is full (%d traces waiting)", q), retryAfter: s.queueWait(), reason: rejectQueue}
 	}
 	n, err := s.store.InFlight(ctx, t.Name)
 	if err != nil {
 		return err
 	}
 	if n >= t.Concurrency {
-		return &apiError{status: http.StatusTooManyRequests, msg: fmt.Sprintf("%d traces of yours are queued or running, your bound", n), retryAfter: s.queueWait()}
+		return &apiError{status: http.StatusTooManyRequests, msg: fmt.Sprintf("%d traces of yours are queued or running, your bound", n), retryAfter: s.queueWait(), reason: rejectConcurrency}
 	}
 	return nil
 }

@@ -19,10 +19,13 @@
 // traces resume; traces running when the process died are marked
 // interrupted.
 //
-// Uploads are untrusted: their size, their expansion (files, bytes) and
-// their members are bounded (sweep.Extract with RefuseSpecial: links,
-// devices and paths leaving the folder are refused with a 4xx), and
-// nothing is written outside the data folder. Callers are identified by
+// Uploads are untrusted: their size, their expansion (entries: files and
+// folders; bytes) and their members are bounded (sweep.Extract: links,
+// devices, FIFOs and paths leaving the folder are refused with a 4xx), a
+// refused upload leaves nothing on disk, and nothing is written outside
+// the data folder. Without tokens the API answers only requests whose Host
+// is a loopback name and whose Origin, when sent, is the server's own (DNS
+// rebinding, cross-site form posts). Callers are identified by
 // bearer tokens (a tokens file), each with a submission rate and a bound on
 // its traces in flight; the queue is bounded and a full queue answers 429
 // with Retry-After.

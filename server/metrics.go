@@ -5,7 +5,6 @@ import (
 	"io"
 	"net/http"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 )
@@ -37,14 +36,22 @@ func (m *metrics) request(code int) {
 	m.mu.Unlock()
 }
 
-// rejected counts a 429 by its reason's first word group.
-func (m *metrics) rejected(msg string) {
-	reason := "queue"
-	switch {
-	case strings.Contains(msg, "submissions a minute"):
-		reason = "rate"
-	case strings.Contains(msg, "your bound"):
-		reason = "concurrency"
+// Reasons of a 429, the values of the rejected_total label.
+const (
+	rejectConcurrency = "concurrency"
+	rejectQueue       = "queue"
+	rejectRate        = "rate"
+	rejectOther       = "other"
+)
+
+// rejectReasons are every value the reason label takes: a fixed set.
+var rejectReasons = []string{rejectConcurrency, rejectQueue, rejectRate, rejectOther}
+
+// rejected counts a 429 by its reason; anything not in rejectReasons is
+// "other", so the label's values stay a fixed set.
+func (m *metrics) rejected(reason string) {
+	if !slices.Contains(rejectReasons, reason) {
+		reason = rejectOther
 	}
 	m.mu.Lock()
 	m.rejects[reason]++
@@ -121,7 +128,7 @@ func writeMetrics(w io.Writer, c Counts, running, workers int, m *metrics) {
 		fmt.Fprintf(w, "sandboxctl_serve_finished_total{status=%q} %d\n", st, m.byOutcome[st])
 	}
 	fmt.Fprintf(w, "# HELP sandboxctl_serve_rejected_total Submissions answered 429 since start, by reason.\n# TYPE sandboxctl_serve_rejected_total counter\n")
-	for _, r := range []string{"concurrency", "queue", "rate"} {
+	for _, r := range rejectReasons {
 		fmt.Fprintf(w, "sandboxctl_serve_rejected_total{reason=%q} %d\n", r, m.rejects[r])
 	}
 	fmt.Fprintf(w, "# HELP sandboxctl_serve_http_responses_total API responses since start, by status code.\n# TYPE sandboxctl_serve_http_responses_total counter\n")

@@ -45,7 +45,7 @@ const (
 )
 
 // DefaultArchiveLimits bound what an upload may unpack to.
-var DefaultArchiveLimits = sweep.ArchiveLimits{MaxFiles: 2000, MaxFileSize: 8 << 20, MaxTotalSize: 64 << 20}
+var DefaultArchiveLimits = sweep.ArchiveLimits{MaxEntries: 2000, MaxFileSize: 8 << 20, MaxTotalSize: 64 << 20}
 
 // Config is the setup of a Server.
 type Config struct {
@@ -109,7 +109,9 @@ type Server struct {
 	lim   limiter
 	anon  Token
 	mux   *http.ServeMux
-	m     *metrics
+	// handler is mux, guarded by localOnly without tokens.
+	handler http.Handler
+	m       *metrics
 
 	submitMu  sync.Mutex // a submission's checks and its insert
 	extractMu sync.Mutex // unpacking uploads
@@ -118,6 +120,10 @@ type Server struct {
 	keys    map[string]string // trace id -> provider key, until the trace ends
 	running map[string]context.CancelCauseFunc
 	closing bool
+
+	// testHookQueued, when set (tests), runs right after a submission's
+	// trace is inserted as queued, before the answer is written.
+	testHookQueued func(id string)
 
 	closeOnce sync.Once
 	closeErr  error
@@ -195,7 +201,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 }
 
 // Handler is the API, the metrics and the web page.
-func (s *Server) Handler() http.Handler { return s.mux }
+func (s *Server) Handler() http.Handler { return s.handler }
 
 // Store is the server's database (tests, tools).
 func (s *Server) Store() *Store { return s.store }
@@ -340,6 +346,13 @@ func (s *Server) cleanup(ctx context.Context, id string) {
 	if err := s.cfg.Cleanup(ctx, id); err != nil {
 		s.cfg.Log(fmt.Sprintf("trace %s: cleanup: %v", id, err))
 	}
+}
+
+// dropKey forgets the provider key of trace id.
+func (s *Server) dropKey(id string) {
+	s.mu.Lock()
+	delete(s.keys, id)
+	s.mu.Unlock()
 }
 
 // cancelTrace stops a running trace (DELETE); it reports whether one ran.

@@ -93,7 +93,7 @@ func TestHostileUploads(t *testing.T) {
 	fake := newFake()
 	f := newFixture(t, fake, func(c *Config) {
 		c.MaxUpload = 256 << 10
-		c.Archive.MaxFiles, c.Archive.MaxFileSize, c.Archive.MaxTotalSize = 20, 64<<10, 128<<10
+		c.Archive.MaxEntries, c.Archive.MaxFileSize, c.Archive.MaxTotalSize = 20, 64<<10, 128<<10
 	})
 	ok := member{name: "SKILL.md", body: skillMD("x", "hi")}
 	big := strings.Repeat("A", 100<<10)
@@ -119,7 +119,7 @@ func TestHostileUploads(t *testing.T) {
 		{name: "fifo", archive: tarOf(t, ok, member{name: "fifo", typ: tar.TypeFifo}), status: 422, msg: "FIFO"},
 		{name: "zip bomb file", archive: zipOf(t, ok, member{name: "bomb.txt", body: big}), status: 422, msg: "over 65536 bytes"},
 		{name: "zip bomb total", archive: zipOf(t, ok, member{name: "a.txt", body: big[:60<<10]}, member{name: "b.txt", body: big[:60<<10]}, member{name: "c.txt", body: big[:60<<10]}), status: 422, msg: "in all"},
-		{name: "too many files", archive: tarOf(t, append([]member{ok}, many...)...), status: 422, msg: "over 20 files"},
+		{name: "too many files", archive: tarOf(t, append([]member{ok}, many...)...), status: 422, msg: "over 20 entries"},
 		{name: "upload too large", archive: append([]byte("PK\x03\x04"), bytes.Repeat([]byte{0}, 300<<10)...), status: 413, msg: "over 262144 bytes"},
 		{name: "not an archive", archive: []byte("#!/bin/sh\nrm -rf /\n"), status: 400, msg: "not a zip or tar"},
 		{name: "truncated zip", archive: zipOf(t, ok)[:30], status: 422, msg: "archive refused"},
@@ -176,6 +176,9 @@ func TestHostileUploads(t *testing.T) {
 	}
 	if got := filesUnder(t, filepath.Join(f.data, "tmp")); len(got) != 1 {
 		t.Errorf("tmp/ keeps uploads: %v", got)
+	}
+	if got := filesUnder(t, filepath.Join(f.data, "skills")); len(got) != 1 {
+		t.Errorf("skills/ keeps refused uploads: %v", got)
 	}
 	var l TraceList
 	f.do("GET", "/v1/traces", nil, "", nil, &l)

@@ -41,6 +41,9 @@ type apiError struct {
 	msg    string
 	// retryAfter is sent as Retry-After with a 429 or 503.
 	retryAfter time.Duration
+	// reason names a 429 in the metrics: one of rejectReasons, never the
+	// message (its numbers would make a label value per queue length).
+	reason string
 }
 
 func (e *apiError) Error() string { return e.msg }
@@ -242,12 +245,21 @@ func writeArchive(r io.Reader, tmp string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("upload: %w", err)
 	}
-	_, err = io.Copy(f, r)
+	rr := &readErr{r: r}
+	_, err = io.Copy(f, rr)
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
 	if err != nil {
 		os.Remove(f.Name())
+		if rr.err != nil {
+			// The caller's body (cut, too slow, over the bound), not the
+			// server's disk.
+			if e := tooLarge(rr.err, -1); e != nil {
+				return "", rr.err
+			}
+			return "", badRequest("the upload could not be read: %v", rr.err)
+		}
 		return "", fmt.Errorf("upload: %w", err)
 	}
 	head := make([]byte, 262)
@@ -269,6 +281,20 @@ func writeArchive(r io.Reader, tmp string) (string, error) {
 		return "", fmt.Errorf("upload: %w", err)
 	}
 	return dst, nil
+}
+
+// readErr remembers the read error of r (io.EOF aside).
+type readErr struct {
+	r   io.Reader
+	err error
+}
+
+func (e *readErr) Read(p []byte) (int, error) {
+	n, err := e.r.Read(p)
+	if err != nil && !errors.Is(err, io.EOF) {
+		e.err = err
+	}
+	return n, err
 }
 
 // archiveKind is the extension sweep.Extract reads for an archive whose
@@ -295,16 +321,17 @@ type unpacked struct {
 }
 
 // unpack extracts the archive under the data folder's skills/ (one folder
-// per archive digest) and finds the one skill in it.
+// per archive digest) and finds the one skill in it. An archive refused,
+// or one that holds no skill or more than one, leaves nothing on disk.
 func (s *Server) unpack(ctx context.Context, archive string) (*unpacked, error) {
 	defer os.Remove(archive)
-	lim := s.cfg.Archive
-	lim.RefuseSpecial = true
 	// Two uploads of the same archive unpack into the same folder: one at
-	// a time (each is bounded, so the wait is short).
+	// a time (each is bounded, so the wait is short), and a folder removed
+	// as refused is not one another upload is using (the same content is
+	// refused the same way).
 	s.extractMu.Lock()
-	dir, err := sweep.Extract(ctx, archive, filepath.Join(s.cfg.DataDir, "skills"), lim)
-	s.extractMu.Unlock()
+	defer s.extractMu.Unlock()
+	dir, err := sweep.Extract(ctx, archive, filepath.Join(s.cfg.DataDir, "skills"), s.cfg.Archive)
 	if err != nil {
 		if errors.Is(err, sweep.ErrArchive) {
 			msg := err.Error()
@@ -315,6 +342,15 @@ func (s *Server) unpack(ctx context.Context, archive string) (*unpacked, error) 
 		}
 		return nil, fmt.Errorf("unpack the skill: %w", err)
 	}
+	sk, err := oneSkill(dir)
+	if err != nil {
+		return nil, errors.Join(err, sweep.RemoveExtracted(dir))
+	}
+	return sk, nil
+}
+
+// oneSkill is the one skill of an unpacked archive, or a 422.
+func oneSkill(dir string) (*unpacked, error) {
 	entries, err := skill.ListCorpus(dir)
 	if err != nil {
 		return nil, &apiError{status: http.StatusUnprocessableEntity, msg: fmt.Sprintf("the archive holds no skill: %v", err)}

@@ -11,9 +11,8 @@ import (
 	"testing"
 )
 
-// TestExtractSpecialAndCorrupt: links and devices are skipped by default
-// and refused with RefuseSpecial; a corrupt member is an archive refusal
-// either way, never a file half-written.
+// TestExtractSpecialAndCorrupt: links and devices are refused; a corrupt
+// member is an archive refusal, never a file half-written.
 func TestExtractSpecialAndCorrupt(t *testing.T) {
 	var tb bytes.Buffer
 	tw := tar.NewWriter(&tb)
@@ -36,21 +35,18 @@ func TestExtractSpecialAndCorrupt(t *testing.T) {
 	cases := []struct {
 		name, file string
 		data       []byte
-		refuse     bool
 		err        string // "" when it unpacks
 		files      []string
 	}{
-		{name: "links skipped", file: "s.tar", data: tb.Bytes(), files: []string{"SKILL.md"}},
-		{name: "links refused", file: "s.tar", data: tb.Bytes(), refuse: true, err: "symbolic link"},
+		{name: "links refused", file: "s.tar", data: tb.Bytes(), err: "symbolic link"},
 		{name: "corrupt member", file: "c.zip", data: corrupt, err: "archive refused"},
-		{name: "corrupt member refusing", file: "c.zip", data: corrupt, refuse: true, err: "archive refused"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			dir := t.TempDir()
 			src := filepath.Join(dir, c.file)
 			os.WriteFile(src, c.data, 0o644)
-			out, err := Extract(t.Context(), src, filepath.Join(dir, "x"), ArchiveLimits{RefuseSpecial: c.refuse})
+			out, err := Extract(t.Context(), src, filepath.Join(dir, "x"), ArchiveLimits{})
 			if c.err != "" {
 				if !errors.Is(err, ErrArchive) || !strings.Contains(err.Error(), c.err) {
 					t.Fatalf("err %v, want ErrArchive with %q", err, c.err)

@@ -254,6 +254,12 @@ func Parse(file string, data []byte, env *cel.Env) ([]*Rule, Errors) {
 	var out []*Rule
 	var errs Errors
 	for _, n := range nodes {
+		if len(errs) >= maxFileErrors {
+			// A file of thousands of broken rules (aliases of one, say)
+			// gets a screenful, not a megabyte.
+			errs = append(errs, &Error{File: file, Line: n.Line, Msg: fmt.Sprintf("over %d errors: the rest of the file is not checked", maxFileErrors)})
+			break
+		}
 		r, es := parseRule(file, n, env)
 		errs = append(errs, es...)
 		if r != nil {
@@ -262,6 +268,9 @@ func Parse(file string, data []byte, env *cel.Env) ([]*Rule, Errors) {
 	}
 	return out, errs
 }
+
+// maxFileErrors bounds the errors reported for one file.
+const maxFileErrors = 50
 
 func parseRule(file string, n *yaml.Node, env *cel.Env) (*Rule, Errors) {
 	bad := func(line int, format string, a ...any) Errors {

@@ -48,13 +48,14 @@ func commandFlags(t *testing.T) map[string][]string {
 // otherTools are flags the docs name that belong to other programs, each
 // with where: they are not sandboxctl's.
 var otherTools = map[string]string{
-	"network":      "docker run --network none (docs/sandbox.md)",
-	"cap-drop":     "docker run --cap-drop ALL (docs/sandbox.md)",
-	"seccomp-bpf":  "strace --seccomp-bpf (docs/performance.md, docs/sandbox.md)",
-	"output":       "a skill's own -o/--output (docs/drivers.md)",
-	"cluster-name": "a placeholder in a skill's command (docs/drivers.md)",
-	"version":      "a vendor CLI stub answers --version (docs/sandbox.md, docs/verdicts.md)",
-	"help":         "a vendor CLI stub answers --help (docs/sandbox.md)",
+	"network":         "docker run --network none (docs/sandbox.md)",
+	"cap-drop":        "docker run --cap-drop ALL (docs/sandbox.md)",
+	"seccomp-bpf":     "strace --seccomp-bpf (docs/performance.md, docs/sandbox.md)",
+	"output":          "a skill's own -o/--output (docs/drivers.md)",
+	"cluster-name":    "a placeholder in a skill's command (docs/drivers.md)",
+	"version":         "a vendor CLI stub answers --version (docs/sandbox.md, docs/verdicts.md)",
+	"help":            "a vendor CLI stub answers --help (docs/sandbox.md)",
+	"force-unsafe-io": "dpkg --force-unsafe-io in the image build (docs/performance.md)",
 }
 
 var (

@@ -46,11 +46,11 @@ func (r fpReport) anomalies() []string {
 	return out
 }
 
-// traceStored traces dir with --store and reads report.json.
-func traceStored(t *testing.T, storePath, dir string) fpReport {
+// traceStored traces dir with --store (and args) and reads report.json.
+func traceStored(t *testing.T, storePath, dir string, args ...string) fpReport {
 	t.Helper()
 	out := t.TempDir()
-	r := traceCLIOut(t, out, "--store", storePath, "--stable-after", "2", "--timeout", "2m", "--fail-on", "never", dir)
+	r := traceCLIOut(t, out, append(append([]string{"--store", storePath, "--stable-after", "2", "--timeout", "2m", "--fail-on", "never"}, args...), dir)...)
 	var rep fpReport
 	b, err := os.ReadFile(filepath.Join(out, "report.json"))
 	if err == nil {
@@ -175,5 +175,51 @@ func TestTraceFingerprints(t *testing.T) {
 	fs, err := st.Fingerprints(t.Context(), "aws-sync")
 	if err != nil || len(fs) != 1 || fs[0].Capabilities.Count() != 0 || fs[0].Absorbed != 0 {
 		t.Errorf("the malicious skill's fingerprint = %+v, %v", fs, err)
+	}
+}
+
+// TestFingerprintIdentityAcrossFolders: the same skill traced from two
+// folders under one identity (--skill-id) shares one fingerprint history;
+// under another identity it starts its own.
+func TestFingerprintIdentityAcrossFolders(t *testing.T) {
+	if testing.Short() {
+		t.Skip("end-to-end traces skipped in -short mode")
+	}
+	testenv.RequireDocker(t)
+	testenv.Image(t)
+	testenv.SandboxctlBinary(t)
+	storePath := filepath.Join(t.TempDir(), "fp.db")
+	a := filepath.Join(t.TempDir(), "unpacked-1", "weather")
+	b := filepath.Join(t.TempDir(), "unpacked-2", "weather")
+	for _, d := range []string{a, b} {
+		writeSkillMD(t, d, "weather", "getent hosts api.open-meteo.com; ls")
+	}
+	steps := []struct {
+		dir, id string
+		want    int // invocations after the run
+	}{
+		{a, "acme/weather", 1},
+		{b, "acme/weather", 2},
+		{b, "other/weather", 1},
+	}
+	for i, s := range steps {
+		rep := traceStored(t, storePath, s.dir, "--skill-id", s.id)
+		if rep.Fingerprint.Invocations != s.want {
+			t.Fatalf("run %d (%s as %s): %d invocations, want %d", i+1, s.dir, s.id, rep.Fingerprint.Invocations, s.want)
+		}
+	}
+	st, err := store.Open(t.Context(), storePath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	fs, err := st.Fingerprints(t.Context(), "weather")
+	if err != nil || len(fs) != 2 {
+		t.Fatalf("fingerprints of weather: %+v, %v; want one per identity", fs, err)
+	}
+	for _, f := range fs {
+		if strings.Contains(f.Identity, "unpacked") || strings.HasPrefix(f.Identity, "/") {
+			t.Errorf("a folder in the key: %+v", f.Key)
+		}
 	}
 }

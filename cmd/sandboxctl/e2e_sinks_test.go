@@ -81,6 +81,12 @@ func TestTraceProtocolSinks(t *testing.T) {
 					Type string         `json:"type"`
 					Data map[string]any `json:"data"`
 				} `json:"events"`
+				Canaries struct {
+					Hits []struct {
+						Channel string `json:"channel"`
+						Leaked  bool   `json:"leaked"`
+					} `json:"hits"`
+				} `json:"canaries"`
 			}
 			if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil {
 				t.Fatalf("report: %v\nstderr:\n%s", err, r.stderr)
@@ -111,6 +117,13 @@ func TestTraceProtocolSinks(t *testing.T) {
 			}
 			if !hit {
 				t.Errorf("no canary hit on channel %s", tc.channel)
+			}
+			// A token that left on a network channel (mail included) is
+			// leaked in report.json, as the exfiltration rule says.
+			for _, h := range rep.Canaries.Hits {
+				if h.Channel == tc.channel && tc.channel != "" && !h.Leaked {
+					t.Errorf("canaries.hits: a hit on %s is not leaked", h.Channel)
+				}
 			}
 			if t.Failed() {
 				for _, c := range toolCalls(t, r.stdout) {

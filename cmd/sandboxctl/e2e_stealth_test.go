@@ -36,6 +36,17 @@ type stealthReport struct {
 		SampledProcesses int    `json:"sampled_processes"`
 		TracedProcesses  int    `json:"traced_processes"`
 	} `json:"passes"`
+	Canaries struct {
+		Hits []struct {
+			TokenID string `json:"token_id"`
+			Channel string `json:"channel"`
+			Leaked  bool   `json:"leaked"`
+			Pass    string `json:"pass"`
+		} `json:"hits"`
+	} `json:"canaries"`
+	Summary struct {
+		LeakedTokens int `json:"leaked_tokens"`
+	} `json:"summary"`
 }
 
 func (r stealthReport) byPass() map[string][]string {
@@ -136,6 +147,20 @@ func TestStealthPass(t *testing.T) {
 		}
 		if _, err := os.Stat(filepath.Join(out, u.Dir, "report.json")); err != nil {
 			t.Errorf("unwatched pass report: %v", err)
+		}
+		// The tokens sent only unwatched are canary hits like any other,
+		// with their pass named, and counted as leaked.
+		leakedUnwatched := 0
+		for _, h := range rep.Canaries.Hits {
+			if h.Pass == "" {
+				t.Errorf("hit %+v names no pass", h)
+			}
+			if h.Pass == "unwatched" && h.Leaked {
+				leakedUnwatched++
+			}
+		}
+		if leakedUnwatched == 0 || rep.Summary.LeakedTokens == 0 {
+			t.Errorf("canaries.hits %+v, summary.leaked_tokens %d: want the unwatched pass's leaked tokens", rep.Canaries.Hits, rep.Summary.LeakedTokens)
 		}
 		txt, _ := os.ReadFile(filepath.Join(out, "report.txt"))
 		if !strings.Contains(string(txt), "Behaves differently when watched") {

@@ -21,7 +21,7 @@ import (
 )
 
 func init() {
-	register(command{name: "fingerprint", short: "list, show, compare, accept, reset or evict skills' behavioural fingerprints", run: runFingerprint})
+	register(command{name: "fingerprint", short: "list, show, diff, accept, reset or evict skills' behavioural fingerprints", run: runFingerprint})
 }
 
 const fingerprintSynopsis = `[flags] list | show NAME | diff NAME [--from V --to V] | accept NAME [--version V] | reset NAME | evict --older-than D
@@ -278,8 +278,8 @@ func showFingerprint(ctx context.Context, st *store.Store, name string) (fingerp
 
 func writeShow(w io.Writer, v fingerprintShow) {
 	for _, f := range v.Fingerprints {
-		fmt.Fprintf(w, "%s version %s\n  source %s, driver %s, cell %s\n  %s: %d invocations, %d clean in a row, %d absorbed; first seen %s, last seen %s\n  capability hash %s\n",
-			f.Skill, f.Version, f.Source, f.Driver, f.Cell, f.State, f.Invocations, f.CleanStreak, f.Absorbed,
+		fmt.Fprintf(w, "%s version %s\n  identity %s, driver %s, cell %s\n  %s: %d invocations, %d clean in a row, %d absorbed; first seen %s, last seen %s\n  capability hash %s\n",
+			f.Skill, f.Version, cmpOr(f.Identity, "(name only)"), f.Driver, f.Cell, f.State, f.Invocations, f.CleanStreak, f.Absorbed,
 			f.FirstSeen.Format(time.RFC3339), f.LastSeen.Format(time.RFC3339), f.Hash)
 		writeCaps(w, "  ", f.Capabilities)
 	}
@@ -402,14 +402,15 @@ type fingerprintRun struct {
 	rule    fingerprint.Rule
 }
 
-// openFingerprintRun opens the store of trace --store and reads the
-// skill's baseline. The key is the skill's name and absolute source, the
-// driver, and the environment cell: the persona, and the network
-// configuration's hash when one is given.
-func openFingerprintRun(ctx context.Context, e env, f *traceFlags, p orchestrator.Plan, sk *skill.Skill, path string) (*fingerprintRun, error) {
-	src, err := filepath.Abs(path)
+// fingerprintKey is the fingerprint key of a trace of the skill named name
+// under plan p: the name and its registry identity (id, "" none), the
+// driver, and the environment cell (the persona, and the network
+// configuration's hash when one is given). Where the skill lies on disk is
+// not in it (docs/fingerprints.md).
+func fingerprintKey(p orchestrator.Plan, name, id string) (fingerprint.Key, error) {
+	id, err := fingerprint.Identity(id)
 	if err != nil {
-		return nil, fmt.Errorf("fingerprint source: %w", err)
+		return fingerprint.Key{}, err
 	}
 	cell := "persona=" + p.Persona
 	if p.Persona == "" {
@@ -418,7 +419,7 @@ func openFingerprintRun(ctx context.Context, e env, f *traceFlags, p orchestrato
 	if p.NetworkConfig != "" {
 		b, err := os.ReadFile(p.NetworkConfig)
 		if err != nil {
-			return nil, fmt.Errorf("fingerprint cell: %w", err)
+			return fingerprint.Key{}, fmt.Errorf("fingerprint cell: %w", err)
 		}
 		h := sha256.Sum256(b)
 		cell += ",network=" + hex.EncodeToString(h[:6])
@@ -427,11 +428,21 @@ func openFingerprintRun(ctx context.Context, e env, f *traceFlags, p orchestrato
 	if p.Driver.Model != "" {
 		driver += ":" + p.Driver.Model
 	}
+	return fingerprint.Key{Skill: name, Identity: id, Driver: driver, Cell: cell}, nil
+}
+
+// openFingerprintRun opens the store of trace --store and reads the
+// skill's baseline under fingerprintKey (--skill-id its identity).
+func openFingerprintRun(ctx context.Context, e env, f *traceFlags, p orchestrator.Plan, sk *skill.Skill) (*fingerprintRun, error) {
+	k, err := fingerprintKey(p, sk.Name, f.skillID)
+	if err != nil {
+		return nil, err
+	}
 	st, err := store.Open(ctx, storePath(e, f.store))
 	if err != nil {
 		return nil, err
 	}
-	fr := &fingerprintRun{st: st, key: fingerprint.Key{Skill: sk.Name, Source: src, Driver: driver, Cell: cell},
+	fr := &fingerprintRun{st: st, key: k,
 		version: sk.SHA256, rule: fingerprint.Rule{Threshold: f.stableAfter, Streak: min(fingerprint.DefaultRule.Streak, f.stableAfter)}}
 	if fr.check, err = st.Check(ctx, fr.key, fr.version); err != nil {
 		st.Close()

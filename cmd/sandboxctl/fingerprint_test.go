@@ -13,6 +13,7 @@ import (
 
 	"github.com/sandboxctl/sandboxctl/fingerprint"
 	"github.com/sandboxctl/sandboxctl/fingerprint/store"
+	"github.com/sandboxctl/sandboxctl/orchestrator"
 	"github.com/sandboxctl/sandboxctl/rules"
 )
 
@@ -25,7 +26,7 @@ func fpStore(t *testing.T) string {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	k := fingerprint.Key{Skill: "demo", Source: "/skills/demo", Driver: "literal", Cell: "persona=linux"}
+	k := fingerprint.Key{Skill: "demo", Identity: "alice/demo", Driver: "literal", Cell: "persona=linux"}
 	prof := func(hosts ...string) fingerprint.Profile {
 		var p fingerprint.Profile
 		for _, h := range hosts {
@@ -135,5 +136,70 @@ func TestFingerprintCommands(t *testing.T) {
 	}
 	if code, _, _ := fpCLI(t, "fingerprint", "list", "--store", filepath.Join(t.TempDir(), "none.db")); code != exitUsage {
 		t.Errorf("a missing store: exit %d", code)
+	}
+}
+
+// TestFingerprintHelpNamesItsSubcommands: every subcommand the top-level
+// help names for fingerprint is one the command takes.
+func TestFingerprintHelpNamesItsSubcommands(t *testing.T) {
+	short := commands["fingerprint"].short
+	list, _, _ := strings.Cut(short, " skills'")
+	verbs := strings.FieldsFunc(strings.ReplaceAll(list, " or ", ","), func(r rune) bool { return r == ',' || r == ' ' })
+	if len(verbs) < 5 {
+		t.Fatalf("could not read the subcommands of %q", short)
+	}
+	store := filepath.Join(t.TempDir(), "none.db")
+	for _, v := range verbs {
+		t.Run(v, func(t *testing.T) {
+			taken := false
+			for _, args := range [][]string{{v}, {v, "x"}} {
+				var se bytes.Buffer
+				run(t.Context(), append([]string{"fingerprint", "--store", store}, args...), env{stdout: &bytes.Buffer{}, stderr: &se, getenv: func(string) string { return "" }})
+				if !strings.Contains(se.String(), "fingerprint needs one of") {
+					taken = true
+				}
+			}
+			if !taken {
+				t.Fatalf("the help names %q, which fingerprint does not take", v)
+			}
+		})
+	}
+}
+
+// TestFingerprintKeyHasNoPath: the key of a trace names the skill and its
+// identity, never the folder it was traced from: the same skill from two
+// folders (a new unpacking of the same upload) gets the same key.
+func TestFingerprintKeyHasNoPath(t *testing.T) {
+	cases := []struct {
+		name     string
+		id1, id2 string
+		same     bool
+	}{
+		{"name only", "", "", true},
+		{"same identity", "acme/weather", "acme/weather", true},
+		{"same identity, spelt with slashes", "/acme/weather/", "acme/weather", true},
+		{"other identity", "acme/weather", "other/weather", false},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			p1 := orchestrator.Plan{SkillPath: "/tmp/upload-1/weather", Driver: orchestrator.Driver{Kind: "literal"}}
+			p2 := orchestrator.Plan{SkillPath: "/srv/mirror/acme/weather", Driver: orchestrator.Driver{Kind: "literal"}}
+			k1, err1 := fingerprintKey(p1, "weather", c.id1)
+			k2, err2 := fingerprintKey(p2, "weather", c.id2)
+			if err1 != nil || err2 != nil {
+				t.Fatal(err1, err2)
+			}
+			if (k1 == k2) != c.same {
+				t.Fatalf("keys %+v and %+v: same %v, want %v", k1, k2, k1 == k2, c.same)
+			}
+			for _, k := range []string{k1.Identity, k2.Identity} {
+				if strings.Contains(k, "tmp") || strings.Contains(k, "srv") {
+					t.Errorf("a folder in the key: %q", k)
+				}
+			}
+		})
+	}
+	if _, err := fingerprintKey(orchestrator.Plan{}, "weather", "../etc"); err == nil {
+		t.Error("an identity with .. was taken")
 	}
 }

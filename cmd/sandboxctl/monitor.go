@@ -282,7 +282,7 @@ func runMonitor(ctx context.Context, e env, args []string) int {
 	if cp, err := alog.Checkpoint(); err != nil {
 		runErr = errors.Join(runErr, err)
 	} else {
-		rep.Audit = &monitor.Audit{Checkpoint: cp, VerifierKey: alog.VerifierKey()}
+		rep.Audit = &monitor.Audit{Checkpoint: cp, VerifierKey: alog.VerifierKey(), KeyFingerprint: audit.Fingerprint(alog.VerifierKey())}
 	}
 	if err := writeMonitorDir(f.out, rep); err != nil {
 		e.errorf("%v", err)
@@ -296,6 +296,12 @@ func runMonitor(ctx context.Context, e env, args []string) int {
 		return exitFailed
 	}
 	fmt.Fprintf(e.stderr, "sandboxctl: monitor folder %s\n", f.out)
+	if rep.Audit != nil {
+		// Recorded apart from the folder, it is what makes a later
+		// audit verify more than a consistency check.
+		fmt.Fprintf(e.stderr, "sandboxctl: audit key %s (record it elsewhere, e.g. in %s: audit verify then checks the log against it)\n",
+			rep.Audit.KeyFingerprint, auditPinsPath(e))
+	}
 	if runErr != nil {
 		e.errorf("%v", runErr)
 		return exitFailed

@@ -70,6 +70,7 @@ type sweepFlags struct {
 	budget, backoff    time.Duration
 	lease              time.Duration
 	resume, force      bool
+	maxEntries         int
 }
 
 func (f *sweepFlags) register(fs *flag.FlagSet) {
@@ -83,6 +84,7 @@ func (f *sweepFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&f.attempts, "attempts", sweep.DefaultMaxAttempts, "attempts at a skill whose trace fails to observe before it is marked failed")
 	fs.DurationVar(&f.backoff, "backoff", sweep.DefaultBackoff, "wait after a failed attempt, doubled after each")
 	fs.StringVar(&f.prefix, "trace-prefix", "sweep", "start of every trace id (on the containers' sandboxctl.trace label)")
+	fs.IntVar(&f.maxEntries, "max-entries", sweep.DefaultMaxEntries, "entries (files and folders) one archive source may unpack to; an archive over it is refused")
 	fs.DurationVar(&f.lease, "lease", sweep.DefaultLeaseTTL, "how long a skill stays claimed by a worker that stopped renewing it")
 	f.trace.registerCorpus(fs)
 }
@@ -113,6 +115,9 @@ func runSweep(ctx context.Context, e env, args []string) int {
 		return exitUsage
 	case f.parallel < 1:
 		e.errorf("--parallel must be at least 1, got %d", f.parallel)
+		return exitUsage
+	case f.maxEntries < 1:
+		e.errorf("--max-entries must be at least 1, got %d", f.maxEntries)
 		return exitUsage
 	case f.attempts < 1:
 		e.errorf("--attempts must be at least 1, got %d", f.attempts)
@@ -197,7 +202,8 @@ func runSweep(ctx context.Context, e env, args []string) int {
 	// Sources first: a bad one is a usage error, before any engine.
 	var skills []sweep.Skill
 	if !f.resume {
-		skills, err = sweep.Discover(ctx, srcs, sweep.DiscoverOptions{ExtractDir: filepath.Join(f.out, sweep.SourcesDir)})
+		skills, err = sweep.Discover(ctx, srcs, sweep.DiscoverOptions{ExtractDir: filepath.Join(f.out, sweep.SourcesDir),
+			Limits: sweep.ArchiveLimits{MaxEntries: f.maxEntries}})
 		if err != nil {
 			e.errorf("%v", err)
 			if errors.Is(err, os.ErrNotExist) {

@@ -2,10 +2,13 @@ package main
 
 import (
 	"bytes"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/sandboxctl/sandboxctl/internal/testenv"
 	"github.com/sandboxctl/sandboxctl/sweep"
 )
 
@@ -69,5 +72,36 @@ func TestSweepExit(t *testing.T) {
 				t.Errorf("exit %d, want %d", got, tc.want)
 			}
 		})
+	}
+}
+
+// TestSweepRefusesDirectoryBomb: the directory bomb a serve upload is
+// refused for, given to sweep, is refused with the reason (a usage error,
+// before any engine), and nothing of it stays in the sweep folder;
+// --max-entries below 1 is a usage error.
+func TestSweepRefusesDirectoryBomb(t *testing.T) {
+	root := t.TempDir()
+	src := filepath.Join(root, "nightly.tar.gz")
+	if err := os.WriteFile(src, testenv.DirBomb(t, 20_000), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(root, "sw")
+	var so, se bytes.Buffer
+	code := run(t.Context(), []string{"sweep", "--out", out, src}, env{stdout: &so, stderr: &se, getenv: func(string) string { return "" }})
+	if code != exitUsage || !strings.Contains(se.String(), "over 10000 entries (files and folders)") {
+		t.Fatalf("exit %d, stderr:\n%s", code, se.String())
+	}
+	var left []string
+	filepath.WalkDir(filepath.Join(out, "sources"), func(p string, d os.DirEntry, err error) error {
+		if err == nil && p != filepath.Join(out, "sources") {
+			left = append(left, p)
+		}
+		return nil
+	})
+	if len(left) > 0 {
+		t.Fatalf("the refused archive left %d paths, first %s", len(left), left[0])
+	}
+	if code := run(t.Context(), []string{"sweep", "--max-entries", "0", "--out", out, src}, env{stdout: &so, stderr: &se, getenv: func(string) string { return "" }}); code != exitUsage {
+		t.Fatalf("--max-entries 0: exit %d", code)
 	}
 }

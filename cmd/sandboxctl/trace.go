@@ -42,7 +42,7 @@ type traceFlags struct {
 	out, format, failOn                                                     string
 	keep, dryRun, includeSecrets, engineDiff, stealth, stealthAuto, verbose bool
 	user, hostname, seed, image, networkConfig, traceID, persona            string
-	rules, store                                                            string
+	rules, store, skillID                                                   string
 	timeZone, clock, monitoring, dns, twins                                 string
 	stableAfter                                                             int
 	memory                                                                  int64
@@ -93,6 +93,7 @@ func (f *traceFlags) register(fs interface {
 	fs.StringVar(&f.networkConfig, "network-config", "", "JSON file of DNS answers, NXDOMAIN names and HTTP responses for the jail")
 	fs.StringVar(&f.rules, "rules", "", "also run the rule files (*.yaml) of DIR, besides the built-in rules and those of ~/.config/sandboxctl/rules (docs/rules.md)")
 	fs.StringVar(&f.store, "store", "", "record the run in the fingerprint store at PATH (\"default\": ~/.local/share/sandboxctl/fingerprints.db) and compare it with the skill's fingerprint (docs/fingerprints.md)")
+	fs.StringVar(&f.skillID, "skill-id", "", "with --store: the skill's registry identity (publisher/name): its fingerprint history is kept under its name and this, wherever it is traced from (default: its name alone; docs/fingerprints.md)")
 	fs.IntVar(&f.stableAfter, "stable-after", fingerprint.DefaultRule.Threshold, "with --store: invocations before a fingerprint may become stable (the last min(5, N) of them clean)")
 	fs.Int64Var(&f.memory, "memory", d.Memory, "memory limit of the sandbox, bytes")
 	fs.Int64Var(&f.pids, "pids", d.PIDs, "process limit of the sandbox")
@@ -262,7 +263,7 @@ func runTrace(ctx context.Context, e env, args []string) int {
 	var fpr *fingerprintRun
 	extra := urules.Extra()
 	if f.store != "" {
-		if fpr, err = openFingerprintRun(ctx, e, &f, p, sk, path); err != nil {
+		if fpr, err = openFingerprintRun(ctx, e, &f, p, sk); err != nil {
 			e.errorf("%v", err)
 			return exitFailed
 		}

@@ -4,6 +4,9 @@
 // with full syncs, so concurrent traces (processes or goroutines) queue on
 // the database's lock, and a process killed in the middle of a write
 // leaves the last committed state.
+//
+// The schema is versioned (PRAGMA user_version): a store of an earlier
+// layout is migrated when it is opened (migrate.go).
 package store
 
 import (
@@ -20,10 +23,15 @@ import (
 	"github.com/sandboxctl/sandboxctl/rules"
 )
 
+// schemaVersion is the layout this package writes: 2 keys a skill by its
+// name and registry identity; 1 (user_version 0) keyed it by the absolute
+// path it was traced from (column source).
+const schemaVersion = 2
+
 const schema = `
 CREATE TABLE IF NOT EXISTS fingerprints (
 	skill        TEXT NOT NULL,
-	source       TEXT NOT NULL,
+	identity     TEXT NOT NULL,
 	driver       TEXT NOT NULL,
 	cell         TEXT NOT NULL,
 	version      TEXT NOT NULL,
@@ -36,13 +44,13 @@ CREATE TABLE IF NOT EXISTS fingerprints (
 	accepted_at  INTEGER NOT NULL DEFAULT 0,
 	capabilities TEXT NOT NULL,
 	cap_hash     TEXT NOT NULL,
-	PRIMARY KEY (skill, source, driver, cell, version)
+	PRIMARY KEY (skill, identity, driver, cell, version)
 );
 CREATE TABLE IF NOT EXISTS runs (
 	id           INTEGER PRIMARY KEY AUTOINCREMENT,
 	trace_id     TEXT NOT NULL,
 	skill        TEXT NOT NULL,
-	source       TEXT NOT NULL,
+	identity     TEXT NOT NULL,
 	driver       TEXT NOT NULL,
 	cell         TEXT NOT NULL,
 	version      TEXT NOT NULL,
@@ -53,7 +61,7 @@ CREATE TABLE IF NOT EXISTS runs (
 	capabilities TEXT NOT NULL,
 	cap_hash     TEXT NOT NULL
 );
-CREATE INDEX IF NOT EXISTS runs_key ON runs (skill, source, driver, cell, version, id);
+CREATE INDEX IF NOT EXISTS runs_key2 ON runs (skill, identity, driver, cell, version, id);
 `
 
 // A Store is a fingerprint database. It is safe for concurrent use, and
@@ -63,13 +71,21 @@ type Store struct {
 	path string
 }
 
-// Open opens (creating it and its folder when missing) the database at path.
+// Open opens (creating it and its folder when missing) the database at
+// path, migrating a store of an earlier layout.
 func Open(ctx context.Context, path string) (*Store, error) {
-	db, abs, err := sqlitedb.Open(ctx, path, 0o755, schema)
+	// The schema is applied by migrate, once the layout is known: the
+	// statements of this one fail on an earlier one.
+	db, abs, err := sqlitedb.Open(ctx, path, 0o755, "SELECT 1")
 	if err != nil {
 		return nil, fmt.Errorf("open fingerprint store %s: %w", path, err)
 	}
-	return &Store{db: db, path: abs}, nil
+	s := &Store{db: db, path: abs}
+	if err := s.migrate(ctx); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("open fingerprint store %s: %w", path, err)
+	}
+	return s, nil
 }
 
 // Close closes the database.
@@ -78,7 +94,7 @@ func (s *Store) Close() error { return s.db.Close() }
 // Path is the database file.
 func (s *Store) Path() string { return s.path }
 
-const fpCols = `skill, source, driver, cell, version, state, invocations, clean_streak, absorbed, first_seen, last_seen, accepted_at, capabilities, cap_hash`
+const fpCols = `skill, identity, driver, cell, version, state, invocations, clean_streak, absorbed, first_seen, last_seen, accepted_at, capabilities, cap_hash`
 
 type querier interface {
 	QueryContext(ctx context.Context, q string, args ...any) (*sql.Rows, error)
@@ -95,7 +111,7 @@ func scanFingerprints(ctx context.Context, q querier, where string, args ...any)
 		var f fingerprint.Fingerprint
 		var first, last, acc int64
 		var caps string
-		if err := rows.Scan(&f.Skill, &f.Source, &f.Driver, &f.Cell, &f.Version, &f.State, &f.Invocations,
+		if err := rows.Scan(&f.Skill, &f.Identity, &f.Driver, &f.Cell, &f.Version, &f.State, &f.Invocations,
 			&f.CleanStreak, &f.Absorbed, &first, &last, &acc, &caps, &f.Hash); err != nil {
 			return nil, err
 		}
@@ -121,13 +137,13 @@ func one(fs []fingerprint.Fingerprint, err error) (*fingerprint.Fingerprint, err
 // current and previous read a key's fingerprint of version and the last
 // stable one of its other versions.
 func current(ctx context.Context, q querier, k fingerprint.Key, version string) (cur, prev *fingerprint.Fingerprint, err error) {
-	cur, err = one(scanFingerprints(ctx, q, `WHERE skill=? AND source=? AND driver=? AND cell=? AND version=?`,
-		k.Skill, k.Source, k.Driver, k.Cell, version))
+	cur, err = one(scanFingerprints(ctx, q, `WHERE skill=? AND identity=? AND driver=? AND cell=? AND version=?`,
+		k.Skill, k.Identity, k.Driver, k.Cell, version))
 	if err != nil {
 		return nil, nil, err
 	}
-	prev, err = one(scanFingerprints(ctx, q, `WHERE skill=? AND source=? AND driver=? AND cell=? AND version<>? AND state=?
-		ORDER BY first_seen DESC LIMIT 1`, k.Skill, k.Source, k.Driver, k.Cell, version, fingerprint.Stable))
+	prev, err = one(scanFingerprints(ctx, q, `WHERE skill=? AND identity=? AND driver=? AND cell=? AND version<>? AND state=?
+		ORDER BY first_seen DESC LIMIT 1`, k.Skill, k.Identity, k.Driver, k.Cell, version, fingerprint.Stable))
 	return cur, prev, err
 }
 
@@ -159,9 +175,9 @@ func (s *Store) Record(ctx context.Context, k fingerprint.Key, version string, r
 		caps := r.Profile.Capabilities()
 		cb, _ := json.Marshal(caps)
 		ab, _ := json.Marshal(rr.Anomalies)
-		_, err = tx.ExecContext(ctx, `INSERT INTO runs (trace_id, skill, source, driver, cell, version, at, max_severity,
+		_, err = tx.ExecContext(ctx, `INSERT INTO runs (trace_id, skill, identity, driver, cell, version, at, max_severity,
 			absorbed, anomalies, capabilities, cap_hash) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)`,
-			r.TraceID, k.Skill, k.Source, k.Driver, k.Cell, version, r.At.UnixNano(), string(r.MaxSeverity),
+			r.TraceID, k.Skill, k.Identity, k.Driver, k.Cell, version, r.At.UnixNano(), string(r.MaxSeverity),
 			rr.Absorbed, string(ab), string(cb), rr.Hash)
 		return err
 	})
@@ -181,7 +197,7 @@ func put(ctx context.Context, tx *sql.Tx, f fingerprint.Fingerprint) error {
 		acc = f.AcceptedAt.UnixNano()
 	}
 	_, err = tx.ExecContext(ctx, `INSERT OR REPLACE INTO fingerprints (`+fpCols+`) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)`,
-		f.Skill, f.Source, f.Driver, f.Cell, f.Version, f.State, f.Invocations, f.CleanStreak, f.Absorbed,
+		f.Skill, f.Identity, f.Driver, f.Cell, f.Version, f.State, f.Invocations, f.CleanStreak, f.Absorbed,
 		f.FirstSeen.UnixNano(), f.LastSeen.UnixNano(), acc, string(cb), f.Hash)
 	return err
 }
@@ -199,7 +215,7 @@ func (s *Store) tx(ctx context.Context, fn func(*sql.Tx) error) error {
 
 // List returns every fingerprint, by skill, key and first seen.
 func (s *Store) List(ctx context.Context) ([]fingerprint.Fingerprint, error) {
-	fs, err := scanFingerprints(ctx, s.db, `ORDER BY skill, source, driver, cell, first_seen`)
+	fs, err := scanFingerprints(ctx, s.db, `ORDER BY skill, identity, driver, cell, first_seen`)
 	if err != nil {
 		return nil, fmt.Errorf("list fingerprints: %w", err)
 	}
@@ -209,7 +225,7 @@ func (s *Store) List(ctx context.Context) ([]fingerprint.Fingerprint, error) {
 // Fingerprints returns the fingerprints of the skill named name (every
 // key and version), by key and first seen.
 func (s *Store) Fingerprints(ctx context.Context, name string) ([]fingerprint.Fingerprint, error) {
-	fs, err := scanFingerprints(ctx, s.db, `WHERE skill=? ORDER BY source, driver, cell, first_seen`, name)
+	fs, err := scanFingerprints(ctx, s.db, `WHERE skill=? ORDER BY identity, driver, cell, first_seen`, name)
 	if err != nil {
 		return nil, fmt.Errorf("read fingerprints of %s: %w", name, err)
 	}
@@ -232,8 +248,8 @@ type RunInfo struct {
 // Runs returns the last limit runs of key (every version), newest first.
 func (s *Store) Runs(ctx context.Context, k fingerprint.Key, limit int) ([]RunInfo, error) {
 	rows, err := s.db.QueryContext(ctx, `SELECT trace_id, version, at, max_severity, absorbed, cap_hash, anomalies, capabilities
-		FROM runs WHERE skill=? AND source=? AND driver=? AND cell=? ORDER BY id DESC LIMIT ?`,
-		k.Skill, k.Source, k.Driver, k.Cell, limit)
+		FROM runs WHERE skill=? AND identity=? AND driver=? AND cell=? ORDER BY id DESC LIMIT ?`,
+		k.Skill, k.Identity, k.Driver, k.Cell, limit)
 	if err != nil {
 		return nil, fmt.Errorf("read runs of %s: %w", k.Skill, err)
 	}
@@ -262,7 +278,7 @@ func (s *Store) Runs(ctx context.Context, k fingerprint.Key, limit int) ([]RunIn
 func (s *Store) Accept(ctx context.Context, name, version string, at time.Time) ([]fingerprint.Fingerprint, error) {
 	var out []fingerprint.Fingerprint
 	err := s.tx(ctx, func(tx *sql.Tx) error {
-		all, err := scanFingerprints(ctx, tx, `WHERE skill=? ORDER BY source, driver, cell, first_seen`, name)
+		all, err := scanFingerprints(ctx, tx, `WHERE skill=? ORDER BY identity, driver, cell, first_seen`, name)
 		if err != nil {
 			return err
 		}
@@ -280,8 +296,8 @@ func (s *Store) Accept(ctx context.Context, name, version string, at time.Time) 
 		for _, k := range keys {
 			f := pick[k]
 			var caps string
-			err := tx.QueryRowContext(ctx, `SELECT capabilities FROM runs WHERE skill=? AND source=? AND driver=? AND cell=?
-				AND version=? ORDER BY id DESC LIMIT 1`, k.Skill, k.Source, k.Driver, k.Cell, f.Version).Scan(&caps)
+			err := tx.QueryRowContext(ctx, `SELECT capabilities FROM runs WHERE skill=? AND identity=? AND driver=? AND cell=?
+				AND version=? ORDER BY id DESC LIMIT 1`, k.Skill, k.Identity, k.Driver, k.Cell, f.Version).Scan(&caps)
 			var c fingerprint.Capabilities
 			if err == nil {
 				err = json.Unmarshal([]byte(caps), &c)
@@ -328,7 +344,7 @@ func (s *Store) Evict(ctx context.Context, t time.Time) (int, error) {
 	var n int64
 	err := s.tx(ctx, func(tx *sql.Tx) error {
 		_, err := tx.ExecContext(ctx, `DELETE FROM runs WHERE EXISTS (SELECT 1 FROM fingerprints f WHERE f.skill=runs.skill
-			AND f.source=runs.source AND f.driver=runs.driver AND f.cell=runs.cell AND f.version=runs.version AND f.last_seen<?)`, t.UnixNano())
+			AND f.identity=runs.identity AND f.driver=runs.driver AND f.cell=runs.cell AND f.version=runs.version AND f.last_seen<?)`, t.UnixNano())
 		if err != nil {
 			return err
 		}
@@ -358,7 +374,7 @@ func (s *Store) Consistent(ctx context.Context) error {
 	}
 	var bad int
 	err := s.db.QueryRowContext(ctx, `SELECT count(*) FROM fingerprints f WHERE invocations <> (SELECT count(*) FROM runs r
-		WHERE r.skill=f.skill AND r.source=f.source AND r.driver=f.driver AND r.cell=f.cell AND r.version=f.version)`).Scan(&bad)
+		WHERE r.skill=f.skill AND r.identity=f.identity AND r.driver=f.driver AND r.cell=f.cell AND r.version=f.version)`).Scan(&bad)
 	if err != nil {
 		return fmt.Errorf("check fingerprint store: %w", err)
 	}

@@ -25,7 +25,7 @@ func profile(hosts ...string) fingerprint.Profile {
 	return p
 }
 
-var key = fingerprint.Key{Skill: "demo", Source: "/skills/demo", Driver: "literal", Cell: "persona=linux"}
+var key = fingerprint.Key{Skill: "demo", Identity: "alice/demo", Driver: "literal", Cell: "persona=linux"}
 
 func open(t *testing.T, path string) *Store {
 	t.Helper()

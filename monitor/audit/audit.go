@@ -7,18 +7,24 @@
 // signed: a rewritten record, a truncated log or a reordered one fails.
 //
 // On disk (DIR): records.jsonl (one record a line), checkpoint (the
-// latest signed checkpoint) and key.vkey (the verifier key). A verifier who
-// keeps the key elsewhere passes it to Verify: the folder's own key only
-// proves the log and checkpoint agree, not who wrote them.
+// latest signed checkpoint) and key.vkey (the verifier key). The folder's
+// own key only proves the log and checkpoint agree, not who wrote them:
+// whoever rewrites the log can rewrite the key beside it. Trust comes from
+// a key kept elsewhere: its Fingerprint, printed when the log is made and
+// recorded apart from it (ParsePins reads a file of them), or the key
+// itself, given to Verify.
 package audit
 
 import (
 	"bufio"
 	"bytes"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/base64"
+	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -177,6 +183,55 @@ type Result struct {
 	Checkpoints int   // checkpoints verified
 }
 
+// Fingerprint names a verifier key: "sha256:" and the hex SHA-256 of the
+// key's text (note's vkey format, surrounding space trimmed). It is short
+// enough to record where the log's writer cannot reach (a ticket, a
+// config file, a chat) and check later.
+func Fingerprint(vkey string) string {
+	h := sha256.Sum256([]byte(strings.TrimSpace(vkey)))
+	return "sha256:" + hex.EncodeToString(h[:])
+}
+
+// maxPins bounds a file of pinned fingerprints (lines we did not write).
+const maxPins = 100_000
+
+// ParsePins reads pinned key fingerprints: one a line ("sha256:" and 64
+// hex digits, then anything: a note), blank lines and # comments skipped.
+func ParsePins(r io.Reader) (map[string]bool, error) {
+	pins := map[string]bool{}
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 0, 4096), 64<<10)
+	n := 0
+	for sc.Scan() {
+		n++
+		if n > maxPins {
+			return nil, fmt.Errorf("pinned keys: over %d lines", maxPins)
+		}
+		l := strings.TrimSpace(sc.Text())
+		if l == "" || strings.HasPrefix(l, "#") {
+			continue
+		}
+		fp, _, _ := strings.Cut(l, " ")
+		fp = strings.ToLower(strings.TrimSpace(fp))
+		hx, ok := strings.CutPrefix(fp, "sha256:")
+		if b, err := hex.DecodeString(hx); !ok || err != nil || len(b) != sha256.Size {
+			return nil, fmt.Errorf("pinned keys line %d: want sha256: and 64 hex digits, got %q", n, truncate(fp, 80))
+		}
+		pins[fp] = true
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("pinned keys: %w", err)
+	}
+	return pins, nil
+}
+
+func truncate(s string, n int) string {
+	if len(s) > n {
+		return s[:n] + "..."
+	}
+	return s
+}
+
 // Verify checks the log in dir against each signed checkpoint (the
 // folder's own when none is given) with vkey (the folder's key.vkey when
 // ""): each checkpoint's signature, that the log holds at least its size
@@ -258,7 +313,7 @@ func readRecords(path string) (*tree, [][]byte, error) {
 	t := &tree{}
 	var records [][]byte
 	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 64<<10), 16<<20)
+	sc.Buffer(make([]byte, 64<<10), maxRecord)
 	for sc.Scan() {
 		r := bytes.Clone(sc.Bytes())
 		if err := t.add(r); err != nil {
@@ -266,5 +321,14 @@ func readRecords(path string) (*tree, [][]byte, error) {
 		}
 		records = append(records, r)
 	}
-	return t, records, sc.Err()
+	if err := sc.Err(); err != nil {
+		if errors.Is(err, bufio.ErrTooLong) {
+			return nil, nil, fmt.Errorf("record %d: a line over %d bytes: not a record the monitor wrote", len(records)+1, maxRecord)
+		}
+		return nil, nil, err
+	}
+	return t, records, nil
 }
+
+// maxRecord bounds one record line read back.
+const maxRecord = 16 << 20

@@ -1,6 +1,7 @@
 package audit
 
 import (
+	"bytes"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -91,6 +92,15 @@ func TestVerify(t *testing.T) {
 		{name: "records file gone", n: 3, wantErr: "no such file", tamper: func(t *testing.T, dir, _ string) {
 			os.Remove(filepath.Join(dir, RecordsFile))
 		}},
+		{name: "malformed verifier key", n: 3, vkey: "not a key", wantErr: "verifier key"},
+		{name: "a record line over 16 MiB", n: 3, wantErr: "a line over 16777216 bytes", tamper: func(t *testing.T, dir, _ string) {
+			f, _ := os.OpenFile(filepath.Join(dir, RecordsFile), os.O_APPEND|os.O_WRONLY, 0)
+			f.Write(bytes.Repeat([]byte("x"), 17<<20))
+			f.Close()
+		}},
+		{name: "checkpoint not a note", n: 3, wantErr: "checkpoint signature", tamper: func(t *testing.T, dir, _ string) {
+			os.WriteFile(filepath.Join(dir, CheckpointFile), []byte("\x00\xff garbage"), 0o644)
+		}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -155,4 +165,50 @@ func FuzzOpen(f *testing.F) {
 			t.Fatalf("opened %+v from %q", c, s)
 		}
 	})
+}
+
+// FuzzParsePins: a pinned keys file never panics, and every pin it keeps
+// is sha256: and 64 hex digits.
+func FuzzParsePins(f *testing.F) {
+	f.Add("# keys\nsha256:" + strings.Repeat("ab", 32) + " nightly\n\n")
+	f.Add("sha256:zz\n")
+	f.Fuzz(func(t *testing.T, s string) {
+		pins, err := ParsePins(strings.NewReader(s))
+		if err != nil {
+			return
+		}
+		for p := range pins {
+			if len(p) != len("sha256:")+64 || !strings.HasPrefix(p, "sha256:") {
+				t.Fatalf("pin %q", p)
+			}
+		}
+	})
+}
+
+func TestParsePins(t *testing.T) {
+	fp := Fingerprint("k+1+abc")
+	for _, c := range []struct {
+		name, text string
+		want       int
+		err        string
+	}{
+		{name: "one with a note", text: fp + " nightly run\n", want: 1},
+		{name: "comments and blanks", text: "# x\n\n  " + strings.ToUpper(fp[7:]) + "\n", err: "want sha256:"},
+		{name: "upper case hex", text: "SHA256:" + strings.ToUpper(fp[7:]) + "\n", want: 1},
+		{name: "short", text: "sha256:abcd\n", err: "want sha256:"},
+		{name: "a line over 64 KiB", text: strings.Repeat("#", 70<<10) + "\n", err: "token too long"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			pins, err := ParsePins(strings.NewReader(c.text))
+			if c.err != "" {
+				if err == nil || !strings.Contains(err.Error(), c.err) {
+					t.Fatalf("err %v, want %q", err, c.err)
+				}
+				return
+			}
+			if err != nil || len(pins) != c.want {
+				t.Fatalf("pins %v, %v", pins, err)
+			}
+		})
+	}
 }
