@@ -174,6 +174,11 @@ func Begin(opts Options) (*Builder, error) {
 	return &Builder{Identity: id, b: b}, nil
 }
 
+// NPMPrefix is npm's global prefix in the home (~/.npmrc's prefix): `npm
+// install -g` puts packages under NPMPrefix/lib/node_modules and their
+// executables in NPMPrefix/bin, which is on PATH.
+const NPMPrefix = ".npm-global"
+
 // Finish makes the home's files and canaries. Call it once.
 func (x *Builder) Finish() (*Home, error) {
 	b, m := x.b, x.b.m
@@ -200,11 +205,17 @@ func (x *Builder) Finish() (*Home, error) {
 	h := &Home{User: b.user, FullName: b.fullName, Hostname: b.host, HomeDir: b.home, Set: canary.NewSet(b.tokens...), Project: b.project}
 	h.Env = append([]string{
 		"HOME=" + b.home, "USER=" + b.user, "LOGNAME=" + b.user, "SHELL=/bin/bash",
-		"PATH=" + b.home + "/.local/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+		"PATH=" + b.home + "/" + NPMPrefix + "/bin:" + b.home + "/.local/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
 		"LANG=en_US.UTF-8", "TERM=xterm-256color", "EDITOR=vim",
 	}, b.env...)
 	if b.mac {
 		h.Env = macEnv(h.Env, persona.Env(persona.MacOS))
+		// the npm prefix's bin, as the .zprofile puts it
+		for i, kv := range h.Env {
+			if p, ok := strings.CutPrefix(kv, "PATH="); ok {
+				h.Env[i] = "PATH=" + b.home + "/" + NPMPrefix + "/bin:" + p
+			}
+		}
 	} else {
 		// A desktop login's runtime folder (the orchestrator mounts it as
 		// systemd-logind does; uid 1000 is the image's user).

@@ -19,6 +19,7 @@ import (
 	"os/exec"
 	"path"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -219,6 +220,41 @@ func TestEnv(t *testing.T) {
 			if strings.Contains(strings.ToUpper(k), bad) {
 				t.Errorf("env var %s gives the sandbox away", k)
 			}
+		}
+	}
+}
+
+// TestNPMPrefix: global npm installs go to the user's prefix, as on a
+// workstation whose owner followed npm's guide to EACCES errors: ~/.npmrc
+// names it, it exists, and its bin is on PATH in the environment and in
+// the shell's files, before the system's directories.
+func TestNPMPrefix(t *testing.T) {
+	h := build(t, "fixture")
+	prefix := h.HomeDir + "/" + canaryfs.NPMPrefix
+	files := map[string]canaryfs.File{}
+	for _, f := range h.Files {
+		files[f.Path] = f
+	}
+	if rc := string(files[h.HomeDir+"/.npmrc"].Content); !strings.Contains(rc, "\nprefix="+prefix+"\n") {
+		t.Errorf(".npmrc = %q, want a prefix=%s line", rc, prefix)
+	}
+	for _, d := range []string{prefix + "/bin", prefix + "/lib/node_modules"} {
+		if !files[d].Dir {
+			t.Errorf("%s is not a directory of the home", d)
+		}
+	}
+	for _, kv := range h.Env {
+		if p, ok := strings.CutPrefix(kv, "PATH="); ok {
+			dirs := strings.Split(p, ":")
+			i, j := slices.Index(dirs, prefix+"/bin"), slices.Index(dirs, "/usr/bin")
+			if i < 0 || i > j {
+				t.Errorf("PATH=%q: want %s/bin before /usr/bin", p, prefix)
+			}
+		}
+	}
+	for _, rc := range []string{".bashrc", ".zshrc", ".profile"} {
+		if !strings.Contains(string(files[h.HomeDir+"/"+rc].Content), ".npm-global/bin:$PATH") {
+			t.Errorf("~/%s does not put the npm prefix's bin on PATH", rc)
 		}
 	}
 }

@@ -148,7 +148,7 @@ func (b *builder) macLayout() {
 	b.edit("Library/Application Support/Firefox/installs.ini", "\nDefault=", "\nDefault=Profiles/")
 	b.edit(".gnupg/gpg-agent.conf", "/usr/bin/pinentry-curses", "/usr/local/bin/pinentry-mac")
 
-	b.putS(".zprofile", 0o644, "eval \"$(/usr/local/bin/brew shellenv)\"\nexport PATH=\"$HOME/.local/bin:$PATH\"\n")
+	b.putS(".zprofile", 0o644, "eval \"$(/usr/local/bin/brew shellenv)\"\nexport PATH=\"$HOME/.local/bin:$PATH\"\nexport PATH=\"$HOME/.npm-global/bin:$PATH\"\n")
 	b.put(".CFUserTextEncoding", 0o644, []byte("0x1F5:0x0:0x0"), b.ago(300*24*time.Hour, 900*24*time.Hour))
 	b.dir(".Trash", 0o700)
 	for _, d := range []string{"Desktop", "Documents", "Downloads", ""} {

@@ -106,7 +106,7 @@ func TestMacOSHome(t *testing.T) {
 		env[k] = v
 	}
 	for k, want := range map[string]string{"HOME": "/Users/mwalker", "SHELL": "/bin/zsh",
-		"PATH": "/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin", "__CF_USER_TEXT_ENCODING": "0x1F5:0x0:0x0"} {
+		"PATH": "/Users/mwalker/.npm-global/bin:/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin", "__CF_USER_TEXT_ENCODING": "0x1F5:0x0:0x0"} {
 		if env[k] != want {
 			t.Errorf("%s=%q, want %q", k, env[k], want)
 		}

@@ -179,7 +179,13 @@ func (b *builder) plantTools() {
 	dauth := b.register(b.m.DockerAuth("~/.docker/config.json", b.user)).Value
 	b.putJSON(".docker/config.json", 0o600, map[string]any{"auths": map[string]any{
 		"https://index.docker.io/v1/": map[string]string{"auth": dauth}}, "currentContext": "default"})
-	b.putS(".npmrc", 0o600, "//registry.npmjs.org/:_authToken="+b.mint(canary.NPMToken, ".npmrc")+"\ninit-author-name="+b.fullName+"\n")
+	// Global installs go to a prefix in the home, as npm's guide to EACCES
+	// errors has a developer without root set up (npm config set prefix
+	// ~/.npm-global, and its bin on PATH in the shell's files and Env):
+	// `npm install -g X` then works and X is found.
+	b.putS(".npmrc", 0o600, "//registry.npmjs.org/:_authToken="+b.mint(canary.NPMToken, ".npmrc")+"\ninit-author-name="+b.fullName+"\nprefix="+b.home+"/"+NPMPrefix+"\n")
+	b.dir(NPMPrefix+"/bin", 0o755)
+	b.dir(NPMPrefix+"/lib/node_modules", 0o755)
 	b.putS(".pypirc", 0o600, "[distutils]\nindex-servers =\n    pypi\n\n[pypi]\nusername = __token__\npassword = "+b.mint(canary.PyPIToken, ".pypirc")+"\n")
 	var herokuKey string
 	b.secretly(func() { herokuKey = b.m.UUID() })
@@ -348,8 +354,8 @@ func (b *builder) plantShell() {
 	}
 	b.put(".zsh_history", 0o600, []byte(zh.String()), b.ago(1*time.Hour, 2*24*time.Hour))
 	b.putS(".bashrc", 0o644, bashrc)
-	b.putS(".zshrc", 0o644, "export ZSH=\"$HOME/.oh-my-zsh\"\nZSH_THEME=\"robbyrussell\"\nplugins=(git docker kubectl)\nHISTSIZE=10000\nSAVEHIST=10000\nexport PATH=\"$HOME/.local/bin:$HOME/go/bin:$PATH\"\nalias k=kubectl\nalias gs='git status -sb'\n")
-	b.putS(".profile", 0o644, "# ~/.profile: executed by the command interpreter for login shells.\nif [ -n \"$BASH_VERSION\" ]; then\n    if [ -f \"$HOME/.bashrc\" ]; then\n\t. \"$HOME/.bashrc\"\n    fi\nfi\nif [ -d \"$HOME/bin\" ] ; then\n    PATH=\"$HOME/bin:$PATH\"\nfi\nif [ -d \"$HOME/.local/bin\" ] ; then\n    PATH=\"$HOME/.local/bin:$PATH\"\nfi\n")
+	b.putS(".zshrc", 0o644, "export ZSH=\"$HOME/.oh-my-zsh\"\nZSH_THEME=\"robbyrussell\"\nplugins=(git docker kubectl)\nHISTSIZE=10000\nSAVEHIST=10000\nexport PATH=\"$HOME/.local/bin:$HOME/go/bin:$PATH\"\nexport PATH=\"$HOME/.npm-global/bin:$PATH\"\nalias k=kubectl\nalias gs='git status -sb'\n")
+	b.putS(".profile", 0o644, "# ~/.profile: executed by the command interpreter for login shells.\nif [ -n \"$BASH_VERSION\" ]; then\n    if [ -f \"$HOME/.bashrc\" ]; then\n\t. \"$HOME/.bashrc\"\n    fi\nfi\nif [ -d \"$HOME/bin\" ] ; then\n    PATH=\"$HOME/bin:$PATH\"\nfi\nif [ -d \"$HOME/.local/bin\" ] ; then\n    PATH=\"$HOME/.local/bin:$PATH\"\nfi\nexport PATH=~/.npm-global/bin:$PATH\n")
 	b.putS(".bash_logout", 0o644, "# ~/.bash_logout: executed by bash(1) when login shell exits.\nif [ \"$SHLVL\" = 1 ]; then\n    [ -x /usr/bin/clear_console ] && /usr/bin/clear_console -q\nfi\n")
 }
 
@@ -372,6 +378,7 @@ alias ll='ls -alF'
 alias la='ls -A'
 alias k=kubectl
 export PATH="$HOME/.local/bin:$HOME/go/bin:$PATH"
+export PATH="$HOME/.npm-global/bin:$PATH"
 export NVM_DIR="$HOME/.nvm"
 [ -s "$NVM_DIR/nvm.sh" ] && \. "$NVM_DIR/nvm.sh"
 if [ -f ~/.bash_aliases ]; then

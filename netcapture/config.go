@@ -80,6 +80,11 @@ type Config struct {
 	// serve, keyed "npm:NAME" or "pypi:NAME" (PEP 503 normalised), so an
 	// exact pin the skill names resolves: see PackageHints.
 	PackageVersions map[string][]string `json:"package_versions,omitempty"`
+	// PackageBins adds executables to the stub packages the registries
+	// serve, keyed as PackageVersions: the names a skill runs after it
+	// installs the package (AddPackageBins). The package's own name is
+	// always one.
+	PackageBins map[string][]string `json:"package_bins,omitempty"`
 
 	// SkipNetworkSetup leaves routes and iptables alone: for tests that run
 	// the sinks on a host's loopback, never for a jail.

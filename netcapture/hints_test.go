@@ -33,3 +33,75 @@ func FuzzAddPackageHints(f *testing.F) {
 		}
 	})
 }
+
+func TestAddPackageBins(t *testing.T) {
+	tests := []struct {
+		name  string
+		files []string
+		want  map[string][]string
+	}{
+		{name: "scoped cli package run by its product name",
+			files: []string{"```bash\nnpm install -g @google/gemini-cli\ngemini -p \"review this\"\n```\n"},
+			want:  map[string][]string{"npm:@google/gemini-cli": {"gemini"}}},
+		{name: "the part before a generic suffix",
+			files: []string{"Install: `npm i -g @anthropic-ai/claude-code`, then:\n\n    $ claude mcp add x\n"},
+			want:  map[string][]string{"npm:@anthropic-ai/claude-code": {"claude"}}},
+		{name: "a package named cli provides its scope's tool",
+			files: []string{"npm install --global @devcontainers/cli\ndevcontainer up --workspace-folder .\n"},
+			want:  map[string][]string{"npm:@devcontainers/cli": {"devcontainer"}}},
+		{name: "the install in SKILL.md, the call in a bundled script",
+			files: []string{"pip install openai-whisper\n", "import subprocess\nsubprocess.run([\"whisper\", path])\n"},
+			want:  map[string][]string{"pypi:openai-whisper": {"whisper"}}},
+		{name: "its own name after pipx, uv tool and uvx",
+			files: []string{"pipx install Sem_Grep\nsem_grep scan\nuv tool install ruff-lsp\nruff-lsp --stdio | tee log\nuvx --from ast-grep-cli sg\n"},
+			want:  map[string][]string{"pypi:sem-grep": {"sem_grep"}, "pypi:ruff-lsp": {"ruff-lsp"}}},
+		{name: "after && and in $( )",
+			files: []string{"npm i -g vercel-cli-tool && echo $(vercel whoami)\n"},
+			want:  map[string][]string{"npm:vercel-cli-tool": {"vercel"}}},
+		{name: "a local install provides nothing to PATH",
+			files: []string{"npm install gemini-cli\ngemini run\n"}},
+		{name: "a name the system has is never given",
+			files: []string{"npm i -g git-flow-helper node-dev-tools\ngit status\nnode index.js\nflow start\n"},
+			want:  map[string][]string{"npm:git-flow-helper": {"flow"}}},
+		{name: "a name only in prose is not run",
+			files: []string{"npm i -g @acme/widget-cli\nThe widget service is fast; see the widget docs.\n"}},
+		{name: "requirements files, paths and URLs are not packages",
+			files: []string{"pip install -r requirements.txt ./local-tool https://x.example/y.whl\nrequirements run\nlocal-tool\n"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var cfg Config
+			var files [][]byte
+			for _, f := range tt.files {
+				files = append(files, []byte(f))
+			}
+			AddPackageBins(&cfg, files...)
+			if diff := cmp.Diff(tt.want, cfg.PackageBins); diff != "" {
+				t.Errorf("bins (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func FuzzAddPackageBins(f *testing.F) {
+	f.Add([]byte("npm i -g @a/b-cli\nb x\n"), []byte("pip install c-tool\nc\n"))
+	f.Fuzz(func(t *testing.T, a, b []byte) {
+		var cfg Config
+		AddPackageBins(&cfg, a, b)
+		n := 0
+		for _, vs := range cfg.PackageBins {
+			n += len(vs)
+			if len(vs) > maxBinsPerPackage {
+				t.Fatalf("%d bins for one package", len(vs))
+			}
+			for _, v := range vs {
+				if !validBin(v) {
+					t.Fatalf("invalid bin %q", v)
+				}
+			}
+		}
+		if n > maxBinHints {
+			t.Fatalf("%d bins", n)
+		}
+	})
+}

@@ -40,9 +40,15 @@ import (
 // and the event says which registry it was.
 //
 // Every package gets the same stub: npm tarballs hold a package.json
-// without install scripts, an index.js exporting an empty object and a
-// bin that prints one line; wheels hold a module that does the same and a
-// console script. The real package, and its install scripts, never run.
+// without install scripts, an index.js exporting an empty object and its
+// executables; wheels hold a module and its console scripts. The
+// executables are the package's own name and the names the configuration
+// gives it (Config.PackageBins: the names the skill runs after installing
+// it, see AddPackageBins), so `npm i -g @scope/tool-cli` followed by `tool
+// deploy` finds a `tool`. Each answers --version and --help, prints `{}`
+// when asked for JSON and a short success line otherwise, and exits 0, as
+// the image's vendor CLI stubs do: its exec, with the arguments, is the
+// evidence. The real package, and its install scripts, never run.
 // Versions: a plausible ladder per name (stable in a trace) plus the
 // versions the configuration names for it (Config.PackageVersions), so an
 // exact pin of a version outside both fails as "no matching version",
@@ -160,7 +166,7 @@ func (r *responder) npm(req *http.Request, host, p string) (response, bool) {
 		if !validVersion(version) {
 			return response{}, false
 		}
-		tgz := npmTarball(name, version)
+		tgz := npmTarball(name, version, r.bins("npm", name))
 		resp := r.newResponse(http.StatusOK, "application/octet-stream", tgz, "npm:tarball")
 		resp.Extra = append(resp.Extra, pkgEvent(req, host, "npm", name, version, "tarball"))
 		return resp, true
@@ -182,7 +188,9 @@ func (r *responder) npm(req *http.Request, host, p string) (response, bool) {
 
 // npmSplit reads a package name off the end of an escaped path, and
 // returns it with the registry's base path before it. "/@scope%2fname",
-// "/@scope/name" and "/prefix/name" are understood.
+// "/@scope/name" and "/prefix/name" are understood. The name keeps its
+// case, as the registry does for the names published before npm required
+// lower case: a look-alike written with a capital I for an l stays one.
 func npmSplit(raw string) (name, base string, ok bool) {
 	raw = strings.TrimSuffix(raw, "/")
 	segs := strings.Split(raw, "/")
@@ -198,8 +206,8 @@ func npmSplit(raw string) (name, base string, ok bool) {
 		last = segs[len(segs)-2] + "/" + last
 		n = 2
 	}
-	name = strings.ToLower(last)
-	if !npmName.MatchString(name) || len(name) > 214 {
+	name = last
+	if !npmName.MatchString(strings.ToLower(name)) || len(name) > 214 {
 		return "", "", false
 	}
 	return name, strings.Join(segs[:len(segs)-n], "/"), true
@@ -208,13 +216,14 @@ func npmSplit(raw string) (name, base string, ok bool) {
 // packument is npm's package document for name, with tarballs under base.
 func (r *responder) packument(base, name string, versions []string, corgi bool) map[string]any {
 	short := name[strings.LastIndex(name, "/")+1:]
+	bins := r.bins("npm", name)
 	vs := map[string]any{}
 	times := map[string]any{"created": pkgTime.AddDate(-2, 0, 0).Format(time.RFC3339), "modified": pkgTime.Format(time.RFC3339)}
 	for i, v := range versions {
-		tgz := npmTarball(name, v)
+		tgz := npmTarball(name, v, bins)
 		s1 := sha1.Sum(tgz)
 		s512 := sha512.Sum512(tgz)
-		m := npmManifest(name, v)
+		m := npmManifest(name, v, bins)
 		m["_id"] = name + "@" + v
 		m["dist"] = map[string]any{
 			"tarball":   base + "/" + name + "/-/" + short + "-" + v + ".tgz",
@@ -241,15 +250,22 @@ func (r *responder) packument(base, name string, versions []string, corgi bool) 
 }
 
 // npmManifest is the stub's package.json: no install scripts, a main that
-// exports an empty object and a bin that prints one line.
-func npmManifest(name, version string) map[string]any {
+// exports an empty object, and its executables: cli.js under the package's
+// own name, bin/NAME.js under each of bins.
+func npmManifest(name, version string, bins []string) map[string]any {
 	short := name[strings.LastIndex(name, "/")+1:]
+	bin := map[string]any{short: "cli.js"}
+	for _, b := range bins {
+		if b != short {
+			bin[b] = "bin/" + b + ".js"
+		}
+	}
 	return map[string]any{
 		"name":         name,
 		"version":      version,
 		"description":  "Utilities for " + short,
 		"main":         "index.js",
-		"bin":          map[string]any{short: "cli.js"},
+		"bin":          bin,
 		"license":      "MIT",
 		"dependencies": map[string]any{},
 	}
@@ -264,8 +280,8 @@ var stubCache = struct {
 
 const maxStubCache = 2048
 
-func cachedStub(kind, name, version string, build func() []byte) []byte {
-	k := kind + "\x00" + name + "\x00" + version
+func cachedStub(kind, name, version string, bins []string, build func() []byte) []byte {
+	k := kind + "\x00" + name + "\x00" + version + "\x00" + strings.Join(bins, ",")
 	stubCache.Lock()
 	b, ok := stubCache.m[k]
 	stubCache.Unlock()
@@ -281,22 +297,41 @@ func cachedStub(kind, name, version string, build func() []byte) []byte {
 	return b
 }
 
-// npmTarball is the stub package's tarball, identical for the same name
-// and version.
-func npmTarball(name, version string) []byte {
-	return cachedStub("npm", name, version, func() []byte { return buildNPMTarball(name, version) })
+// npmTarball is the stub package's tarball, identical for the same name,
+// version and executables.
+func npmTarball(name, version string, bins []string) []byte {
+	return cachedStub("npm", name, version, bins, func() []byte { return buildNPMTarball(name, version, bins) })
 }
 
-func buildNPMTarball(name, version string) []byte {
-	manifest, _ := json.MarshalIndent(npmManifest(name, version), "", "  ")
+func buildNPMTarball(name, version string, bins []string) []byte {
+	manifest, _ := json.MarshalIndent(npmManifest(name, version, bins), "", "  ")
 	short := name[strings.LastIndex(name, "/")+1:]
 	files := []tarFile{
 		{"package/package.json", 0o644, append(manifest, '\n')},
 		{"package/index.js", 0o644, []byte("'use strict';\nmodule.exports = {};\n")},
-		{"package/cli.js", 0o755, []byte("#!/usr/bin/env node\n'use strict';\nconsole.log(" + strconv.Quote(short+" "+version) + ");\n")},
+		{"package/cli.js", 0o755, []byte(nodeCLI(short, version))},
 		{"package/README.md", 0o644, []byte("# " + name + "\n")},
 	}
+	for _, b := range bins {
+		if b != short {
+			files = append(files, tarFile{"package/bin/" + b + ".js", 0o755, []byte(nodeCLI(b, version))})
+		}
+	}
 	return tarGz(files, pkgTime)
+}
+
+// nodeCLI is a stub executable in JavaScript: it behaves as the image's
+// vendor CLI stubs do (sandbox-image/vendor-cli).
+func nodeCLI(name, version string) string {
+	return "#!/usr/bin/env node\n'use strict';\n" +
+		"const name = " + strconv.Quote(name) + ";\nconst version = " + strconv.Quote(version) + ";\n" +
+		"const args = process.argv.slice(2);\n" +
+		"const first = args.length ? args[0] : '';\n" +
+		"if (['--version', '-v', '-V', 'version'].includes(first)) {\n  console.log(version);\n" +
+		"} else if (['', '--help', '-h', 'help'].includes(first)) {\n" +
+		"  console.log(`Usage: ${name} <command> [options]\\n\\nRun ${name} help <command> for more information on a command.`);\n" +
+		"} else if (args.some((a) => /^(--json|--format=json|--output=json|-ojson|-o=json)$/.test(a))) {\n  console.log('{}');\n" +
+		"} else {\n  const sub = args.find((a) => !a.startsWith('-'));\n  console.log(`${name} ${sub === undefined ? first : sub}: done`);\n}\n"
 }
 
 type tarFile struct {
@@ -351,7 +386,7 @@ func pyFile(base string) (name, version string, ok bool) {
 func (r *responder) pypi(req *http.Request, host, p string) (response, bool) {
 	base := requestBase(req, host)
 	if name, version, ok := pyFile(path.Base(p)); ok {
-		what, body, ctype := "wheel", wheel(name, version), "application/octet-stream"
+		what, body, ctype := "wheel", wheel(name, version, r.bins("pypi", name)), "application/octet-stream"
 		if strings.HasSuffix(p, ".tar.gz") {
 			what, body, ctype = "sdist", sdist(name, version), "application/x-tar"
 		}
@@ -391,13 +426,14 @@ func (r *responder) pypi(req *http.Request, host, p string) (response, bool) {
 		files = "https://files.pythonhosted.org"
 	}
 	versions := r.versions("pypi", name)
+	bins := r.bins("pypi", name)
 	type pyf struct{ name, url, sha string }
 	var all []pyf
 	for _, v := range versions {
 		for _, f := range []struct {
 			file string
 			data []byte
-		}{{pyEscape(name) + "-" + v + ".tar.gz", sdist(name, v)}, {pyEscape(name) + "-" + v + "-py3-none-any.whl", wheel(name, v)}} {
+		}{{pyEscape(name) + "-" + v + ".tar.gz", sdist(name, v)}, {pyEscape(name) + "-" + v + "-py3-none-any.whl", wheel(name, v, bins)}} {
 			sum := sha256.Sum256(f.data)
 			h := hex.EncodeToString(sum[:])
 			all = append(all, pyf{f.file, files + "/packages/" + h[:2] + "/" + h[2:4] + "/" + h[4:] + "/" + f.file, h})
@@ -461,16 +497,39 @@ func pyModule(name string) string {
 	return m
 }
 
-// wheel is the stub's wheel: a module whose main prints one line, its
-// console script, and the dist-info pip checks (METADATA, WHEEL, RECORD).
-func wheel(name, version string) []byte {
-	return cachedStub("wheel", name, version, func() []byte { return buildWheel(name, version) })
+// wheel is the stub's wheel: a module whose main behaves as the image's
+// vendor CLI stubs do, its console scripts (the project's name and bins),
+// and the dist-info pip checks (METADATA, WHEEL, RECORD).
+func wheel(name, version string, bins []string) []byte {
+	return cachedStub("wheel", name, version, bins, func() []byte { return buildWheel(name, version, bins) })
 }
 
-func buildWheel(name, version string) []byte {
+// pyMain is the stub module's __main__: main() answers as NAME, the name
+// it was run under.
+func pyMain(name, version string) string {
+	return "import os\nimport sys\n\nVERSION = " + strconv.Quote(version) + "\n\n\n" +
+		"def main():\n" +
+		"    name = os.path.basename(sys.argv[0]) if sys.argv and sys.argv[0] and not sys.argv[0].endswith(\".py\") else " + strconv.Quote(name) + "\n" +
+		"    args = sys.argv[1:]\n" +
+		"    first = args[0] if args else \"\"\n" +
+		"    if first in (\"--version\", \"-v\", \"-V\", \"version\"):\n        print(VERSION)\n" +
+		"    elif first in (\"\", \"--help\", \"-h\", \"help\"):\n" +
+		"        print(\"Usage: %s <command> [options]\\n\\nRun %s help <command> for more information on a command.\" % (name, name))\n" +
+		"    elif any(a in (\"--json\", \"--format=json\", \"--output=json\", \"-ojson\", \"-o=json\") for a in args):\n        print(\"{}\")\n" +
+		"    else:\n        sub = next((a for a in args if not a.startswith(\"-\")), first)\n        print(\"%s %s: done\" % (name, sub))\n" +
+		"    return 0\n\n\nif __name__ == \"__main__\":\n    sys.exit(main())\n"
+}
+
+func buildWheel(name, version string, bins []string) []byte {
 	mod := pyModule(name)
 	di := pyEscape(name) + "-" + version + ".dist-info"
-	main := "def main():\n    print(" + strconv.Quote(name+" "+version) + ")\n\n\nif __name__ == \"__main__\":\n    main()\n"
+	main := pyMain(name, version)
+	scripts := "[console_scripts]\n" + name + " = " + mod + ".__main__:main\n"
+	for _, b := range bins {
+		if b != name {
+			scripts += b + " = " + mod + ".__main__:main\n"
+		}
+	}
 	files := []struct {
 		name string
 		data []byte
@@ -479,7 +538,7 @@ func buildWheel(name, version string) []byte {
 		{mod + "/__main__.py", []byte(main)},
 		{di + "/METADATA", []byte("Metadata-Version: 2.1\nName: " + name + "\nVersion: " + version + "\nSummary: Utilities for " + name + "\nLicense: MIT\nRequires-Python: >=3.8\n")},
 		{di + "/WHEEL", []byte("Wheel-Version: 1.0\nGenerator: bdist_wheel (0.42.0)\nRoot-Is-Purelib: true\nTag: py3-none-any\n")},
-		{di + "/entry_points.txt", []byte("[console_scripts]\n" + name + " = " + mod + ".__main__:main\n")},
+		{di + "/entry_points.txt", []byte(scripts)},
 		{di + "/top_level.txt", []byte(mod + "\n")},
 	}
 	var record strings.Builder
@@ -505,7 +564,7 @@ func buildWheel(name, version string) []byte {
 // sdist is the stub's source distribution (PKG-INFO, pyproject.toml and
 // the module).
 func sdist(name, version string) []byte {
-	return cachedStub("sdist", name, version, func() []byte { return buildSdist(name, version) })
+	return cachedStub("sdist", name, version, nil, func() []byte { return buildSdist(name, version) })
 }
 
 func buildSdist(name, version string) []byte {
@@ -529,7 +588,7 @@ func validVersion(v string) bool { return len(v) <= 64 && versionRe.MatchString(
 // stable), plus the configured ones for it.
 func (r *responder) versions(eco, name string) []string {
 	h := fnv.New32a()
-	h.Write([]byte(eco + ":" + name))
+	h.Write([]byte(eco + ":" + strings.ToLower(name)))
 	x := h.Sum32()
 	major := int(x%4) + 1
 	minor := int(x/4%18) + 2
@@ -546,7 +605,7 @@ func (r *responder) versions(eco, name string) []string {
 		set[fmt.Sprintf("%d.%d.0", major, m)] = true
 	}
 	set[fmt.Sprintf("%d.%d.%d", major, minor, patch)] = true
-	for _, v := range r.cfg.PackageVersions[eco+":"+name] {
+	for _, v := range r.cfg.PackageVersions[eco+":"+strings.ToLower(name)] {
 		if validVersion(v) {
 			set[v] = true
 		}
@@ -556,6 +615,19 @@ func (r *responder) versions(eco, name string) []string {
 		out = append(out, v)
 	}
 	slices.SortFunc(out, compareVersions)
+	return out
+}
+
+// bins returns the executables the configuration gives a stub package
+// besides its own name (Config.PackageBins), valid names only, sorted.
+func (r *responder) bins(eco, name string) []string {
+	var out []string
+	for _, b := range r.cfg.PackageBins[eco+":"+strings.ToLower(name)] {
+		if validBin(b) && !slices.Contains(out, b) && len(out) < maxBinsPerPackage {
+			out = append(out, b)
+		}
+	}
+	slices.Sort(out)
 	return out
 }
 

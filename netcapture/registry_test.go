@@ -161,7 +161,7 @@ func untgz(t *testing.T, b []byte) map[string][]byte {
 }
 
 func TestWheelIsValid(t *testing.T) {
-	w := wheel("my-tool", "1.4.0")
+	w := wheel("my-tool", "1.4.0", nil)
 	zr, err := zip.NewReader(bytes.NewReader(w), int64(len(w)))
 	if err != nil {
 		t.Fatal(err)
@@ -176,7 +176,7 @@ func TestWheelIsValid(t *testing.T) {
 	if diff := cmp.Diff(want, names); diff != "" {
 		t.Errorf("wheel files (-want +got):\n%s", diff)
 	}
-	if !bytes.Equal(w, buildWheel("my-tool", "1.4.0")) {
+	if !bytes.Equal(w, buildWheel("my-tool", "1.4.0", nil)) {
 		t.Error("wheel is not deterministic: the index's hashes would not match")
 	}
 }
@@ -218,6 +218,7 @@ func TestVersionsIncludeConfiguredAndSort(t *testing.T) {
 // the stub, and the package events name what was asked.
 func TestRealNPMAndPipInstall(t *testing.T) {
 	cfg := testConfig(t)
+	cfg.PackageBins = map[string][]string{"npm:@acme/shipit-cli": {"shipit"}, "pypi:acme-shipit": {"shipit"}}
 	addr, col := startTransparent(t, cfg, nil, netip.MustParseAddrPort("104.16.3.35:80"))
 	run := func(t *testing.T, dir string, env []string, name string, argv ...string) string {
 		t.Helper()
@@ -246,6 +247,16 @@ func TestRealNPMAndPipInstall(t *testing.T) {
 		if !strings.Contains(out, "cowsay-lite") {
 			t.Errorf("npx printed %q", out)
 		}
+		// A global install into the user's prefix (~/.npm-global, as the
+		// seeded home's ~/.npmrc sets) links the executables the skill runs.
+		prefix := filepath.Join(dir, ".npm-global")
+		run(t, dir, append(env, "npm_config_prefix="+prefix), "npm", "install", "-g", "--registry", "http://"+addr+"/", "@acme/shipit-cli")
+		if out := run(t, dir, env, filepath.Join(prefix, "bin", "shipit"), "deploy", "--prod"); out != "shipit deploy: done\n" {
+			t.Errorf("shipit deploy --prod printed %q", out)
+		}
+		if _, err := os.Stat(filepath.Join(prefix, "bin", "shipit-cli")); err != nil {
+			t.Errorf("the package's own executable is missing: %v", err)
+		}
 		col.waitFor(t, "npm tarball event", func(e trace.Event) bool {
 			p, ok := e.Data.(*trace.PackageFetch)
 			return ok && p.Ecosystem == "npm" && p.Name == "@acme/util" && p.What == "tarball" && !p.Default
@@ -260,6 +271,11 @@ func TestRealNPMAndPipInstall(t *testing.T) {
 		run(t, dir, env, "pip3", "install", "--index-url", "http://"+addr+"/simple", "--target", filepath.Join(dir, "site"), "Col_Orama")
 		if _, err := os.Stat(filepath.Join(dir, "site", "col_orama", "__init__.py")); err != nil {
 			t.Errorf("stub module not installed: %v", err)
+		}
+		// pip leaves an existing --target's bin/ alone: another target.
+		run(t, dir, env, "pip3", "install", "--index-url", "http://"+addr+"/simple", "--target", filepath.Join(dir, "site2"), "acme-shipit")
+		if b, err := os.ReadFile(filepath.Join(dir, "site2", "bin", "shipit")); err != nil || !strings.Contains(string(b), "acme_shipit.__main__") {
+			t.Errorf("console script shipit: %q, %v", b, err)
 		}
 		col.waitFor(t, "pip wheel event", func(e trace.Event) bool {
 			p, ok := e.Data.(*trace.PackageFetch)

@@ -266,9 +266,12 @@ func (r *Runner) prepare(st *run) (err error) {
 		return err
 	}
 	st.skillDir = skillDirIn(st.ident.HomeDir, skillSlug(st.skill))
+	contents := make([][]byte, 0, len(st.skill.Files))
 	for _, f := range st.skill.Files {
 		netcapture.AddPackageHints(&st.jailCfg, f.Content) // versions the skill pins are served
+		contents = append(contents, f.Content)
 	}
+	netcapture.AddPackageBins(&st.jailCfg, contents...) // and the executables it runs after installing them
 	return nil
 }
 

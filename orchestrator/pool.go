@@ -29,8 +29,9 @@ import (
 // trace is shared with another: a pair is never reused.
 //
 // A skill whose text pins package versions (netcapture.AddPackageHints)
-// never takes a warm pair: the jail must serve those versions, and a
-// pair's jail started before the skill was known. It traces cold, so a
+// or runs a tool it installs under another name (AddPackageBins) never
+// takes a warm pair: the jail must serve those versions and executables,
+// and a pair's jail started before the skill was known. It traces cold, so a
 // dropper installed from a pinned package still runs its install step.
 
 // Pool keeps warm pairs for one Runner. Its methods are safe for
@@ -256,8 +257,9 @@ func (r *Runner) installSkill(ctx context.Context, st *run) error {
 	return nil
 }
 
-// pinsPackages reports whether the skill at dir names package versions the
-// jail would serve: such a skill needs a jail configured for it. A skill
+// pinsPackages reports whether the skill at dir names package versions or
+// executables the jail would serve: such a skill needs a jail configured
+// for it. A skill
 // that does not load is the pass's to report.
 func pinsPackages(dir string) bool {
 	sk, err := skill.Load(dir, skill.Options{})
@@ -265,8 +267,11 @@ func pinsPackages(dir string) bool {
 		return false
 	}
 	var cfg netcapture.Config
+	contents := make([][]byte, 0, len(sk.Files))
 	for _, f := range sk.Files {
 		netcapture.AddPackageHints(&cfg, f.Content)
+		contents = append(contents, f.Content)
 	}
-	return len(cfg.PackageVersions) > 0
+	netcapture.AddPackageBins(&cfg, contents...)
+	return len(cfg.PackageVersions) > 0 || len(cfg.PackageBins) > 0
 }

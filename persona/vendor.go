@@ -23,16 +23,27 @@ const VendorStubDir = "/usr/local/bin"
 // Source: the commands that start lines of the shell code blocks of real
 // skills (the shared corpus of registry skills, 2025), keeping the clients
 // of hosted services (deploy, cloud, payments, databases, infrastructure as
-// code, containers). Left out on purpose: what the image has for real (gh,
-// aws, kubectl, jq, yq), interpreters, toolchains and package managers (uv,
-// bun, deno, cargo, go, dotnet: a stub would skip the code they run), agent
-// CLIs (claude, codex: what they write is agent configuration, a rule
-// family), and tunnels (ngrok, cloudflared: their connections are evidence).
+// code, containers, notebooks and workflow platforms: lamin, modal, render,
+// uip, vault). Agent and skill-registry CLIs that skills drive are here
+// too (issue 25): claude (8 corpus skills run it), codex, gemini, copilot
+// (2 each), clawhub and openclaw (1, and the labelled set of the issue),
+// clawdbot (its bundled scripts name it; the seeded home has its
+// configuration, as it has openclaw's). Without them a skill stops at its
+// first call to one; with the stub, what the real one would have done (an
+// agent's run, the configuration it writes, the skill it installs) is not
+// in the trace either, and the coverage says so. Left out on purpose:
+// what the image has for real (gh, aws, kubectl, jq, yq), interpreters,
+// toolchains and package managers (uv, bun, deno, cargo, go, dotnet: a
+// stub would skip the code they run; sandbox-image/ has a uv that runs
+// it), local analysers (semgrep, codeql, trufflehog: a stub would invent
+// their results), and tunnels (ngrok, cloudflared: their connections are
+// evidence).
 var VendorCLIs = []string{
-	"amplify", "az", "bq", "cdk", "docker", "docker-compose", "doctl", "eas", "firebase", "fly",
-	"flyctl", "gcloud", "glab", "gsutil", "helm", "heroku", "netlify", "pulumi", "railway", "sam",
-	"sentry-cli", "serverless", "shopify", "stripe", "supabase", "terraform", "tofu", "turso",
-	"twilio", "vercel", "wrangler",
+	"amplify", "az", "bq", "cdk", "claude", "clawdbot", "clawhub", "codex", "copilot", "docker",
+	"docker-compose", "doctl", "eas", "firebase", "fly", "flyctl", "gcloud", "gemini", "glab",
+	"gsutil", "helm", "heroku", "lamin", "modal", "netlify", "openclaw", "pulumi", "railway",
+	"render", "sam", "sentry-cli", "serverless", "shopify", "stripe", "supabase", "terraform", "tofu",
+	"turso", "twilio", "uip", "vault", "vercel", "wrangler",
 }
 
 // IsVendorStub reports whether an executed path is one of the image's

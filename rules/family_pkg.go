@@ -5,7 +5,10 @@ import (
 	"fmt"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
+
+	"golang.org/x/text/unicode/norm"
 
 	"github.com/sandboxctl/sandboxctl/trace"
 )
@@ -25,7 +28,85 @@ var (
 	popularPyPIText string
 
 	popularPkgs = map[string][]string{"npm": readNameList(popularNPMText), "pypi": readNameList(popularPyPIText)}
+
+	//go:embed data/confusables.txt
+	confusablesText string
+	confusables     = readConfusables(confusablesText)
+
+	// popularSkeletons maps each popular name's skeleton to the name.
+	popularSkeletons = func() map[string]map[string]string {
+		m := map[string]map[string]string{}
+		for eco, list := range popularPkgs {
+			m[eco] = map[string]string{}
+			for _, p := range list {
+				if _, dup := m[eco][pkgKey(eco, skeleton(p))]; !dup {
+					m[eco][pkgKey(eco, skeleton(p))] = p
+				}
+			}
+		}
+		return m
+	}()
 )
+
+// readConfusables reads Unicode's confusables.txt format (SOURCE ;
+// TARGET ; type # comment, code points in hex) into source → target.
+func readConfusables(text string) map[rune]string {
+	m := map[rune]string{}
+	for _, l := range strings.Split(text, "\n") {
+		l, _, _ = strings.Cut(l, "#")
+		f := strings.Split(l, ";")
+		if len(f) < 2 {
+			continue
+		}
+		src, err := strconv.ParseUint(strings.TrimSpace(f[0]), 16, 32)
+		if err != nil {
+			continue
+		}
+		var tgt strings.Builder
+		for _, h := range strings.Fields(f[1]) {
+			if r, err := strconv.ParseUint(h, 16, 32); err == nil {
+				tgt.WriteRune(rune(r))
+			}
+		}
+		m[rune(src)] = tgt.String()
+	}
+	return m
+}
+
+// skeleton is a name as it looks: UTS #39's skeleton (NFD, each
+// confusable character replaced by its prototype from confusables.txt,
+// NFD again) taken once more after lower-casing, since package names are
+// compared without case: "react-devtooIs" (a capital I) and "g00gle" read
+// as "react-devtools" and "google", "rnongoose" as "mongoose", a Cyrillic
+// "а" as a Latin "a".
+func skeleton(s string) string {
+	mapOnce := func(s string) string {
+		var b strings.Builder
+		for _, r := range norm.NFD.String(s) {
+			if t, ok := confusables[r]; ok {
+				b.WriteString(t)
+			} else {
+				b.WriteRune(r)
+			}
+		}
+		return norm.NFD.String(b.String())
+	}
+	return mapOnce(strings.ToLower(mapOnce(s)))
+}
+
+// homoglyphOf returns the popular package name is written like, with
+// look-alike characters in place of some of its own, or "".
+func homoglyphOf(eco, name string) string {
+	k := pkgKey(eco, name)
+	if len(k) < 4 {
+		return ""
+	}
+	pop, ok := popularSkeletons[eco][pkgKey(eco, skeleton(name))]
+	if !ok || pop == k {
+		return ""
+	}
+	return pop
+}
 
 // readNameList reads one name a line, skipping blank lines and # comments.
 func readNameList(text string) []string {
@@ -188,13 +269,18 @@ func pkgRules() {
 	def(Rule{ID: "SBX-PKG-003", Family: "initial-access", Title: "Package name one edit away from a popular package",
 		Severity: High, Confidence: ConfMedium, Technique: "T1195.002",
 		Help: "A package whose name is one typo away from a popular one (a letter added, dropped, changed " +
-			"or swapped): the shape of typosquatting. The popular names are data (rules/data/popular-*.txt, " +
-			"source named there)."},
+			"or swapped), or that is written like one with look-alike characters (a capital I or a 1 for an l, " +
+			"0 for o, rn for m, vv for w, a Cyrillic letter for a Latin one): the shape of typosquatting. The " +
+			"popular names are data (rules/data/popular-*.txt, source named there), and so are the look-alike " +
+			"characters (rules/data/confusables.txt, from Unicode's confusables.txt)."},
 		func(c *ctx, r *Rule) {
 			for i := range c.events {
 				e := &c.events[i]
 				if p, ok := e.Data.(*trace.PackageFetch); ok {
-					if pop := lookalike(p.Ecosystem, p.Name); pop != "" {
+					if pop := homoglyphOf(p.Ecosystem, p.Name); pop != "" {
+						c.hit(r, p.Ecosystem+":"+p.Name, fmt.Sprintf("%s package %s is written like the popular %s with look-alike characters (fetched from %s)",
+							p.Ecosystem, p.Name, pop, p.Registry), e)
+					} else if pop := lookalike(p.Ecosystem, p.Name); pop != "" {
 						c.hit(r, p.Ecosystem+":"+p.Name, fmt.Sprintf("%s package %s is one edit away from the popular %s (fetched from %s)",
 							p.Ecosystem, p.Name, pop, p.Registry), e)
 					}

@@ -904,6 +904,15 @@ func TestPackageRules(t *testing.T) {
 		{name: "typosquat on pypi", want: []string{"SBX-PKG-001", "SBX-PKG-003"}, verdict: rules.Suspicious, build: func() *tl {
 			return pkg(newTL().bash("pip install reqeusts", ""), "pypi", "reqeusts", "pypi.org", true)
 		}},
+		{name: "homoglyph typosquat on npm: a capital I for an l", want: []string{"SBX-PKG-001", "SBX-PKG-003"}, verdict: rules.Suspicious, build: func() *tl {
+			return pkg(newTL().bash("npm install -g react-devtooIs", ""), "npm", "react-devtooIs", "registry.npmjs.org", true)
+		}},
+		{name: "homoglyph typosquat on pypi: rn for m", want: []string{"SBX-PKG-001", "SBX-PKG-003"}, verdict: rules.Suspicious, build: func() *tl {
+			return pkg(newTL().bash("pip install nurnpy", ""), "pypi", "nurnpy", "pypi.org", true)
+		}},
+		{name: "twin: a real name with rn stays clean", want: []string{"SBX-PKG-001"}, verdict: rules.Clean, build: func() *tl {
+			return pkg(newTL().bash("npm install turndown", ""), "npm", "turndown", "registry.npmjs.org", true)
+		}},
 		{name: "wheel from an unknown index over plain HTTP", want: []string{"SBX-PKG-001", "SBX-PKG-002", "SBX-PKG-003", "SBX-PKG-004"},
 			verdict: rules.Malicious, build: func() *tl {
 				return archive(newTL().bash("pip install --index-url http://pypi.secure-mirror.net/simple reqeusts", ""), "pypi", "reqeusts",

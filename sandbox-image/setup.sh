@@ -22,7 +22,7 @@ apt-get "$unsafe_io" install -y --no-install-recommends \
 	nodejs npm jq procps iproute2 iptables strace libfaketime cron \
 	bind9-dnsutils bind9-host net-tools netcat-openbsd socat iputils-ping netbase openssl gnupg rsync \
 	zip unzip p7zip-full xz-utils bzip2 file xxd less vim-tiny nano tree lsof sqlite3 bc patch htop tmux \
-	make gcc libc6-dev \
+	make gcc libc6-dev ruby pipx \
 	gh awscli kubernetes-client ripgrep yq \
 	zsh locales
 apt-get clean
@@ -40,6 +40,10 @@ ln -s /usr/bin/kubectl /usr/local/bin/kubectl
 # recording stubs, where a global npm install or a vendor's installer puts
 # them (vendor-clis.tsv lists them; docs/sandbox.md says what they do).
 sh "$here/install-vendor-clis" "$here/vendor-clis.tsv" "$here/vendor-cli" /usr/local/bin
+# uv and uvx, which Debian does not package, on python3 and pip (the file
+# says what each command does).
+install -m 0755 "$here/uv" /usr/local/bin/uv
+ln -s uv /usr/local/bin/uvx
 # pip installs into the user's site-packages as on a workstation whose
 # owner has turned PEP 668's refusal off, instead of stopping with
 # "externally-managed-environment" (pip, pip3 and python -m pip read it).
@@ -64,3 +68,12 @@ install -d -o root -g root -m 0700 /var/lib/agentd /var/lib/agentd/calls
 # The developer. The orchestrator may rename uid 1000 before start.
 groupadd -g 1000 "$user"
 useradd -m -u 1000 -g 1000 -s /bin/bash -c "$gecos" "$user"
+# The working folders agent harnesses provide (harness-dirs.tsv says which
+# skills use each), the user's, as a harness makes them.
+tab=$(printf '\t')
+while IFS="$tab" read -r dir _; do
+	case $dir in
+	'' | '#'*) continue ;;
+	esac
+	install -d -o 1000 -g 1000 -m 0755 "$dir"
+done <"$here/harness-dirs.tsv"

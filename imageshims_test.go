@@ -1,0 +1,119 @@
+package sandboxctl_test
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/sandboxctl/sandboxctl"
+)
+
+// TestHarnessDirs: each working folder the image makes for skills written
+// for an agent harness is absolute and says which skills use it.
+func TestHarnessDirs(t *testing.T) {
+	b, err := sandboxctl.ImageContext.ReadFile("sandbox-image/harness-dirs.tsv")
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for i, l := range strings.Split(string(b), "\n") {
+		if l == "" || strings.HasPrefix(l, "#") {
+			continue
+		}
+		f := strings.Split(l, "\t")
+		if len(f) != 3 || !filepath.IsAbs(f[0]) || filepath.Clean(f[0]) != f[0] || f[2] == "" ||
+			strings.HasPrefix(f[0], "/home") || strings.HasPrefix(f[0], "/tmp") {
+			t.Errorf("harness-dirs.tsv:%d: want PATH<TAB>SKILLS<TAB>EVIDENCE with a clean absolute path outside the tmpfs mounts (/home, /tmp), got %q", i+1, l)
+		}
+		n++
+	}
+	if n == 0 {
+		t.Error("harness-dirs.tsv lists no folder")
+	}
+}
+
+// TestUVShim runs the image's uv as a skill would: scripts and commands
+// run on python3, the packages a script names are installed first, and
+// what needs nothing succeeds.
+func TestUVShim(t *testing.T) {
+	if _, err := os.Stat("/usr/bin/python3"); err != nil {
+		t.Skip("no /usr/bin/python3 (the shim runs the image's)")
+	}
+	src, err := sandboxctl.ImageContext.ReadFile("sandbox-image/uv")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "bin")
+	home := filepath.Join(dir, "home")
+	for _, d := range []string{bin, home} {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(bin, "uv"), src, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("uv", filepath.Join(bin, "uvx")); err != nil {
+		t.Fatal(err)
+	}
+	write := func(name, text string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	plain := write("plain.py", "import sys\nprint('ran', sys.argv[1:])\n")
+	inline := write("inline.py", "# /// script\n# dependencies = [\n#   \"acme-geo>=2\",\n# ]\n# ///\nprint('never')\n")
+	env := []string{"HOME=" + home, "PATH=" + bin + ":/usr/bin:/bin",
+		// no index answers: an install is attempted and fails at once
+		"PIP_INDEX_URL=http://127.0.0.1:9/simple", "PIP_RETRIES=0", "PIP_TIMEOUT=2", "PIP_NO_CACHE_DIR=1"}
+	tests := []struct {
+		name     string
+		argv     []string
+		want     string
+		wantCode int
+	}{
+		{name: "version", argv: []string{"uv", "--version"}, want: "uv 0."},
+		{name: "run a script with its arguments", argv: []string{"uv", "run", plain, "--to", "x@y.example"}, want: "ran ['--to', 'x@y.example']"},
+		{name: "run after options", argv: []string{"uv", "run", "--no-project", "--python", "3.11", plain, "a"}, want: "ran ['a']"},
+		{name: "run python", argv: []string{"uv", "run", "python", "-c", "print(6*7)"}, want: "42"},
+		{name: "run a module", argv: []string{"uv", "run", "-m", "json.tool", "--help"}, want: "usage"},
+		{name: "inline dependencies are installed first", argv: []string{"uv", "run", inline}, want: "acme-geo", wantCode: 1},
+		{name: "--with installs first", argv: []string{"uv", "run", "--with", "acme-geo", plain}, want: "Failed to install", wantCode: 1},
+		{name: "uvx installs the tool", argv: []string{"uvx", "acme-lint", "check"}, want: "acme-lint", wantCode: 1},
+		{name: "python find", argv: []string{"uv", "python", "find"}, want: "/usr/bin/python3"},
+		{name: "lock needs nothing", argv: []string{"uv", "lock"}, want: "Resolved"},
+		{name: "unknown subcommand", argv: []string{"uv", "frobnicate"}, want: "unrecognized subcommand", wantCode: 2},
+		{name: "a missing script", argv: []string{"uv", "run", "nowhere.py"}, want: "Failed to spawn", wantCode: 2},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cmd := exec.Command(filepath.Join(bin, tt.argv[0]), tt.argv[1:]...)
+			cmd.Env, cmd.Dir = env, dir
+			out, err := cmd.CombinedOutput()
+			code := 0
+			if ee, ok := err.(*exec.ExitError); ok {
+				code = ee.ExitCode()
+			} else if err != nil {
+				t.Fatal(err)
+			}
+			if code != tt.wantCode || !strings.Contains(string(out), tt.want) {
+				t.Errorf("%v: exit %d, %q; want exit %d and %q", tt.argv, code, out, tt.wantCode, tt.want)
+			}
+		})
+	}
+	t.Run("venv", func(t *testing.T) {
+		cmd := exec.Command(filepath.Join(bin, "uv"), "venv")
+		cmd.Env, cmd.Dir = env, dir
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("uv venv: %v\n%s", err, out)
+		}
+		if _, err := os.Stat(filepath.Join(dir, ".venv", "bin", "python")); err != nil {
+			t.Errorf("no .venv: %v", err)
+		}
+	})
+}
