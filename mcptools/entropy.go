@@ -91,11 +91,10 @@ func streamKey(seed []byte, label string, cmdline []byte, index uint64) [32]byte
 }
 
 // A stream is AES-256 in counter mode under a stream key: the bytes at any
-// offset can be computed, so that a process's offset advances only once
-// the bytes really reached it.
+// offset can be computed, so that a process's offset (procStream) advances
+// only once the bytes really reached it.
 type stream struct {
 	block cipher.Block
-	off   uint64 // bytes handed out so far
 }
 
 func newStream(key [32]byte) *stream {
