@@ -129,7 +129,7 @@ func Egress(events []trace.Event) []EgressUnit {
 				continue
 			}
 			v := d.SNI + "|" + strings.Join(d.ALPN, ",")
-			add(EgressUnit{Channel: "tls", Part: "sni", Dest: destOf(d.DstIP, d.DstPort, names), Size: int64(len(v)),
+			add(EgressUnit{Channel: "tls", Part: "sni", Dest: destOf(d.DstIP, d.DstPort, names, d.SNI), Size: int64(len(v)),
 				Digest: digestOf([]byte(v)), Where: d.SNI, Seq: e.Seq})
 		case *trace.Mail:
 			dg := d.Digest
@@ -145,7 +145,7 @@ func Egress(events []trace.Event) []EgressUnit {
 			if dg == "" && !d.Truncated {
 				dg = digestOf(d.Payload)
 			}
-			add(EgressUnit{Channel: "ws", Part: "payload", Dest: destOf(d.DstIP, d.DstPort, names), Size: d.Size,
+			add(EgressUnit{Channel: "ws", Part: "payload", Dest: destOf(d.DstIP, d.DstPort, names, urlHost(d.URL)), Size: d.Size,
 				Digest: dg, Where: d.URL, Seq: e.Seq})
 		case *trace.GitExchange:
 			if d.Service != "git-receive-pack" || d.Phase != "rpc" {
@@ -187,33 +187,21 @@ func jailNames(events []trace.Event) map[string]string {
 	return m
 }
 
-// destOf names a destination by where the packets went: the name the
-// jail's resolver gave ip, else the first name a connection was known by
-// (its SNI, the name the sink recorded), else ip:port.
+// destOf names a destination so that it compares between runs: the name
+// the jail's resolver gave ip in this trace, else the first name the
+// connection was known by (the name the sink recorded, the SNI, the Host),
+// else ip:port. The addresses the jail gives names vary from run to run;
+// the names a skill asks for, and the raw addresses it dials, do not.
 func destOf(ip string, port int, names map[string]string, known ...string) string {
 	if n := names[ip]; n != "" {
 		return n
 	}
-	if ip != "" && net.ParseIP(ip) != nil {
-		for _, k := range known {
-			if k != "" && net.ParseIP(k) == nil && names[ip] == "" && isJailAddr(ip, names) {
-				return strings.ToLower(k)
-			}
-		}
-		return fmt.Sprintf("%s:%d", ip, port)
-	}
 	for _, k := range known {
-		if k != "" {
+		if k != "" && net.ParseIP(k) == nil {
 			return strings.ToLower(k)
 		}
 	}
 	return fmt.Sprintf("%s:%d", ip, port)
-}
-
-// isJailAddr reports whether ip is one the jail handed out in this trace.
-func isJailAddr(ip string, names map[string]string) bool {
-	_, ok := names[ip]
-	return ok
 }
 
 func urlHost(s string) string {
@@ -698,7 +686,7 @@ func HighEntropyEgress(events []trace.Event) (string, bool) {
 			}
 			b, dest = d.FirstBytes, destOf(d.DstIP, d.DstPort, names, d.Name)
 		case *trace.WSMessage:
-			b, dest = d.Payload, destOf(d.DstIP, d.DstPort, names)
+			b, dest = d.Payload, destOf(d.DstIP, d.DstPort, names, urlHost(d.URL))
 		case *trace.Mail:
 			b, dest = d.Data, destOf(d.DstIP, d.DstPort, names, d.Name)
 		case *trace.DNSQuery:
