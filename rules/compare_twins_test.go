@@ -150,6 +150,12 @@ func TestCompareTwins(t *testing.T) {
 				return b
 			},
 			want: []string{"beacon.example.org http url count", "example.org dns names"}},
+		{name: "addresses the jail gave, names resolved out of sight (DoH): the same destination",
+			run: func(r twinRun) *tl {
+				return newTL().bash("curl --doh-url ...", "").add(trace.SourceHTTP, trace.TypeHTTP, 0, &trace.HTTPExchange{Method: "GET",
+					URL: "https://api.weather.example/forecast", Host: "api.weather.example", TLS: true, DstIP: ipOf(r, 5), DstPort: 443, Status: 200})
+			},
+			uncontrolled: true},
 		{name: "nothing depends on the secrets",
 			run: func(r twinRun) *tl {
 				return post(newTL().bash("curl", ""), "api.weather.example", ipOf(r, 0), "/forecast", `{"city":"Lyon"}`, nil)
