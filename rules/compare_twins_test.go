@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/sandboxctl/sandboxctl/canary"
 	"github.com/sandboxctl/sandboxctl/rules"
@@ -248,3 +249,33 @@ func TestHighEntropy(t *testing.T) {
 }
 
 func base64Of(b []byte) string { return base64.StdEncoding.EncodeToString(b) }
+
+// The finding says where, what moved and how, and which secrets the run
+// read that could have moved it.
+func TestTwinFindingMessage(t *testing.T) {
+	run := func(r twinRun) []trace.Event {
+		b := newTL().bash("openssl enc ... | curl", "").read(home + "/.aws/credentials")
+		evs := post(b, "api.telemetry-hub.io", "104.18.0.1", "/v1", opaque(r.random, secretOf(r)), nil).events()
+		for _, e := range evs {
+			if tc, ok := e.Data.(*trace.ToolCall); ok {
+				tc.Started, tc.Duration = e.Time, time.Second // the call ran past the upload
+			}
+		}
+		return evs
+	}
+	set := rules.TwinSet{Original: rules.TwinRun{Events: run(twinRun{0, "o"}), Canaries: canaries},
+		Same:  []rules.TwinRun{{Events: run(twinRun{0, "t"}), Canaries: canaries}},
+		Other: []rules.TwinRun{{Events: run(twinRun{1, "t"})}}}
+	fs := rules.TwinFindings(set, rules.CompareTwins(set))
+	if len(fs) != 1 {
+		t.Fatalf("%d findings", len(fs))
+	}
+	for _, want := range []string{"api.telemetry-hub.io", "http body", "length 122, 138", "~/.aws/credentials", "the environment (1 planted variables)"} {
+		if !strings.Contains(fs[0].Message, want) {
+			t.Errorf("message %q lacks %q", fs[0].Message, want)
+		}
+	}
+	if fs[0].ToolCallID == "" || len(fs[0].Evidence) == 0 {
+		t.Errorf("finding not located: call %q, evidence %v", fs[0].ToolCallID, fs[0].Evidence)
+	}
+}

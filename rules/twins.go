@@ -490,7 +490,7 @@ func twinRules() {
 // (Evidence), else marked as the twin's (Pass "twin").
 func TwinFindings(set TwinSet, res TwinResult) []Finding {
 	r, _ := Lookup(TwinRuleID)
-	grew := SecretGrowth(set)
+	grew, read := secretsRead(set)
 	type dest struct {
 		deps   []Dependency
 		issuer string
@@ -553,10 +553,16 @@ func TwinFindings(set TwinSet, res TwinResult) []Finding {
 		if len(parts) > 4 {
 			msg += fmt.Sprintf(" (and %d more)", len(parts)-4)
 		}
+		if len(read) > 0 {
+			msg += "; the secrets that could have moved it, read in the run: " + strings.Join(firstN(read, 6), ", ")
+			if len(read) > 6 {
+				msg += fmt.Sprintf(" and %d more", len(read)-6)
+			}
+		}
 		if x.issuer != "" {
 			msg += " (" + name + " is the issuer of " + x.issuer + ")"
 		}
-		f.Message = capString(msg, 600)
+		f.Message = capString(msg, 900)
 		out = append(out, f)
 	}
 	return out
@@ -589,8 +595,16 @@ func describeDependency(d Dependency, grew int) string {
 // than the reference's, over the secrets the reference run read (planted
 // files it opened) and the environment's.
 func SecretGrowth(set TwinSet) int {
-	if len(set.Same) == 0 || len(set.Other) == 0 || set.Same[0].Canaries == nil || set.Other[0].Canaries == nil {
-		return 0
+	n, _ := secretsRead(set)
+	return n
+}
+
+// secretsRead returns SecretGrowth and the places of the secrets the
+// reference run read: the planted files it opened, then the environment's
+// planted variables ("the environment (N variables)").
+func secretsRead(set TwinSet) (int, []string) {
+	if len(set.Same) == 0 || set.Same[0].Canaries == nil {
+		return 0, nil
 	}
 	opened := map[string]bool{}
 	for _, e := range set.Same[0].Events {
@@ -602,16 +616,25 @@ func SecretGrowth(set TwinSet) int {
 		}
 	}
 	other := map[string]canary.Token{}
-	for _, t := range set.Other[0].Canaries.Tokens() {
-		other[t.ID] = t
+	if len(set.Other) > 0 && set.Other[0].Canaries != nil {
+		for _, t := range set.Other[0].Canaries.Tokens() {
+			other[t.ID] = t
+		}
 	}
-	n := 0
+	n, env := 0, 0
+	var places []string
 	for _, t := range set.Same[0].Canaries.Tokens() {
-		read := strings.HasPrefix(t.Location, "env:")
-		if rel, ok := strings.CutPrefix(t.Location, "~/"); ok {
+		read := false
+		if strings.HasPrefix(t.Location, "env:") {
+			read = true
+			env++
+		} else if rel, ok := strings.CutPrefix(t.Location, "~/"); ok {
 			for p := range opened {
 				if strings.HasSuffix(p, "/"+rel) {
 					read = true
+					if !slices.Contains(places, t.Location) {
+						places = append(places, t.Location)
+					}
 					break
 				}
 			}
@@ -620,17 +643,16 @@ func SecretGrowth(set TwinSet) int {
 			n += len(o.Value) - len(t.Value)
 		}
 	}
-	return n
+	slices.Sort(places)
+	if env > 0 {
+		places = append(places, fmt.Sprintf("the environment (%d planted variables)", env))
+	}
+	return n, places
 }
 
 // callAt returns the tool call running when e happened in events, or "".
 func callAt(events []trace.Event, e *trace.Event) string {
-	for _, x := range events {
-		if tc, ok := x.Data.(*trace.ToolCall); ok && !e.Time.Before(tc.Started) && !e.Time.After(tc.Started.Add(tc.Duration)) {
-			return tc.ID
-		}
-	}
-	return ""
+	return trace.NewCallWindows(events).At(e.Time)
 }
 
 // callOrigin returns the skill file and line a tool call came from.
