@@ -4,10 +4,12 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/sandboxctl/sandboxctl"
+	"github.com/sandboxctl/sandboxctl/orchestrator"
 )
 
 // TestHarnessDirs: each working folder the image makes for skills written
@@ -17,7 +19,7 @@ func TestHarnessDirs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	n := 0
+	var dirs []string
 	for i, l := range strings.Split(string(b), "\n") {
 		if l == "" || strings.HasPrefix(l, "#") {
 			continue
@@ -27,10 +29,15 @@ func TestHarnessDirs(t *testing.T) {
 			strings.HasPrefix(f[0], "/home") || strings.HasPrefix(f[0], "/tmp") {
 			t.Errorf("harness-dirs.tsv:%d: want PATH<TAB>SKILLS<TAB>EVIDENCE with a clean absolute path outside the tmpfs mounts (/home, /tmp), got %q", i+1, l)
 		}
-		n++
+		dirs = append(dirs, f[0])
 	}
-	if n == 0 {
+	if len(dirs) == 0 {
 		t.Error("harness-dirs.tsv lists no folder")
+	}
+	// Each is a sized tmpfs of the user's at trace time: on the root file
+	// system it would be the host's disk.
+	if !slices.Equal(dirs, orchestrator.HarnessDirs) {
+		t.Errorf("harness-dirs.tsv lists %q, orchestrator.HarnessDirs (the tmpfs mounts) %q", dirs, orchestrator.HarnessDirs)
 	}
 }
 

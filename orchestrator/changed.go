@@ -30,7 +30,7 @@ const stampPath = "/run/agentd/stamp"
 
 // changedRoots are the places (tmpfs mounts) whose changed files a trace
 // copies out: the engine's diff does not see them.
-var changedRoots = []string{"/home", "/Users", "/tmp", "/var/tmp", "/dev/shm"}
+var changedRoots = append([]string{"/home", "/Users", "/tmp", "/var/tmp", "/dev/shm"}, HarnessDirs...)
 
 // readChanged reads the tar of changed files (untrusted): only regular files,
 // only clean relative names, within the caps. Files are written under

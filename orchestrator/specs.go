@@ -137,8 +137,18 @@ func userTmpfs(l Limits, home string) map[string]string {
 	if path.Dir(home) == "/home" {
 		m[RuntimeDir] = tmpfsOpts(RuntimeDirSize, "700") + fmt.Sprintf(",uid=%d,gid=%d", UserUID, UserGID)
 	}
+	for _, d := range HarnessDirs {
+		m[d] = tmpfsOpts(l.TmpSize/2, "755") + fmt.Sprintf(",uid=%d,gid=%d,exec", UserUID, UserGID)
+	}
 	return m
 }
+
+// HarnessDirs are the working folders agent harnesses provide and skills
+// write into without making them (sandbox-image/harness-dirs.tsv, with
+// the evidence; a test keeps the two lists equal). Each is a tmpfs of the
+// user's, like the rest of what the user can write: the image makes the
+// folders, and on the root file system they would be the host's disk.
+var HarnessDirs = []string{"/workspace", "/mnt/user-data/outputs", "/mnt/user-data/uploads", "/mnt/data"}
 
 // Sizes and places of the small tmpfs mounts a workstation has.
 const (
@@ -157,7 +167,7 @@ func userPlaces(home string) []string {
 	if path.Dir(home) == "/home" {
 		ps = append(ps, RuntimeDir)
 	}
-	return ps
+	return append(ps, HarnessDirs...)
 }
 
 func tmpfsOpts(size int64, mode string) string {

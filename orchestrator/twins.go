@@ -26,7 +26,9 @@ import (
 // whose clocks start where the original's did, and whose randomness is one
 // the twins share. One twin holds the original's secrets, the other secrets
 // of other values and greater lengths; when what differs between them could
-// be noise, a control twin with the original's secrets runs too.
+// be noise, a control twin with the original's secrets runs too, and when
+// a dependency would decide the verdict, a control twin and a confirming
+// twin with secrets of a third value (rules.TwinResult.NeedConfirm).
 // rules.CompareTwins compares what left them, and what moved with the
 // secrets is SBX-EXFIL-010.
 
@@ -42,6 +44,7 @@ const (
 	TwinSame    = "same"    // the original's secrets
 	TwinOther   = "other"   // other secrets, longer
 	TwinControl = "control" // the original's secrets again: noise control
+	TwinConfirm = "confirm" // secrets of a third value, longer still: confirmation
 )
 
 // TwinGrow is how many characters a twin with other secrets adds to every
@@ -65,7 +68,7 @@ type TwinSpec struct {
 
 // canaryTwin is the canary.Twin of t's secrets: nil for the original's.
 func (t *TwinSpec) canaryTwin() *canary.Twin {
-	if t == nil || t.Role != TwinOther {
+	if t == nil || t.Role != TwinOther && t.Role != TwinConfirm {
 		return nil
 	}
 	return &canary.Twin{Key: t.Key, Grow: t.Grow}
@@ -141,15 +144,35 @@ func (r *Runner) twinPasses(ctx context.Context, p Plan, dir string, out Outcome
 		}
 		return filepath.Join(dir, TwinsDir, role)
 	}
+	specs := []TwinSpec{withRole(spec, TwinSame), withRole(spec, TwinOther)}
+	runs, err := r.runTwins(ctx, p, st, specs, sub)
 	roles := []string{TwinSame, TwinOther}
-	runs, err := r.runTwins(ctx, p, st, spec, roles, sub)
 	set := reports.TwinSet(out.Report, twinReports(runs), roles)
 	res := rules.CompareTwins(set)
-	if res.NeedControl && err == nil && ctx.Err() == nil {
-		more, cerr := r.runTwins(ctx, p, st, spec, []string{TwinControl}, sub)
+	// A second round, only when the first asks for it: a control twin
+	// when a difference could be noise, and a confirmation (a control
+	// twin and a third set of secrets) when a dependency would decide the
+	// verdict on the strength of one run.
+	var more []TwinSpec
+	if res.NeedControl || res.NeedConfirm {
+		more = append(more, withRole(spec, TwinControl))
+	}
+	if res.NeedConfirm {
+		c := withRole(spec, TwinConfirm)
+		c.Key, c.Grow = make([]byte, 32), 2*spec.Grow
+		if _, rerr := rand.Read(c.Key); rerr != nil {
+			return out, fmt.Errorf("twin traces: %w", rerr)
+		}
+		more = append(more, c)
+	}
+	if len(more) > 0 && err == nil && ctx.Err() == nil {
+		r.phase("twins", "twin traces: a second round (%s)", secondRoundWhy(res))
+		extra, cerr := r.runTwins(ctx, p, st, more, sub)
 		err = cerr
-		runs = append(runs, more...)
-		roles = append(roles, TwinControl)
+		runs = append(runs, extra...)
+		for _, m := range more {
+			roles = append(roles, m.Role)
+		}
 		set = reports.TwinSet(out.Report, twinReports(runs), roles)
 		res = rules.CompareTwins(set)
 	}
@@ -175,16 +198,28 @@ func (r *Runner) twinPasses(ctx context.Context, p Plan, dir string, out Outcome
 	return out, errors.Join(err, writeRunDir(dir, out))
 }
 
+func withRole(s TwinSpec, role string) TwinSpec {
+	s.Role = role
+	return s
+}
+
+func secondRoundWhy(res rules.TwinResult) string {
+	if res.NeedConfirm {
+		return "confirming what moved with the secrets"
+	}
+	return "a control for what differed"
+}
+
 // twinResult is one twin's pass.
 type twinResult struct {
 	out Outcome
 	err error
 }
 
-// runTwins runs the twins of roles at once, each a pass of its own into
+// runTwins runs the twins of specs at once, each a pass of its own into
 // sub(role). Progress is serialised: passes report from their own
 // goroutines.
-func (r *Runner) runTwins(ctx context.Context, p Plan, st *run, spec TwinSpec, roles []string, sub func(string) string) ([]twinResult, error) {
+func (r *Runner) runTwins(ctx context.Context, p Plan, st *run, specs []TwinSpec, sub func(string) string) ([]twinResult, error) {
 	rr := *r
 	if r.Progress != nil {
 		var mu sync.Mutex
@@ -194,15 +229,13 @@ func (r *Runner) runTwins(ctx context.Context, p Plan, st *run, spec TwinSpec, r
 			r.Progress(pr)
 		}
 	}
-	res := make([]twinResult, len(roles))
+	res := make([]twinResult, len(specs))
 	var wg sync.WaitGroup
-	for i, role := range roles {
-		s := spec
-		s.Role = role
+	for i, s := range specs {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			out, _, err := rr.pass(ctx, twinPlan(p, st, s), sub(role))
+			out, _, err := rr.pass(ctx, twinPlan(p, st, s), sub(s.Role))
 			res[i] = twinResult{out: out, err: err}
 		}()
 	}
@@ -210,7 +243,7 @@ func (r *Runner) runTwins(ctx context.Context, p Plan, st *run, spec TwinSpec, r
 	var errs []error
 	for i, t := range res {
 		if t.err != nil {
-			errs = append(errs, fmt.Errorf("%s twin: %w", roles[i], t.err))
+			errs = append(errs, fmt.Errorf("%s twin: %w", specs[i].Role, t.err))
 		}
 	}
 	return res, errors.Join(errs...)

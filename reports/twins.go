@@ -32,7 +32,8 @@ type Twins struct {
 // TwinRun is one twin trace.
 type TwinRun struct {
 	// Role: "same" (the original's secrets), "other" (other secrets,
-	// longer), "control" (the original's secrets again).
+	// longer), "control" (the original's secrets again), "confirm"
+	// (secrets of a third value, longer still: the second round).
 	Role    string `json:"role"`
 	TraceID string `json:"trace_id"`
 	// Dir is the twin's run folder, relative to this one.
@@ -164,7 +165,8 @@ func (r *Report) CanarySet() *canary.Set {
 
 // TwinSet is what rules.CompareTwins compares for the report r of a trace
 // and its twins' reports, by role ("same" and "control" are runs with r's
-// secrets, "other" with others); twins that did not complete are left out.
+// secrets, "other" and "confirm" with others); twins that did not complete
+// are left out.
 func TwinSet(r *Report, twins []*Report, roles []string) rules.TwinSet {
 	set := rules.TwinSet{Original: rules.TwinRun{Name: "original", Events: r.Timeline(), Canaries: r.CanarySet()}}
 	for i, t := range twins {
@@ -172,7 +174,7 @@ func TwinSet(r *Report, twins []*Report, roles []string) rules.TwinSet {
 			continue
 		}
 		run := rules.TwinRun{Name: roles[i], Events: t.Timeline(), Canaries: t.CanarySet()}
-		if roles[i] == "other" {
+		if roles[i] == "other" || roles[i] == "confirm" {
 			set.Other = append(set.Other, run)
 		} else {
 			set.Same = append(set.Same, run)

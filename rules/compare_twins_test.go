@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -25,10 +26,13 @@ type twinRun struct {
 // secretOf is the planted secret of a run: the other is 8 characters
 // longer, as a twin's are.
 func secretOf(r twinRun) string {
-	if r.secrets == 0 {
+	switch r.secrets {
+	case 0:
 		return "AKIAQSBXCTL7Q2X4ZT3M:wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"
+	case 1:
+		return "AKIA7HKD2LQX5ZRT9M4BWVNC:Zt8fQm2LkP0xR7vNcW3sJ9hY5dG1bT6aEuK4oIpLmN2q"
 	}
-	return "AKIA7HKD2LQX5ZRT9M4BWVNC:Zt8fQm2LkP0xR7vNcW3sJ9hY5dG1bT6aEuK4oIpLmN2q"
+	return "AKIAM3XQ8TRW2PLZ6KVB4NHDJ5:Qw9eR4tY7uI2oP5aS8dF1gH6jK3lZ0xC9vB4nM7qW2eR5tY8u"
 }
 
 // opaque is what a cipher with a random key makes of plain: as long as
@@ -61,6 +65,9 @@ func TestCompareTwins(t *testing.T) {
 		// secrets); uncontrolled gives every run randomness of its own
 		// (what the sandbox could not make reproducible).
 		control, uncontrolled bool
+		// confirm adds a second run with other secrets (a third value,
+		// longer still), as a confirmation round does.
+		confirm bool
 		// want: the destinations found dependent, and how; "issuer:" for
 		// a dependency to the secret's issuer.
 		want        []string
@@ -157,6 +164,29 @@ func TestCompareTwins(t *testing.T) {
 					URL: "https://api.weather.example/forecast", Host: "api.weather.example", TLS: true, DstIP: ipOf(r, 5), DstPort: 443, Status: 200})
 			},
 			uncontrolled: true},
+		{name: "confirmed: the encrypted post, a second run with other secrets and a control twin",
+			run: func(r twinRun) *tl {
+				return post(newTL().bash("curl", ""), "api.telemetry-hub.io", ipOf(r, 0), "/v1", opaque(r.random, secretOf(r)), nil)
+			},
+			control: true, confirm: true, want: []string{"api.telemetry-hub.io http body length"}},
+		{name: "chance: one run with other secrets retried a request, the confirmation did not",
+			run: func(r twinRun) *tl {
+				b := post(newTL().bash("pip install x; curl", ""), "pypi.org", ipOf(r, 0), "/simple/x/", "", nil)
+				if r.secrets == 1 { // a time-out and a fallback, in this run only
+					post(b, "pypi.org", ipOf(r, 0), "/pypi/x/json", "", nil)
+				}
+				return b
+			},
+			control: true, confirm: true},
+		{name: "chance, unconfirmed: a confirmation is asked for",
+			run: func(r twinRun) *tl {
+				b := post(newTL().bash("pip install x; curl", ""), "pypi.org", ipOf(r, 0), "/simple/x/", "", nil)
+				if r.secrets == 1 {
+					post(b, "pypi.org", ipOf(r, 0), "/pypi/x/json", "", nil)
+				}
+				return b
+			},
+			want: []string{"pypi.org http url count"}},
 		{name: "nothing depends on the secrets",
 			run: func(r twinRun) *tl {
 				return post(newTL().bash("curl", ""), "api.weather.example", ipOf(r, 0), "/forecast", `{"city":"Lyon"}`, nil)
@@ -177,7 +207,16 @@ func TestCompareTwins(t *testing.T) {
 			if tc.control {
 				set.Same = append(set.Same, rules.TwinRun{Name: "control", Events: tc.run(twinRun{0, control}).events(), Canaries: canaries})
 			}
+			if tc.confirm {
+				set.Other = append(set.Other, rules.TwinRun{Name: "confirm", Events: tc.run(twinRun{2, other}).events()})
+			}
 			res := rules.CompareTwins(set)
+			// A dependency that would decide the verdict, on fewer runs
+			// than a confirmation round gives, asks for one.
+			needConfirm := (!tc.control || !tc.confirm) && slices.ContainsFunc(tc.want, func(w string) bool { return !strings.HasPrefix(w, "issuer:") })
+			if res.NeedConfirm != needConfirm {
+				t.Errorf("need confirm %v, want %v", res.NeedConfirm, needConfirm)
+			}
 			var got []string
 			for _, d := range res.Dependent {
 				s := d.Unit.Dest + " " + d.Unit.Channel + " " + d.Unit.Part
@@ -237,6 +276,10 @@ func TestHighEntropy(t *testing.T) {
 		{"json of words", &trace.HTTPExchange{URL: "https://a.example/u", Body: []byte(`{"city":"Lyon","units":"metric","forecast_days":7,"include_hourly_breakdown":true}`)}, false},
 		{"a long identifier", &trace.HTTPExchange{URL: "https://a.example/get_the_weather_forecast_for_the_next_seven_days_please"}, false},
 		{"an ordinary name", &trace.DNSQuery{Name: "api.weather-service.example.com"}, false},
+		{"a wheel's URL from the registry's index", &trace.HTTPExchange{Method: "GET", Response: "pypi:wheel",
+			URL: "https://files.pythonhosted.org/packages/fe/42/" + random[:60] + "/tool-1.0-py3-none-any.whl"}, false},
+		{"the same path, not answered as a registry file", &trace.HTTPExchange{Method: "GET", Response: "json",
+			URL: "https://files.pythonhosted.org/packages/fe/42/" + random[:60] + "/tool-1.0-py3-none-any.whl"}, true},
 		{"a raw flow of text", &trace.Connection{Proto: "tcp", FirstBytes: []byte(strings.Repeat("PING server\r\n", 10)), Size: 130}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

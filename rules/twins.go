@@ -282,6 +282,12 @@ type TwinResult struct {
 	// a control twin (a second run with the original's secrets) could
 	// tell whether it is noise.
 	NeedControl bool `json:"need_control,omitempty"`
+	// NeedConfirm is set when a dependency on a destination that is not
+	// the secrets' issuer rests on one run with other secrets or on no
+	// control twin: chance (a request that timed out in one run and not
+	// in another) is ruled out by a second run with other secrets and a
+	// control twin, and only what holds against both is proof.
+	NeedConfirm bool `json:"need_confirm,omitempty"`
 	// Grew is how many characters the secrets of the other run grew, in
 	// all, over the planted secrets that were read.
 	Grew int `json:"grew,omitempty"`
@@ -291,114 +297,184 @@ type TwinResult struct {
 // one channel, destination and part form a group: a group to which more or
 // fewer units went with the other secrets moved by count; otherwise each
 // unit is compared, and the group reported once, by its first unit that
-// moved (Dependency.Units says how many did).
+// moved (Dependency.Units says how many did). With more than one run with
+// other secrets, a destination depends on the secrets only when it does
+// against every one of them: a difference that one run with other secrets
+// shows and another does not is chance (a request that timed out, a retry),
+// not the secrets.
 func CompareTwins(set TwinSet) TwinResult {
 	var res TwinResult
 	if len(set.Same) == 0 || len(set.Other) == 0 {
 		return res
 	}
-	ref := Egress(set.Same[0].Events)
-	res.Units = len(ref)
-	orig := byKey(Egress(set.Original.Events))
-	origCount := groupCounts(set.Original.Events)
-	refCount := groupCounts(set.Same[0].Events)
-	var controls []map[string]EgressUnit
-	var ctrlCounts []map[string]int
-	for _, r := range set.Same[1:] {
-		controls = append(controls, byKey(Egress(r.Events)))
-		ctrlCounts = append(ctrlCounts, groupCounts(r.Events))
+	c := newTwinComparer(set)
+	res.Units = len(c.ref)
+	per := make([]otherComparison, len(set.Other))
+	for i, other := range set.Other {
+		per[i] = c.against(other)
 	}
-	issuers := issuerHosts(set.Same[0].Canaries)
-	for _, other := range set.Other {
-		oEgress := Egress(other.Events)
-		ou := byKey(oEgress)
-		otherCount := groupCounts(other.Events)
-		done := map[string]int{} // group -> index in res.Dependent, +1
-		noisy := map[string]bool{}
-		// Stable: the runs with the original's secrets agree: the
-		// control twins (the same randomness) when there are any, else
-		// the original trace.
-		countStable := func(g string) bool {
-			if len(controls) == 0 {
-				return origCount[g] == refCount[g]
-			}
-			for _, cc := range ctrlCounts {
-				if cc[g] != refCount[g] {
-					return false
-				}
-			}
-			return true
-		}
-		for _, u := range ref {
-			g := u.group()
-			if k := done[g]; k > 0 {
-				res.Dependent[k-1].Units++
-				continue
-			}
-			if noisy[g] {
-				continue
-			}
-			dep := Dependency{Unit: u, Size: u.Size, Units: 1, Issuer: issuerOf(u.Dest, issuers)}
-			if otherCount[g] != refCount[g] {
-				if !countStable(g) {
-					noisy[g] = true
-					res.Noisy = append(res.Noisy, u)
-					res.NeedControl = res.NeedControl || len(controls) == 0
-					continue
-				}
-				dep.How, dep.Size, dep.OtherSize = "count", int64(refCount[g]), int64(otherCount[g])
-				if k := done["count|"+u.Channel+"|"+u.Dest]; k > 0 {
-					done[g] = k // one exchange more moves its every part
-					continue
-				}
-				res.Dependent = append(res.Dependent, dep)
-				done[g] = len(res.Dependent)
-				done["count|"+u.Channel+"|"+u.Dest] = done[g]
-				continue
-			}
-			o, ok := ou[u.key()]
-			if !ok || o.Digest == u.Digest {
-				continue
-			}
-			byteStable, sizeStable := true, true
-			if len(controls) > 0 {
-				for _, c := range controls {
-					x, ok := c[u.key()]
-					byteStable = byteStable && ok && x.Digest == u.Digest && u.Digest != ""
-					sizeStable = sizeStable && ok && x.Size == u.Size
-				}
-			} else {
-				c0, ok := orig[u.key()]
-				byteStable = ok && c0.Digest == u.Digest && u.Digest != ""
-				sizeStable = ok && c0.Size == u.Size
-			}
-			dep.OtherSize = o.Size
-			switch {
-			case sizeStable && o.Size != u.Size:
-				dep.How = "length"
-			case byteStable:
-				dep.How = "bytes"
-			default:
-				noisy[g] = true
+	noisy := map[string]bool{}
+	for _, p := range per {
+		res.NeedControl = res.NeedControl || p.needControl
+		for _, u := range p.noisy {
+			if !noisy[u.group()] {
+				noisy[u.group()] = true
 				res.Noisy = append(res.Noisy, u)
-				res.NeedControl = res.NeedControl || len(controls) == 0
-				continue
 			}
-			res.Dependent = append(res.Dependent, dep)
-			done[g] = len(res.Dependent)
 		}
-		// Groups only the other run sent to, where no run with the
-		// original's secrets sent anything, moved with the secrets too.
-		for _, u := range oEgress {
-			g := u.group()
-			if refCount[g] > 0 || done[g] > 0 || done["count|"+u.Channel+"|"+u.Dest] > 0 || (len(controls) == 0 && origCount[g] > 0) {
+	}
+	for _, d := range per[0].deps {
+		if !slices.ContainsFunc(per[1:], func(p otherComparison) bool { return !p.dests[d.Unit.Dest] }) {
+			res.Dependent = append(res.Dependent, d)
+		}
+	}
+	// One run with other secrets, or no control twin, leaves chance
+	// open: a dependency that would make the trace malicious is confirmed
+	// by a second run with other secrets and a control twin
+	// (TwinResult.NeedConfirm).
+	if len(set.Other) < 2 || len(set.Same) < 2 {
+		res.NeedConfirm = slices.ContainsFunc(res.Dependent, func(d Dependency) bool { return d.Issuer == "" })
+	}
+	return res
+}
+
+// twinComparer holds what every comparison of a twin set against one of its
+// runs with other secrets shares: the reference run's egress and the
+// stability of the runs with the original's secrets.
+type twinComparer struct {
+	ref        []EgressUnit
+	orig       map[string]EgressUnit
+	origCount  map[string]int
+	refCount   map[string]int
+	controls   []map[string]EgressUnit
+	ctrlCounts []map[string]int
+	issuers    map[string][]string
+}
+
+func newTwinComparer(set TwinSet) *twinComparer {
+	c := &twinComparer{
+		ref:       Egress(set.Same[0].Events),
+		orig:      byKey(Egress(set.Original.Events)),
+		origCount: groupCounts(set.Original.Events),
+		refCount:  groupCounts(set.Same[0].Events),
+		issuers:   issuerHosts(set.Same[0].Canaries),
+	}
+	for _, r := range set.Same[1:] {
+		c.controls = append(c.controls, byKey(Egress(r.Events)))
+		c.ctrlCounts = append(c.ctrlCounts, groupCounts(r.Events))
+	}
+	return c
+}
+
+// otherComparison is the comparison against one run with other secrets.
+type otherComparison struct {
+	deps        []Dependency
+	dests       map[string]bool // destinations of deps
+	noisy       []EgressUnit
+	needControl bool
+}
+
+// countStable says whether the runs with the original's secrets agree on
+// how many units went to group g: the control twins (the same randomness)
+// when there are any, else the original trace.
+func (c *twinComparer) countStable(g string) bool {
+	if len(c.controls) == 0 {
+		return c.origCount[g] == c.refCount[g]
+	}
+	for _, cc := range c.ctrlCounts {
+		if cc[g] != c.refCount[g] {
+			return false
+		}
+	}
+	return true
+}
+
+// unitStable says whether the runs with the original's secrets agree on
+// u's bytes and on its size.
+func (c *twinComparer) unitStable(u EgressUnit) (byteStable, sizeStable bool) {
+	if len(c.controls) == 0 {
+		c0, ok := c.orig[u.key()]
+		return ok && c0.Digest == u.Digest && u.Digest != "", ok && c0.Size == u.Size
+	}
+	byteStable, sizeStable = true, true
+	for _, m := range c.controls {
+		x, ok := m[u.key()]
+		byteStable = byteStable && ok && x.Digest == u.Digest && u.Digest != ""
+		sizeStable = sizeStable && ok && x.Size == u.Size
+	}
+	return byteStable, sizeStable
+}
+
+// against compares the reference run with one run with other secrets.
+func (c *twinComparer) against(other TwinRun) otherComparison {
+	res := otherComparison{dests: map[string]bool{}}
+	oEgress := Egress(other.Events)
+	ou := byKey(oEgress)
+	otherCount := groupCounts(other.Events)
+	done := map[string]int{} // group -> index in res.deps, +1
+	noisy := map[string]bool{}
+	markNoisy := func(u EgressUnit) {
+		noisy[u.group()] = true
+		res.noisy = append(res.noisy, u)
+		res.needControl = res.needControl || len(c.controls) == 0
+	}
+	for _, u := range c.ref {
+		g := u.group()
+		if k := done[g]; k > 0 {
+			res.deps[k-1].Units++
+			continue
+		}
+		if noisy[g] {
+			continue
+		}
+		dep := Dependency{Unit: u, Size: u.Size, Units: 1, Issuer: issuerOf(u.Dest, c.issuers)}
+		if otherCount[g] != c.refCount[g] {
+			if !c.countStable(g) {
+				markNoisy(u)
 				continue
 			}
-			res.Dependent = append(res.Dependent, Dependency{Unit: u, How: "count", OtherSize: int64(otherCount[g]),
-				Units: 1, Issuer: issuerOf(u.Dest, issuers)})
-			done[g] = len(res.Dependent)
+			dep.How, dep.Size, dep.OtherSize = "count", int64(c.refCount[g]), int64(otherCount[g])
+			if k := done["count|"+u.Channel+"|"+u.Dest]; k > 0 {
+				done[g] = k // one exchange more moves its every part
+				continue
+			}
+			res.deps = append(res.deps, dep)
+			done[g] = len(res.deps)
 			done["count|"+u.Channel+"|"+u.Dest] = done[g]
+			continue
 		}
+		o, ok := ou[u.key()]
+		if !ok || o.Digest == u.Digest {
+			continue
+		}
+		byteStable, sizeStable := c.unitStable(u)
+		dep.OtherSize = o.Size
+		switch {
+		case sizeStable && o.Size != u.Size:
+			dep.How = "length"
+		case byteStable:
+			dep.How = "bytes"
+		default:
+			markNoisy(u)
+			continue
+		}
+		res.deps = append(res.deps, dep)
+		done[g] = len(res.deps)
+	}
+	// Groups only the other run sent to, where no run with the original's
+	// secrets sent anything, moved with the secrets too.
+	for _, u := range oEgress {
+		g := u.group()
+		if c.refCount[g] > 0 || done[g] > 0 || done["count|"+u.Channel+"|"+u.Dest] > 0 || (len(c.controls) == 0 && c.origCount[g] > 0) {
+			continue
+		}
+		res.deps = append(res.deps, Dependency{Unit: u, How: "count", OtherSize: int64(otherCount[g]),
+			Units: 1, Issuer: issuerOf(u.Dest, c.issuers)})
+		done[g] = len(res.deps)
+		done["count|"+u.Channel+"|"+u.Dest] = done[g]
+	}
+	for _, d := range res.deps {
+		res.dests[d.Unit.Dest] = true
 	}
 	return res
 }
@@ -702,6 +778,9 @@ func HighEntropyEgress(events []trace.Event) (string, bool) {
 		switch d := e.Data.(type) {
 		case *trace.HTTPExchange:
 			b, dest = append([]byte(d.URL+"\n"), d.Body...), destOf(d.DstIP, d.DstPort, names, d.SNI, hostOnly(d.Host), urlHost(d.URL))
+			if registryArtifact(d.Response) {
+				b = d.Body // the path is the registry's own: a content hash the jail's index served
+			}
 		case *trace.Connection:
 			if d.Protocol == "http" {
 				continue
@@ -724,6 +803,18 @@ func HighEntropyEgress(events []trace.Event) (string, bool) {
 		}
 	}
 	return "", false
+}
+
+// registryArtifact says whether the jail answered a request as a package
+// file of a registry (a wheel, an sdist, an npm tarball): its URL is one the
+// registry's index gave the client, with the file's hash in it, not data of
+// the client's.
+func registryArtifact(response string) bool {
+	switch response {
+	case "pypi:wheel", "pypi:sdist", "npm:tarball":
+		return true
+	}
+	return false
 }
 
 // highEntropy reports bytes that look encrypted or compressed, or encoded
