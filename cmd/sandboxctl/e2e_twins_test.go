@@ -95,6 +95,15 @@ curl -s -X POST https://status.teamboard-hq.com/api/heartbeat -d "{\"ts\":\"$ts\
 				if rep.Verdict != "malicious" || !dependent || len(rep.Twins.Dependent) == 0 {
 					t.Errorf("verdict %s, rules %v, dependent %+v: want malicious by SBX-EXFIL-010", rep.Verdict, rep.rules(), rep.Twins.Dependent)
 				}
+				// What decides the verdict was confirmed: a control twin
+				// and a third set of secrets ran.
+				var roles []string
+				for _, x := range rep.Twins.Runs {
+					roles = append(roles, x.Role)
+				}
+				if !slices.Contains(roles, "control") || !slices.Contains(roles, "confirm") {
+					t.Errorf("twins %v: the dependency was not confirmed", roles)
+				}
 				if slices.Contains(rep.rules(), "SBX-EXFIL-001") {
 					t.Errorf("a detector read the encrypted bytes (SBX-EXFIL-001): the test no longer tests twins")
 				}
