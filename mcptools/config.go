@@ -190,6 +190,11 @@ func (c Config) userEnv() []string {
 		"SHELL=/bin/bash",
 		"PATH=/usr/local/bin:/usr/bin:/bin",
 		"LANG=C.UTF-8",
+		// An agent's shell has no terminal: the editor git starts for a
+		// message or a rebase's todo (vim, with output to a pipe) waits
+		// until the call's timeout. Agent harnesses set GIT_EDITOR so that
+		// git takes the message or todo as it is and goes on.
+		"GIT_EDITOR=true",
 	}
 	seen := map[string]int{}
 	for i, kv := range env {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/sandboxctl/sandboxctl/reports"
 	"github.com/sandboxctl/sandboxctl/rules"
@@ -42,18 +43,51 @@ func stealthReason(p Plan, rep *reports.Report) string {
 	return "tells read: " + strings.Join(tells, ", ")
 }
 
+const unwatchedSuffix = "-unwatched"
+
+// derivedID is the trace id of a pass of the trace id: id with suffix, id
+// cut so that the whole fits a label value and a container name (63).
+func derivedID(id, suffix string) string {
+	if len(id)+len(suffix) > 63 {
+		id = strings.TrimRight(id[:63-len(suffix)], "-")
+	}
+	return id + suffix
+}
+
+// PassTraceIDs are the trace ids every pass of the trace id may label its
+// Docker objects with: the trace's own, its unwatched pass's and its twins'.
+// Cleanup after a trace that was killed (a sweep's budget, a server's
+// shutdown) removes them all.
+func PassTraceIDs(id string) []string {
+	ids := []string{id, derivedID(id, unwatchedSuffix)}
+	for _, role := range []string{TwinSame, TwinOther, TwinControl, TwinConfirm} {
+		ids = append(ids, derivedID(id, twinSuffix+role))
+	}
+	return ids
+}
+
+// AttemptBudget is the longest a trace of p may take, setup and teardown
+// included: each of its passes that run one after the other (the watched
+// pass, the unwatched pass, two rounds of twins) may take the plan's
+// timeout, and setup and collection two minutes.
+func AttemptBudget(p Plan) time.Duration {
+	passes := 1
+	if p.Stealth != StealthOff {
+		passes++
+	}
+	if p.Twins != TwinsOff {
+		passes += 2
+	}
+	return time.Duration(passes)*p.Limits.Timeout + 2*time.Minute
+}
+
 // unwatchedPlan is p for the unwatched pass: the same skill, driver and
 // limits, the same user and host names (so that the passes' paths and
 // destinations compare), a trace id of its own and a freshly seeded home.
 func unwatchedPlan(p Plan, first *run) Plan {
 	up := p
 	up.Unwatched = true
-	const suffix = "-unwatched"
-	id := p.TraceID
-	if len(id)+len(suffix) > 63 {
-		id = strings.TrimRight(id[:63-len(suffix)], "-")
-	}
-	up.TraceID = id + suffix
+	up.TraceID = derivedID(p.TraceID, unwatchedSuffix)
 	if first != nil && first.home != nil {
 		up.User, up.Hostname = first.home.User, first.home.Hostname
 	}

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
-	"strings"
 	"sync"
 	"time"
 
@@ -46,6 +45,8 @@ const (
 	TwinControl = "control" // the original's secrets again: noise control
 	TwinConfirm = "confirm" // secrets of a third value, longer still: confirmation
 )
+
+const twinSuffix = "-twin-"
 
 // TwinGrow is how many characters a twin with other secrets adds to every
 // run of characters its secrets are made of: enough that a secret's length
@@ -115,12 +116,7 @@ func twinPlan(p Plan, st *run, spec TwinSpec) Plan {
 		tp.User, tp.Hostname = st.home.User, st.home.Hostname
 	}
 	tp.TimeZone = st.system.TimeZone
-	suffix := "-twin-" + spec.Role
-	id := p.TraceID
-	if len(id)+len(suffix) > 63 {
-		id = strings.TrimRight(id[:63-len(suffix)], "-")
-	}
-	tp.TraceID = id + suffix
+	tp.TraceID = derivedID(p.TraceID, twinSuffix+spec.Role)
 	return tp
 }
 

@@ -178,3 +178,15 @@ func openEngine(ctx context.Context, e env, image string) (eng engine, ok bool) 
 	}
 	return engine{rt: rt, bin: bin, image: image, imageID: id}, true
 }
+
+// gcPasses removes the Docker objects of every pass of the trace id
+// (orchestrator.PassTraceIDs): what a trace killed mid-way left behind.
+func gcPasses(ctx context.Context, rt orchestrator.Runtime, id string) error {
+	var errs []error
+	for _, x := range orchestrator.PassTraceIDs(id) {
+		if _, err := rt.GC(ctx, x); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}

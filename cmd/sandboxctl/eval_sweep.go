@@ -69,12 +69,10 @@ func evalSweep(ctx context.Context, e env, f *evalFlags, plan orchestrator.Plan,
 				Runner: &orchestrator.Runner{Runtime: rt, Binary: bin, Version: version(), Log: debugLog(e), EngineDiff: f.trace.engineDiff, Extra: extra},
 				Plan:   plan,
 			},
-			Parallel: f.parallel, Budget: f.trace.timeout + 2*time.Minute, MaxAttempts: f.attempts, Backoff: f.backoff,
+			Parallel: f.parallel, Budget: orchestrator.AttemptBudget(plan), MaxAttempts: f.attempts, Backoff: f.backoff,
 			Owner: sweep.NewOwner(host, os.Getpid()), Dead: sweep.DeadOnHost(host), TraceIDPrefix: "eval",
 			Cleanup: func(ctx context.Context, traceID string) error {
-				_, err1 := rt.GC(ctx, traceID)
-				_, err2 := rt.GC(ctx, traceID+"-unwatched")
-				return errors.Join(err1, err2)
+				return gcPasses(ctx, rt, traceID)
 			},
 		},
 		PlanHash: planHash, Image: imageID,

@@ -135,9 +135,7 @@ func runServe(ctx context.Context, e env, args []string) int {
 			return out.Report, err
 		}),
 		Cleanup: func(ctx context.Context, id string) error {
-			_, err1 := rt.GC(ctx, id)
-			_, err2 := rt.GC(ctx, id+"-unwatched")
-			return errors.Join(err1, err2)
+			return gcPasses(ctx, rt, id)
 		},
 		Plan: plan, Version: version(), ImageID: imageID, Tokens: tokens,
 		Workers: f.workers, MaxQueue: f.maxQueue, MaxUpload: f.maxUpload, MaxTimeout: f.maxTimeout,

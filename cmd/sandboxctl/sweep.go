@@ -80,7 +80,7 @@ func (f *sweepFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&f.resume, "resume", false, "finish the unfinished sweep in --out (after Ctrl-C, kill -9 or a reboot); with SRC, start one when none is unfinished")
 	fs.BoolVar(&f.force, "force", false, "trace every skill, even those judged before under the same key")
 	fs.StringVar(&f.shard, "shard", "", "trace only shard i of N (i/N, by skill hash); merge the shards with sweep merge")
-	fs.DurationVar(&f.budget, "budget", 0, "wall-clock budget of one attempt at a skill, setup included (default: --timeout plus 2m)")
+	fs.DurationVar(&f.budget, "budget", 0, "wall-clock budget of one attempt at a skill, setup included (default: --timeout for each pass that may run, watched, unwatched and two rounds of twins, plus 2m)")
 	fs.IntVar(&f.attempts, "attempts", sweep.DefaultMaxAttempts, "attempts at a skill whose trace fails to observe before it is marked failed")
 	fs.DurationVar(&f.backoff, "backoff", sweep.DefaultBackoff, "wait after a failed attempt, doubled after each")
 	fs.StringVar(&f.prefix, "trace-prefix", "sweep", "start of every trace id (on the containers' sandboxctl.trace label)")
@@ -142,9 +142,6 @@ func runSweep(ctx context.Context, e env, args []string) int {
 			e.errorf("--shard: %v", err)
 			return exitUsage
 		}
-	}
-	if f.budget == 0 {
-		f.budget = f.trace.timeout + 2*time.Minute
 	}
 	for i, s := range srcs {
 		abs, err := filepath.Abs(s)
@@ -223,6 +220,9 @@ func runSweep(ctx context.Context, e env, args []string) int {
 	defer eng.rt.Close()
 	rt, bin, imageID := eng.rt, eng.bin, eng.imageID
 	plan.Image = eng.image
+	if f.budget == 0 {
+		f.budget = orchestrator.AttemptBudget(plan)
+	}
 	planHash, err := sweep.PlanHash(plan, judgeVersion())
 	if err != nil {
 		e.errorf("%v", err)
@@ -286,9 +286,7 @@ func runSweep(ctx context.Context, e env, args []string) int {
 		Parallel: f.parallel, Budget: f.budget, MaxAttempts: f.attempts, Backoff: f.backoff, LeaseTTL: f.lease,
 		Owner: sweep.NewOwner(host, os.Getpid()), Dead: sweep.DeadOnHost(host), TraceIDPrefix: f.prefix,
 		Cleanup: func(ctx context.Context, traceID string) error {
-			_, err1 := rt.GC(ctx, traceID)
-			_, err2 := rt.GC(ctx, traceID+"-unwatched")
-			return errors.Join(err1, err2)
+			return gcPasses(ctx, rt, traceID)
 		},
 		Progress: ui.event,
 	})
