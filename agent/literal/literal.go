@@ -281,7 +281,8 @@ func (p *planner) bash(cmd, file string, line int, reason string) {
 	for _, u := range urlRE.FindAllString(cmd, -1) {
 		p.fetched[trimURL(u)] = true
 	}
-	text := p.carryState(f.text)
+	text := p.carryState(alternativesFirst(p.repoPaths(f.text)))
+	text = makeMissingDirs(text)
 	refs := p.scriptRefs(text)
 	var reads []string
 	for _, r := range refs {
@@ -291,6 +292,73 @@ func (p *planner) bash(cmd, file string, line int, reason string) {
 	p.emit(toolspec.Bash, p.inDir(text, refs), file, line, reason, false, reads)
 	p.noteAssignments(text)
 	p.trackCd(f.text)
+}
+
+// repoPaths rewrites the paths by which text names bundled scripts as the
+// skill's source repository lays them out (python skills/NAME/scripts/x.py,
+// ./plugins/p/skills/NAME/scripts/x.py) to their path in the installed
+// skill folder (scripts/x.py), where the command runs (inDir): an agent
+// finds the script it was told about in the skill it has. Absolute paths
+// and paths from the home or a variable are left as they are.
+func (p *planner) repoPaths(text string) string {
+	base := path.Base(p.dir)
+	for sp := range p.scripts {
+		needle := "/" + base + "/" + sp
+		var b strings.Builder
+		rest := text
+		for {
+			j := strings.Index(rest, needle)
+			if j < 0 {
+				break
+			}
+			end := j + len(needle)
+			if end < len(rest) && isPathChar(rest[end]) {
+				b.WriteString(rest[:end])
+				rest = rest[end:]
+				continue
+			}
+			start := j
+			for start > 0 && isPathChar(rest[start-1]) {
+				start--
+			}
+			if c := rest[start]; c == '/' || c == '~' || start > 0 && (rest[start-1] == '$' || rest[start-1] == '}') {
+				b.WriteString(rest[:end])
+			} else {
+				b.WriteString(rest[:start] + sp)
+			}
+			rest = rest[end:]
+		}
+		text = b.String() + rest
+	}
+	return text
+}
+
+// altRE matches an option whose value the instructions give as a list of
+// alternatives (--platform=github|gitlab|circleci): the shell reads a pipe.
+var altRE = regexp.MustCompile(`(--[A-Za-z][\w-]*=)([\w.:/-]+)((?:\|[\w.:/-]+)+)`)
+
+// alternativesFirst picks the first of the alternatives an option lists,
+// as an agent picks one.
+func alternativesFirst(text string) string {
+	return altRE.ReplaceAllString(text, "$1$2")
+}
+
+// homeCdRE is a line that moves into a folder of the home by its path.
+var homeCdRE = regexp.MustCompile(`(?m)^(\s*)cd (~/[A-Za-z0-9_][^\s;&|'"$\x60]*)(\s*(?:&&|;|$))`)
+
+// makeMissingDirs makes the home folder a line moves into before it does
+// (cd ~/Desktop/receipts-to-sort && ...): the user the skill was written
+// for has the folder its steps work in, and without it every step after
+// the cd fails. A folder that exists is left as it is (mkdir -p); hidden
+// folders (~/.ssh, ~/.config/...) are never made.
+func makeMissingDirs(text string) string {
+	return homeCdRE.ReplaceAllStringFunc(text, func(m string) string {
+		sm := homeCdRE.FindStringSubmatch(m)
+		if strings.Contains(sm[2], "/.") {
+			return m
+		}
+		return sm[1] + "mkdir -p " + sm[2] + " && cd " + sm[2] + sm[3]
+	})
 }
 
 var varRefRE = regexp.MustCompile(`\$\{?([A-Z][A-Z0-9_]{2,})\b`)

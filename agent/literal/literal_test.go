@@ -225,6 +225,21 @@ func TestWorkdir(t *testing.T) {
 		{name: "a bundled script runs from the skill", workdir: proj, body: "```bash\npython3 scripts/report.py\n```\n",
 			files: map[string]string{"scripts/report.py": "print('ok')\n"},
 			want:  []string{"cd /home/u/.agents/skills/wd && python3 scripts/report.py"}},
+		{name: "a bundled script named by its path in the source repository", workdir: proj,
+			body:  "```bash\npython skills/wd/scripts/report.py --list\npython ./plugins/x/skills/wd/scripts/report.py\n```\n",
+			files: map[string]string{"scripts/report.py": "print('ok')\n"},
+			want:  []string{"cd /home/u/.agents/skills/wd && python scripts/report.py --list\npython scripts/report.py"}},
+		{name: "the installed path and another skill's script are left alone", workdir: proj,
+			body:  "```bash\npython ~/.agents/skills/wd/scripts/report.py\npython skills/other/scripts/report2.py\n```\n",
+			files: map[string]string{"scripts/report.py": "print('ok')\n"},
+			want:  []string{"cd /home/u/.agents/skills/wd && python /home/u/.agents/skills/wd/scripts/report.py\npython skills/other/scripts/report2.py"}},
+		{name: "an option's alternatives: the first", workdir: proj,
+			body: "```bash\ndeployctl plan --env=staging|production --region=eu-west-1 | tee plan.txt\n```\n",
+			want: []string{"cd " + proj + " && deployctl plan --env=staging --region=eu-west-1 | tee plan.txt"}},
+		{name: "the home folder the steps work in is made", workdir: proj,
+			body: "```bash\ncd ~/Desktop/receipts-to-sort && find . -name '*.pdf'\n```\n\n```bash\ncd ~/.ssh && ls\n```\n",
+			want: []string{"cd " + proj + " && mkdir -p ~/Desktop/receipts-to-sort && cd ~/Desktop/receipts-to-sort && find . -name '*.pdf'",
+				"cd ~/Desktop/receipts-to-sort && cd ~/.ssh && ls"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
