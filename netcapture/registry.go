@@ -40,8 +40,10 @@ import (
 // and the event says which registry it was.
 //
 // Every package gets the same stub: npm tarballs hold a package.json
-// without install scripts, an index.js exporting an empty object and its
-// executables; wheels hold a module and its console scripts. The
+// without install scripts, an index.js exporting a stand-in for whatever
+// the real package exports (jsIndex) and its executables; wheels and sdists
+// hold a module standing in for whatever the real one provides (pyInit) and
+// its console scripts. The
 // executables are the package's own name and the names the configuration
 // gives it (Config.PackageBins: the names the skill runs after installing
 // it, see AddPackageBins), so `npm i -g @scope/tool-cli` followed by `tool
@@ -308,7 +310,7 @@ func buildNPMTarball(name, version string, bins []string) []byte {
 	short := name[strings.LastIndex(name, "/")+1:]
 	files := []tarFile{
 		{"package/package.json", 0o644, append(manifest, '\n')},
-		{"package/index.js", 0o644, []byte("'use strict';\nmodule.exports = {};\n")},
+		{"package/index.js", 0o644, []byte(jsIndex)},
 		{"package/cli.js", 0o755, []byte(nodeCLI(short, version))},
 		{"package/README.md", 0o644, []byte("# " + name + "\n")},
 	}
@@ -504,6 +506,182 @@ func wheel(name, version string, bins []string) []byte {
 	return cachedStub("wheel", name, version, bins, func() []byte { return buildWheel(name, version, bins) })
 }
 
+// pyInit is the stub module's __init__: it stands in for whatever the real
+// package provides, so that a script that installed it and imports from it
+// (from anthropic import Anthropic; import pandas as pd; from mcp.server
+// import Server) goes on to do what it was written to do, which is what the
+// trace is there to see. Any name is a class of stand-ins (capitalised: it
+// can be subclassed and checked with isinstance) or a stand-in; a
+// stand-in can be called (a decorator hands back what it decorates),
+// indexed, iterated (two stand-ins: enough to unpack a pair, as
+// "read, write = streams" and "for key, value in d.items()" do), entered,
+// awaited, compared and formatted (as ""); submodules are stand-in modules
+// too.
+func pyInit(version string) string {
+	return "__version__ = " + strconv.Quote(version) + "\n" + pyStandIn
+}
+
+const pyStandIn = `
+import importlib.abc as _abc
+import importlib.util as _util
+import sys as _sys
+import types as _types
+
+
+class _Stand:
+    def __init__(self, *args, **kwargs):
+        pass
+
+    def __call__(self, *args, **kwargs):
+        if len(args) == 1 and not kwargs and callable(args[0]):
+            return args[0]
+        return _Stand()
+
+    def __getattr__(self, name):
+        if name.startswith("__") and name.endswith("__"):
+            raise AttributeError(name)
+        return _Stand()
+
+    def __getitem__(self, key):
+        return _Stand()
+
+    def __setitem__(self, key, value):
+        pass
+
+    def __delitem__(self, key):
+        pass
+
+    def __iter__(self):
+        return iter((_Stand(), _Stand()))
+
+    def __aiter__(self):
+        return self
+
+    async def __anext__(self):
+        raise StopAsyncIteration
+
+    def __len__(self):
+        return 0
+
+    def __bool__(self):
+        return True
+
+    def __contains__(self, item):
+        return False
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+    async def __aenter__(self):
+        return self
+
+    async def __aexit__(self, *exc):
+        return False
+
+    def __await__(self):
+        return iter(())
+
+    def __str__(self):
+        return ""
+
+    def __repr__(self):
+        return "<%s object>" % __name__
+
+    def __format__(self, spec):
+        return ""
+
+    def __int__(self):
+        return 0
+
+    def __index__(self):
+        return 0
+
+    def __float__(self):
+        return 0.0
+
+    def __mro_entries__(self, bases):
+        return (_Stand,)
+
+    def _same(self, *args):
+        return self
+
+    __add__ = __radd__ = __sub__ = __rsub__ = __mul__ = __rmul__ = _same
+    __truediv__ = __rtruediv__ = __floordiv__ = __mod__ = __pow__ = _same
+    __and__ = __or__ = __xor__ = __neg__ = __pos__ = __invert__ = _same
+    __lt__ = __le__ = __gt__ = __ge__ = lambda self, other: False
+
+
+def _stand(name):
+    if name[:1].isupper():
+        return type(name, (_Stand,), {"__module__": __name__})
+    return _Stand()
+
+
+def __getattr__(name):
+    if name.startswith("__") and name.endswith("__"):
+        raise AttributeError(name)
+    value = _stand(name)
+    globals()[name] = value
+    return value
+
+
+class _Finder(_abc.MetaPathFinder, _abc.Loader):
+    def find_spec(self, fullname, path=None, target=None):
+        if fullname.startswith(__name__ + "."):
+            return _util.spec_from_loader(fullname, self, is_package=True)
+        return None
+
+    def create_module(self, spec):
+        module = _types.ModuleType(spec.name)
+        module.__path__ = []
+
+        def attr(name):
+            if name.startswith("__") and name.endswith("__"):
+                raise AttributeError(name)
+            value = _stand(name)
+            setattr(module, name, value)
+            return value
+
+        module.__getattr__ = attr
+        return module
+
+    def exec_module(self, module):
+        pass
+
+
+_sys.meta_path.append(_Finder())
+`
+
+// jsIndex is the stub package's main: a stand-in for whatever the real
+// package exports (require('x').Client, new X(), x.fn().then(...),
+// await x.connect()), so that a script that installed it goes on.
+const jsIndex = `'use strict';
+function stand() {
+  const target = function () {};
+  return new Proxy(target, {
+    get(t, key) {
+      if (key === Symbol.toPrimitive) return () => '';
+      if (key === Symbol.iterator) return function* () {};
+      if (key === 'then') return undefined;
+      if (key === 'toString' || key === 'valueOf') return () => '';
+      if (key === '__esModule') return false;
+      if (typeof key === 'symbol') return undefined;
+      return stand();
+    },
+    apply(t, self, args) {
+      if (args.length === 1 && typeof args[0] === 'function') return args[0];
+      return stand();
+    },
+    construct() { return stand(); },
+    has() { return true; },
+  });
+}
+module.exports = stand();
+`
+
 // pyMain is the stub module's __main__: main() answers as NAME, the name
 // it was run under.
 func pyMain(name, version string) string {
@@ -534,7 +712,7 @@ func buildWheel(name, version string, bins []string) []byte {
 		name string
 		data []byte
 	}{
-		{mod + "/__init__.py", []byte("__version__ = " + strconv.Quote(version) + "\n")},
+		{mod + "/__init__.py", []byte(pyInit(version))},
 		{mod + "/__main__.py", []byte(main)},
 		{di + "/METADATA", []byte("Metadata-Version: 2.1\nName: " + name + "\nVersion: " + version + "\nSummary: Utilities for " + name + "\nLicense: MIT\nRequires-Python: >=3.8\n")},
 		{di + "/WHEEL", []byte("Wheel-Version: 1.0\nGenerator: bdist_wheel (0.42.0)\nRoot-Is-Purelib: true\nTag: py3-none-any\n")},
@@ -573,7 +751,7 @@ func buildSdist(name, version string) []byte {
 	return tarGz([]tarFile{
 		{root + "PKG-INFO", 0o644, []byte("Metadata-Version: 2.1\nName: " + name + "\nVersion: " + version + "\nSummary: Utilities for " + name + "\n")},
 		{root + "pyproject.toml", 0o644, []byte("[build-system]\nrequires = [\"setuptools>=61\"]\nbuild-backend = \"setuptools.build_meta\"\n\n[project]\nname = " + strconv.Quote(name) + "\nversion = " + strconv.Quote(version) + "\n")},
-		{root + mod + "/__init__.py", 0o644, []byte("__version__ = " + strconv.Quote(version) + "\n")},
+		{root + mod + "/__init__.py", 0o644, []byte(pyInit(version))},
 	}, pkgTime)
 }
 
