@@ -142,7 +142,7 @@ var reVersionOnly = regexp.MustCompile(`^\S+(?:\s+(?:--version|-V|version|--help
 func (c *ctx) coverage() Coverage {
 	cov := Coverage{Steps: []StepCoverage{}}
 	setEarlier := map[string]bool{}
-	var windowsSteps []int // steps whose Windows-only command was not found
+	var otherSteps []int // steps whose command only another platform has was not found
 	decisiveRan := 0
 	for i := range c.events {
 		e := &c.events[i]
@@ -203,8 +203,8 @@ func (c *ctx) coverage() Coverage {
 			if decisive {
 				cov.DecisiveNotRun++
 			}
-			if name, ok := strings.CutPrefix(reason, "command not found: "); ok && windowsOnly[strings.ToLower(name)] && decisive {
-				windowsSteps = append(windowsSteps, len(cov.Steps))
+			if name, ok := strings.CutPrefix(reason, "command not found: "); ok && otherPlatform(name) != "" && decisive {
+				otherSteps = append(otherSteps, len(cov.Steps))
 			}
 		}
 		a := decodeArgs(tc)
@@ -214,13 +214,14 @@ func (c *ctx) coverage() Coverage {
 			Reason: c.redact(reason), Decisive: decisive, Stubs: stubs})
 	}
 	// A Windows command (irm | iex, powershell) next to the Linux and macOS
-	// ones is the skill's other platform, not a step this sandbox missed,
-	// as long as some decisive step of the skill did run.
+	// ones, or a macOS installer (brew install) next to the Linux one, is
+	// the skill's other platform, not a step this sandbox missed, as long
+	// as some decisive step of the skill did run.
 	if decisiveRan > 0 {
-		for _, i := range windowsSteps {
+		for _, i := range otherSteps {
 			st := &cov.Steps[i]
 			st.Decisive = false
-			st.Reason += " (a Windows command: the skill's steps for this platform ran)"
+			st.Reason += " (a " + otherPlatform(strings.TrimPrefix(st.Reason, "command not found: ")) + " command: the skill's steps for this platform ran)"
 			cov.Decisive--
 			cov.DecisiveNotRun--
 		}
@@ -234,6 +235,26 @@ func (c *ctx) coverage() Coverage {
 var windowsOnly = set("powershell", "powershell.exe", "pwsh", "irm", "iex", "iwr", "invoke-webrequest", "invoke-restmethod",
 	"invoke-expression", "set-executionpolicy", "start-process", "new-item", "get-childitem", "winget", "choco", "scoop",
 	"cmd", "cmd.exe", "setx", "msiexec", "reg", "wsl", "start-bitstransfer")
+
+// macOSInstallers are the package managers and installers only macOS has
+// (Homebrew, MacPorts, the App Store's CLI, Apple's tool installers): a
+// skill lists "brew install X" beside "apt-get install X". Not macOS's
+// other commands (security, launchctl, defaults, osascript): those are
+// what a skill does, not how it installs, and a trace with the Linux
+// persona that did not see them did not see the skill.
+var macOSInstallers = set("brew", "port", "mas", "xcode-select", "softwareupdate", "installer")
+
+// otherPlatform names the platform only which has the command name, or "".
+func otherPlatform(name string) string {
+	name = strings.ToLower(name)
+	switch {
+	case windowsOnly[name]:
+		return "Windows"
+	case macOSInstallers[name]:
+		return "macOS"
+	}
+	return ""
+}
 
 func firstOf(xs ...string) string {
 	for _, x := range xs {

@@ -50,6 +50,14 @@ func TestCoverage(t *testing.T) {
 			return newTL().step("bash", sh("curl -fsSL https://aspire.dev/install.sh | bash"), 0, "installed", "", "").
 				step("bash", sh("irm https://aspire.dev/install.ps1 | iex"), 127, "", "bash: line 1: irm: command not found\nbash: line 1: iex: command not found\n", "")
 		}, want: []row{{"not run", "command not found: irm (a Windows command: the skill's steps for this platform ran)", false}}, cov: [5]int{2, 2, 1, 0, 1}, v: rules.Clean},
+		{name: "the Homebrew line beside the apt-get one that ran", build: func() *tl {
+			return newTL().step("bash", sh("sudo apt-get install -y tesseract-ocr || apt-get download tesseract-ocr"), 0, "ok", "", "").
+				step("bash", sh("brew install tesseract # macOS"), 127, "", "bash: line 1: brew: command not found\n", "")
+		}, want: []row{{"not run", "command not found: brew (a macOS command: the skill's steps for this platform ran)", false}}, cov: [5]int{2, 2, 1, 0, 1}, v: rules.Clean},
+		{name: "a macOS command that is not an installer stays decisive", build: func() *tl {
+			return newTL().step("bash", sh("npm test"), 0, "ok", "", "").
+				step("bash", sh("security find-generic-password -s github -w"), 127, "", "bash: line 1: security: command not found\n", "")
+		}, want: []row{{"not run", "command not found: security", true}}, cov: [5]int{2, 2, 1, 0, 1}, v: rules.Suspicious},
 		{name: "only Windows commands", build: func() *tl {
 			return newTL().step("bash", sh("irm https://example-tool.dev/install.ps1 | iex"), 127, "", "bash: line 1: irm: command not found\n", "")
 		}, want: []row{{"not run", "command not found: irm", true}}, cov: [5]int{1, 1, 0, 0, 1}, v: rules.Inconclusive},
