@@ -124,3 +124,58 @@ func TestUVShim(t *testing.T) {
 		}
 	})
 }
+
+// TestSudoShim runs the image's sudo as a skill would: what it is asked
+// runs as the user, options are taken as sudo takes them, and the
+// questions sudo answers itself are answered.
+func TestSudoShim(t *testing.T) {
+	src, err := sandboxctl.ImageContext.ReadFile("sandbox-image/sudo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	sudo := filepath.Join(dir, "sudo")
+	if err := os.WriteFile(sudo, src, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	uid, err := exec.Command("id", "-u").Output()
+	if err != nil {
+		t.Skip("no id")
+	}
+	out := filepath.Join(dir, "out")
+	tests := []struct {
+		name     string
+		argv     []string
+		stdin    string
+		want     string
+		wantCode int
+	}{
+		{name: "runs as the user", argv: []string{"id", "-u"}, want: strings.TrimSpace(string(uid))},
+		{name: "options and a target user", argv: []string{"-E", "-H", "-u", "root", "--", "echo", "ran"}, want: "ran"},
+		{name: "a variable assignment", argv: []string{"DEBIAN_FRONTEND=noninteractive", "sh", "-c", "echo $DEBIAN_FRONTEND"}, want: "noninteractive"},
+		{name: "tee from a pipe", argv: []string{"tee", out}, stdin: "line\n", want: "line"},
+		{name: "a shell with a command", argv: []string{"-s", "echo", "from", "shell"}, want: "from shell"},
+		{name: "validate", argv: []string{"-v"}},
+		{name: "list", argv: []string{"-l"}, want: "(ALL : ALL) ALL"},
+		{name: "version", argv: []string{"--version"}, want: "Sudo version"},
+		{name: "no command", argv: []string{"-E"}, want: "usage: sudo", wantCode: 1},
+		{name: "the command's exit status", argv: []string{"sh", "-c", "exit 7"}, wantCode: 7},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			cmd := exec.Command(sudo, tc.argv...)
+			cmd.Env = []string{"PATH=/usr/bin:/bin", "SHELL=/bin/sh"}
+			cmd.Stdin = strings.NewReader(tc.stdin)
+			b, err := cmd.CombinedOutput()
+			code := 0
+			if ee, ok := err.(*exec.ExitError); ok {
+				code = ee.ExitCode()
+			} else if err != nil {
+				t.Fatal(err)
+			}
+			if code != tc.wantCode || !strings.Contains(string(b), tc.want) {
+				t.Errorf("sudo %q: exit %d, output %q; want exit %d and %q", tc.argv, code, b, tc.wantCode, tc.want)
+			}
+		})
+	}
+}

@@ -279,8 +279,9 @@ func reconRules() {
 func privRules() {
 	def(Rule{ID: "SBX-PRIV-001", Family: "privilege-escalation", Title: "sudo used",
 		Severity: Low, Confidence: ConfMedium, Technique: "T1548.003",
-		Help: "The skill ran a command through sudo, doas or runuser. The sandbox user has no sudo " +
-			"rights; installers do this too (sudo apt-get install), so on its own it is low. A root " +
+		Help: "The skill ran a command through sudo, doas or runuser. The sandbox's sudo runs what it is " +
+			"asked as the user, never as root (docs/sandbox.md), so the step goes on and what it tries " +
+			"shows; installers do this too (sudo apt-get install), so on its own it is low. A root " +
 			"shell or a piped password is SBX-PRIV-004."},
 		func(c *ctx, r *Rule) {
 			for _, cm := range c.cmds {
