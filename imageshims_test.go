@@ -179,3 +179,54 @@ func TestSudoShim(t *testing.T) {
 		})
 	}
 }
+
+// TestBunShim runs the image's bun and bunx as a skill would: each command
+// goes to npm, npx or node with its arguments (here, stand-ins that print
+// what they were asked).
+func TestBunShim(t *testing.T) {
+	src, err := sandboxctl.ImageContext.ReadFile("sandbox-image/bun")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	for _, tool := range []string{"npm", "npx", "node"} {
+		if err := os.WriteFile(filepath.Join(dir, tool), []byte("#!/bin/sh\necho "+tool+" \"$@\"\n"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(dir, "bun"), src, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("bun", filepath.Join(dir, "bunx")); err != nil {
+		t.Fatal(err)
+	}
+	script := filepath.Join(dir, "server.js")
+	if err := os.WriteFile(script, []byte("console.log(1)\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		argv []string
+		want string
+	}{
+		{[]string{"bun", "--version"}, "1.1.38"},
+		{[]string{"bun", "install"}, "npm install"},
+		{[]string{"bun", "add", "-g", "@acme/cli"}, "npm install -g @acme/cli"},
+		{[]string{"bun", "run", "dev", "--port", "3000"}, "npm run dev --port 3000"},
+		{[]string{"bun", "run", script}, "node " + script},
+		{[]string{"bun", script, "--x"}, "node " + script + " --x"},
+		{[]string{"bun", "build"}, "npm run build"},
+		{[]string{"bun", "create", "expo-app", "my-app"}, "npm create --yes expo-app my-app"},
+		{[]string{"bun", "x", "prettier", "--write", "."}, "npx --yes prettier --write ."},
+		{[]string{"bunx", "create-expo-module", "--local"}, "npx --yes create-expo-module --local"},
+	}
+	for _, tc := range tests {
+		t.Run(strings.Join(tc.argv, " "), func(t *testing.T) {
+			cmd := exec.Command(filepath.Join(dir, tc.argv[0]), tc.argv[1:]...)
+			cmd.Env = []string{"PATH=" + dir + ":/usr/bin:/bin"}
+			b, err := cmd.CombinedOutput()
+			if err != nil || strings.TrimSpace(string(b)) != tc.want {
+				t.Errorf("%q: %v, output %q, want %q", tc.argv, err, b, tc.want)
+			}
+		})
+	}
+}

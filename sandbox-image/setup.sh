@@ -47,6 +47,10 @@ ln -s uv /usr/local/bin/uvx
 # sudo, which the developer may use: it runs what it is asked as the user
 # (the sandbox gives no privilege), so the step goes on (the file says why).
 install -m 4755 -o root -g root "$here/sudo" /usr/bin/sudo
+# bun and bunx, which Debian does not package, on node, npm and npx (the
+# file says what each command does).
+install -m 0755 "$here/bun" /usr/local/bin/bun
+ln -s bun /usr/local/bin/bunx
 # pip installs into the user's site-packages as on a workstation whose
 # owner has turned PEP 668's refusal off, instead of stopping with
 # "externally-managed-environment" (pip, pip3 and python -m pip read it).
