@@ -378,37 +378,38 @@ func (p *planner) entryScript(f *skill.File, file string, line int, reason strin
 	if file == "" {
 		file, line = p.anchor()
 	}
+	// A script runs where the agent works (the project), by its path in
+	// the skill folder: what it writes to its working folder goes there.
+	where := p.inDir("", nil)
+	script := shellQuote(path.Join(p.dir, f.Path))
 	if f.Binary {
-		p.emit(toolspec.Bash, "cd "+shellQuote(p.dir)+" && ./"+shellQuote(f.Path), file, line, reason, true, envReads(string(f.Content), false))
+		p.emit(toolspec.Bash, where+script, file, line, reason, true, envReads(string(f.Content), false))
 		return
 	}
 	in := interpreter(*f)
-	run := in + " " + shellQuote(f.Path)
+	run := where + in + " " + script
 	if path.Base(f.Path) == "__main__.py" && path.Dir(f.Path) != "." {
 		// A package's __main__: python3 -m pkg, from the package's parent.
 		pkg := path.Dir(f.Path)
-		run = in + " -m " + path.Base(pkg)
-		if path.Dir(pkg) != "." {
-			run = "cd " + shellQuote(path.Dir(pkg)) + " && " + run
-		}
+		run = "cd " + shellQuote(path.Join(p.dir, path.Dir(pkg))) + " && " + in + " -m " + path.Base(pkg)
 	}
 	reads := envReads(string(f.Content), false)
 	src := string(f.Content)
 	if args, ok := textUsage(p.codeTexts(), path.Base(f.Path)); ok {
-		p.emit(toolspec.Bash, "cd "+shellQuote(p.dir)+" && "+run+" "+args, file, line, reason, true, reads)
+		p.emit(toolspec.Bash, run+" "+args, file, line, reason, true, reads)
 		return
 	}
 	u := staticUsage(src)
 	hint := cmpOr(p.vals.defaultKind, kindFromExts(src))
 	if !u.takesArgs {
-		p.emit(toolspec.Bash, "cd "+shellQuote(p.dir)+" && "+run, file, line, reason, false, reads)
+		p.emit(toolspec.Bash, run, file, line, reason, false, reads)
 		return
 	}
 	// Ask the script how it is called, then call it so.
-	p.emit(toolspec.Bash, "cd "+shellQuote(p.dir)+" && "+run+" --help", file, line, agent.ReasonUsageProbe, false, reads)
+	p.emit(toolspec.Bash, run+" --help", file, line, agent.ReasonUsageProbe, false, reads)
 	tail, unfilled := p.vals.render(u.args, hint)
 	call := func(tail string, unfilled []string) agent.Proposal {
-		cmd := "cd " + shellQuote(p.dir) + " && " + strings.TrimSpace(run+" "+tail)
+		cmd := strings.TrimSpace(run + " " + tail)
 		tc := agent.ToolCall{Name: toolspec.Bash, SkillFile: file, SkillLine: line, PlanReason: reason}
 		if len(unfilled) > 0 {
 			tc.Arguments = encodeArgs(map[string]any{"command": cmd})

@@ -294,6 +294,36 @@ func (p *planner) bash(cmd, file string, line int, reason string) {
 	p.trackCd(f.text)
 }
 
+// absScripts names the bundled scripts refs that cmd names by their path
+// relative to the skill folder (scripts/x.py, ./scripts/x.py) by their path
+// in it.
+func (p *planner) absScripts(cmd string, refs []string) string {
+	for _, sp := range refs {
+		abs := shellQuote(path.Join(p.dir, sp))
+		var b strings.Builder
+		rest := cmd
+		for {
+			j := strings.Index(rest, sp)
+			if j < 0 {
+				break
+			}
+			end := j + len(sp)
+			start := j
+			if start >= 2 && rest[start-1] == '/' && rest[start-2] == '.' && (start == 2 || !isPathChar(rest[start-3])) {
+				start -= 2 // ./scripts/x.py
+			}
+			if (start > 0 && isPathChar(rest[start-1])) || (end < len(rest) && isPathChar(rest[end])) {
+				b.WriteString(rest[:end])
+			} else {
+				b.WriteString(rest[:start] + abs)
+			}
+			rest = rest[end:]
+		}
+		cmd = b.String() + rest
+	}
+	return cmd
+}
+
 // repoPaths rewrites the paths by which text names bundled scripts as the
 // skill's source repository lays them out (python skills/NAME/scripts/x.py,
 // ./plugins/p/skills/NAME/scripts/x.py) to their path in the installed
@@ -389,10 +419,16 @@ func (p *planner) carryState(cmd string) string {
 }
 
 // inDir prefixes cmd with the directory it runs in: the skill folder when
-// it names bundled scripts, else the directory an earlier cd moved to.
+// it names bundled files other than scripts by their relative path (make -f
+// Makefile, --config config.yaml), else the directory an earlier cd moved
+// to (the project). The bundled scripts it names by their relative path
+// are named by their path in the skill folder (absScripts): an agent runs a
+// skill's script where it works, the user's project, so that what the
+// script writes to its working folder goes there and not into the skill.
 func (p *planner) inDir(cmd string, refs []string) string {
+	cmd = p.absScripts(cmd, refs)
 	switch {
-	case len(refs) > 0 || p.namesBundled(cmd):
+	case p.namesBundled(cmd):
 		return "cd " + shellQuote(p.dir) + " && " + cmd
 	case p.cwd != "":
 		return "cd " + p.cwd + " && " + cmd

@@ -187,7 +187,7 @@ func TestDriverUsageProbe(t *testing.T) {
 		t.Fatalf("calls %+v", res.Calls)
 	}
 	got := res.Calls[1].Call
-	want := `{"command":"cd /home/u/.agents/skills/entrypoints && python3 scripts/analyze.py --format md /home/u/Documents/Q3-roadmap.pptx"}`
+	want := `{"command":"python3 /home/u/.agents/skills/entrypoints/scripts/analyze.py --format md /home/u/Documents/Q3-roadmap.pptx"}`
 	if string(got.Arguments) != want || got.PlanReason != agent.ReasonPlaceholder {
 		t.Errorf("call after the probe = %s (%s), want %s", got.Arguments, got.PlanReason, want)
 	}
@@ -222,17 +222,20 @@ func TestWorkdir(t *testing.T) {
 			want: []string{"cd " + proj + " && cd docs", "cd " + proj + "/docs && make html"}},
 		{name: "cd home leaves the project", workdir: proj, body: "```bash\ncd ~\n```\n\n```bash\ngit log\n```\n",
 			want: []string{"cd " + proj + " && cd ~", "cd ~ && git log"}},
-		{name: "a bundled script runs from the skill", workdir: proj, body: "```bash\npython3 scripts/report.py\n```\n",
+		{name: "a bundled script runs in the project, by its path in the skill", workdir: proj, body: "```bash\npython3 scripts/report.py\n```\n",
 			files: map[string]string{"scripts/report.py": "print('ok')\n"},
-			want:  []string{"cd /home/u/.agents/skills/wd && python3 scripts/report.py"}},
+			want:  []string{"cd " + proj + " && python3 /home/u/.agents/skills/wd/scripts/report.py"}},
+		{name: "a command naming other bundled files runs in the skill", workdir: proj, body: "```bash\n./scripts/report.py --config config.yaml\n```\n",
+			files: map[string]string{"scripts/report.py": "print('ok')\n", "config.yaml": "a: 1\n"},
+			want:  []string{"cd /home/u/.agents/skills/wd && /home/u/.agents/skills/wd/scripts/report.py --config config.yaml"}},
 		{name: "a bundled script named by its path in the source repository", workdir: proj,
 			body:  "```bash\npython skills/wd/scripts/report.py --list\npython ./plugins/x/skills/wd/scripts/report.py\n```\n",
 			files: map[string]string{"scripts/report.py": "print('ok')\n"},
-			want:  []string{"cd /home/u/.agents/skills/wd && python scripts/report.py --list\npython scripts/report.py"}},
+			want:  []string{"cd " + proj + " && python /home/u/.agents/skills/wd/scripts/report.py --list\npython /home/u/.agents/skills/wd/scripts/report.py"}},
 		{name: "the installed path and another skill's script are left alone", workdir: proj,
 			body:  "```bash\npython ~/.agents/skills/wd/scripts/report.py\npython skills/other/scripts/report2.py\n```\n",
 			files: map[string]string{"scripts/report.py": "print('ok')\n"},
-			want:  []string{"cd /home/u/.agents/skills/wd && python /home/u/.agents/skills/wd/scripts/report.py\npython skills/other/scripts/report2.py"}},
+			want:  []string{"cd " + proj + " && python /home/u/.agents/skills/wd/scripts/report.py\npython skills/other/scripts/report2.py"}},
 		{name: "an option's alternatives: the first", workdir: proj,
 			body: "```bash\ndeployctl plan --env=staging|production --region=eu-west-1 | tee plan.txt\n```\n",
 			want: []string{"cd " + proj + " && deployctl plan --env=staging --region=eu-west-1 | tee plan.txt"}},
