@@ -187,6 +187,18 @@ func TestCompareTwins(t *testing.T) {
 				return b
 			},
 			want: []string{"pypi.org http url count"}},
+		{name: "A and AAAA asked in another order (a race, not the secrets)",
+			run: func(r twinRun) *tl {
+				b := newTL().bash("curl https://api.weather.example/forecast", "")
+				qs := []string{"A", "AAAA"}
+				if r.secrets == 1 {
+					qs = []string{"AAAA", "A"}
+				}
+				for _, q := range qs {
+					b.add(trace.SourceDNS, trace.TypeDNSQuery, 0, &trace.DNSQuery{Transport: "udp", Name: "api.weather.example", QType: q, Rcode: "NOERROR"})
+				}
+				return b
+			}},
 		{name: "nothing depends on the secrets",
 			run: func(r twinRun) *tl {
 				return post(newTL().bash("curl", ""), "api.weather.example", ipOf(r, 0), "/forecast", `{"city":"Lyon"}`, nil)
