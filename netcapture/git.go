@@ -9,6 +9,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"strings"
 	"time"
@@ -18,11 +19,15 @@ import (
 
 // Git smart HTTP policy, as a real forge behaves: fetching (upload-pack)
 // is public and serves a small plausible repository (one commit with a
-// README), so clone and fetch succeed; pushing (receive-pack) asks for
-// credentials with 401 and WWW-Authenticate: Basic, as GitHub does, so
-// that git sends the ones it holds (a token in the URL, a credential
-// helper); once any are sent, the push is accepted with a valid
-// report-status. Every request is recorded as a git event (refs, pack
+// README), so clone and fetch succeed; pushing (receive-pack) to a code
+// host (forgeHost) asks for credentials with 401 and WWW-Authenticate:
+// Basic, as GitHub does, so that git sends the ones it holds (a token in
+// the URL, a credential helper); once any are sent, the push is accepted
+// with a valid report-status. Any other host advertises to anyone and reads
+// the push (its refs and pack on record) before it asks with the 401: a
+// push there with no credentials to give used to stop at the discovery's
+// 401 with nothing sent; now what it hands over is in the trace, and one
+// with a token in its URL still sends the token and is accepted. Every request is recorded as a git event (refs, pack
 // size, the pack's objects inflated so planted tokens in pushed files are
 // found); the Authorization header is in the request's HTTP event.
 // Requests are recognised by path and query (info/refs?service=git-...,
@@ -55,7 +60,14 @@ func (r *responder) git(req *http.Request, host, p string, body []byte) (respons
 	ev.User, ev.Authorized = basicUser(req.Header.Get("Authorization"))
 	var resp response
 	switch {
-	case service == svcReceive && !ev.Authorized:
+	case service == svcReceive && !ev.Authorized && forgeHost(host):
+		resp = r.newResponse(http.StatusUnauthorized, "text/plain; charset=utf-8", []byte("Authentication required\n"), "git:auth-required")
+		resp.Header.Set("WWW-Authenticate", `Basic realm="`+gitRealm(host)+`"`)
+	case service == svcReceive && !ev.Authorized && phase == "rpc":
+		// Elsewhere the push is read before anyone is asked who pushes:
+		// its refs and pack are on record, then the 401 has git send the
+		// credentials it holds (a token in the URL) and push again.
+		r.receive(gitBody(req, body), ev)
 		resp = r.newResponse(http.StatusUnauthorized, "text/plain; charset=utf-8", []byte("Authentication required\n"), "git:auth-required")
 		resp.Header.Set("WWW-Authenticate", `Basic realm="`+gitRealm(host)+`"`)
 	case phase == "discovery":
@@ -159,6 +171,28 @@ func basicUser(h string) (string, bool) {
 	user, _, _ := strings.Cut(string(dec), ":")
 	return capString(user, 256), true
 }
+
+// forgeHost says whether host is a code host that asks who pushes: the
+// forges and the hosting services' git endpoints. rules.codeHosts is the
+// same list, for the rule on pushes elsewhere.
+func forgeHost(host string) bool {
+	host = strings.ToLower(host)
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		host = h
+	}
+	for _, f := range forgeSuffixes {
+		if host == f || strings.HasSuffix(host, "."+f) {
+			return true
+		}
+	}
+	return false
+}
+
+// forgeSuffixes are the code hosts (and their subdomains) that require
+// credentials to push.
+var forgeSuffixes = []string{"github.com", "gitlab.com", "bitbucket.org", "codeberg.org", "sr.ht", "dev.azure.com",
+	"visualstudio.com", "heroku.com", "huggingface.co", "gitee.com", "amazonaws.com", "source.developers.google.com",
+	"ghe.com", "gitea.com", "pagure.io", "launchpad.net", "salsa.debian.org", "sourceforge.net"}
 
 func gitRealm(host string) string {
 	switch {

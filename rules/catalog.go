@@ -43,6 +43,7 @@ var families = []family{
 	{"probes", sandboxTellRules},
 	{"reconnaissance", reconRules},
 	{"network", netRules},
+	{"exfiltration", gitRules},
 	{"privilege", privRules},
 	{"destruction", destroyRules},
 	{"self-modification", selfRules},

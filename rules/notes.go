@@ -75,6 +75,8 @@ var ruleNotes = map[string]struct{ needs, twins []string }{
 	"SBX-EXFIL-005":  {[]string{evFinds, evHTTP, evDNS, evConn}, []string{"env LANG=C cmd"}},
 	"SBX-EXFIL-006":  {[]string{evCanary, evHTTP}, nil},
 	"SBX-EXFIL-007":  {[]string{evHTTP, evConn, evDNS, evSocket}, []string{"JSON or form data to a raw IP (SBX-NET-001 only)", "opaque data to a host the DNS named", "a jail event no connect of the skill's processes opened"}},
+	"SBX-EXFIL-008": {[]string{evHTTP},
+		[]string{"a push to the project's own remote on GitHub or GitLab", "a push to git.example.com (a placeholder: medium, no harm)"}},
 	"SBX-HIDDEN-001": {[]string{evSkill}, nil},
 	"SBX-HIDDEN-002": {[]string{evSkill}, nil},
 	"SBX-HIDDEN-003": {[]string{evSkill}, nil},
