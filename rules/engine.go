@@ -154,6 +154,7 @@ type ctx struct {
 	stubs      map[string][]string // per tool call, the vendor CLI stubs it ran (vendorStubs)
 	callText   map[string][]string // per tool call, its arguments and exec argv (writtenText)
 	heads      map[string][]string // per path, the heads of the file-system diff
+	whole      map[string]bool     // per path, whether a head is the whole file (writtenText)
 	httpByCall map[string][]*trace.HTTPExchange
 }
 

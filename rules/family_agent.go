@@ -2,7 +2,9 @@ package rules
 
 import (
 	"fmt"
+	"path"
 	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/sandboxctl/sandboxctl/trace"
@@ -83,12 +85,29 @@ func (c *ctx) writtenText(e *trace.Event, p string) []string {
 			case *trace.FSChange:
 				if len(d.Head) > 0 {
 					c.heads[d.Path] = append(c.heads[d.Path], string(d.Head))
+					if int64(len(d.Head)) >= d.Size {
+						if c.whole == nil {
+							c.whole = map[string]bool{}
+						}
+						c.whole[d.Path] = true
+					}
 				}
 			}
 		}
 	}
+	// A file copied out whole is what was written: the text of the call
+	// that wrote it (a program's command line, python -c "import pandas")
+	// says nothing more, and read as the file it makes a .pth of pip's an
+	// "import" line the call never wrote there.
+	if c.whole[p] {
+		return c.heads[p]
+	}
+	// The call's text tells what was written only when it names the file:
+	// a shell's echo, tee or redirect does; a program that writes files of
+	// its own (python3 -m venv writing a .pth of setuptools', npm writing
+	// its cache) does not, and its command line is not their content.
 	var out []string
-	if call := c.callOf(e); call != "" {
+	if call := c.callOf(e); call != "" && slices.ContainsFunc(c.callText[call], func(t string) bool { return strings.Contains(t, path.Base(p)) }) {
 		out = append(out, c.callText[call]...)
 	}
 	return append(out, c.heads[p]...)
