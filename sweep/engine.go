@@ -22,8 +22,24 @@ import (
 type Job struct {
 	TraceID   string // the id on the trace's containers (orchestrator.LabelTrace)
 	SkillPath string // the skill on the host
+	// SkillID is Skill.ID: the source's base name and the skill's path
+	// in it (Identity drops the source's name).
+	SkillID string
 	// RunDir is the run folder to write ("" for none).
 	RunDir string
+}
+
+// Identity is a skill's registry identity from its sweep skill ID: its path
+// inside its source (publisher/skill in a registry mirror), without the
+// source's own name, which changes with each nightly archive; "" for a
+// source that is the skill itself. A fingerprint store keys the skill's
+// history by it (docs/fingerprints.md).
+func Identity(skillID string) string {
+	_, rel, ok := strings.Cut(skillID, "/")
+	if !ok {
+		return ""
+	}
+	return rel
 }
 
 // A Tracer runs one trace. As with orchestrator.Runner, a non-nil error
@@ -373,7 +389,7 @@ func (e *engine) attempt(ctx context.Context, l *Lease) error {
 		}
 	}()
 	start := e.opt.Now()
-	rep, terr := e.opt.Tracer.Trace(actx, Job{TraceID: l.TraceID, SkillPath: l.Path, RunDir: dir})
+	rep, terr := e.opt.Tracer.Trace(actx, Job{TraceID: l.TraceID, SkillPath: l.Path, SkillID: l.ID, RunDir: dir})
 	close(hbStop)
 	<-hbDone
 

@@ -223,3 +223,45 @@ func TestFingerprintIdentityAcrossFolders(t *testing.T) {
 		}
 	}
 }
+
+// TestSweepFingerprintIdentity (issue 26): the same skill swept from two
+// nights' copies of a mirror (each its own name, as a nightly archive has)
+// shares one fingerprint history under its path in the mirror; neither the
+// folders nor the sources' names are in the key.
+func TestSweepFingerprintIdentity(t *testing.T) {
+	if testing.Short() {
+		t.Skip("end-to-end traces skipped in -short mode")
+	}
+	testenv.RequireDocker(t)
+	testenv.Image(t)
+	bin := testenv.SandboxctlBinary(t)
+	storePath := filepath.Join(t.TempDir(), "fp.db")
+	prefix := newPrefix(t)
+	var srcs []string
+	for _, night := range []string{"mirror-2026-11-28", "mirror-2026-11-29"} {
+		src := filepath.Join(t.TempDir(), night)
+		writeSkillMD(t, filepath.Join(src, "acme", "weather"), "weather", "getent hosts api.open-meteo.com; ls")
+		srcs = append(srcs, src)
+	}
+	for i, src := range srcs {
+		out := filepath.Join(t.TempDir(), "sweep")
+		code, so, se := sweepRun(t, t.Context(), bin, "sweep", "--out", out, "--store", storePath, "--timeout", "3m",
+			"--trace-prefix", prefix, "--stealth-auto=false", "--twins", "off", src)
+		if code != 0 {
+			t.Fatalf("sweep %d: exit %d\nstdout:\n%s\nstderr:\n%s", i+1, code, so, se)
+		}
+		res := sweepResults(t, out)
+		if len(res) != 1 || res[0].Skill.ID != filepath.Base(src)+"/acme/weather" {
+			t.Fatalf("sweep %d: results %+v", i+1, res)
+		}
+	}
+	st, err := store.Open(t.Context(), storePath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	fs, err := st.Fingerprints(t.Context(), "weather")
+	if err != nil || len(fs) != 1 || fs[0].Invocations != 2 || fs[0].Identity != "acme/weather" {
+		t.Fatalf("fingerprints of weather: %+v, %v; want one history of 2 runs under acme/weather", fs, err)
+	}
+}

@@ -18,6 +18,7 @@ import (
 	"github.com/sandboxctl/sandboxctl/orchestrator"
 	"github.com/sandboxctl/sandboxctl/reports"
 	"github.com/sandboxctl/sandboxctl/skill"
+	"github.com/sandboxctl/sandboxctl/sweep"
 )
 
 func init() {
@@ -461,4 +462,55 @@ func (fr *fingerprintRun) record(ctx context.Context, r *reports.Report) error {
 	}
 	r.Fingerprint = &res
 	return nil
+}
+
+// fingerprintTracer is a sweep's tracer with --store: each skill is traced
+// against its fingerprint and its run recorded in the store under its name
+// and its path inside its source (sweep.Identity: publisher/skill in a
+// mirror), never the folder it was unpacked to nor the source's own name,
+// so a nightly sweep of a new archive of the same mirror goes on learning
+// the same history (docs/fingerprints.md).
+type fingerprintTracer struct {
+	runner *orchestrator.Runner
+	plan   orchestrator.Plan
+	st     *store.Store
+	rule   fingerprint.Rule
+}
+
+// Trace implements sweep.Tracer.
+func (t *fingerprintTracer) Trace(ctx context.Context, j sweep.Job) (*reports.Report, error) {
+	p := t.plan
+	p.SkillPath, p.TraceID = j.SkillPath, j.TraceID
+	sk, err := skill.Load(j.SkillPath, skill.Options{})
+	if err != nil {
+		// The pipeline reports a skill it cannot load as it does without
+		// a store.
+		out, err := t.runner.Run(ctx, p, j.RunDir)
+		return out.Report, err
+	}
+	k, err := fingerprintKey(p, sk.Name, sweep.Identity(j.SkillID))
+	if err != nil {
+		return nil, fmt.Errorf("fingerprint of %s: %w", j.SkillID, err)
+	}
+	check, err := t.st.Check(ctx, k, sk.SHA256)
+	if err != nil {
+		return nil, err
+	}
+	r := *t.runner
+	r.Extra = fingerprint.Chain(r.Extra, check.Extra())
+	out, err := r.Run(ctx, p, j.RunDir)
+	if err != nil || out.Report == nil {
+		return out.Report, err
+	}
+	fr := &fingerprintRun{st: t.st, key: k, version: sk.SHA256, rule: t.rule, check: check}
+	if err := fr.record(ctx, out.Report); err != nil {
+		return out.Report, err
+	}
+	if j.RunDir != "" {
+		// The run folder is written again with the fingerprint section.
+		if err := reports.WriteRunDir(j.RunDir, out.Report, out.Transcript); err != nil {
+			return out.Report, fmt.Errorf("write run folder %s: %w", j.RunDir, err)
+		}
+	}
+	return out.Report, nil
 }

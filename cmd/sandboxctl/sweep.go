@@ -14,6 +14,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/sandboxctl/sandboxctl/fingerprint"
+	"github.com/sandboxctl/sandboxctl/fingerprint/store"
 	"github.com/sandboxctl/sandboxctl/orchestrator"
 	"github.com/sandboxctl/sandboxctl/rules"
 	"github.com/sandboxctl/sandboxctl/sweep"
@@ -86,6 +88,8 @@ func (f *sweepFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.prefix, "trace-prefix", "sweep", "start of every trace id (on the containers' sandboxctl.trace label)")
 	fs.IntVar(&f.maxEntries, "max-entries", sweep.DefaultMaxEntries, "entries (files and folders) one archive source may unpack to; an archive over it is refused")
 	fs.DurationVar(&f.lease, "lease", sweep.DefaultLeaseTTL, "how long a skill stays claimed by a worker that stopped renewing it")
+	fs.StringVar(&f.trace.store, "store", "", "record each skill's run in the fingerprint store at PATH (\"default\": ~/.local/share/sandboxctl/fingerprints.db) under its name and sweep skill ID, and compare it with the skill's fingerprint (docs/fingerprints.md)")
+	fs.IntVar(&f.trace.stableAfter, "stable-after", fingerprint.DefaultRule.Threshold, "with --store: invocations before a fingerprint may become stable (the last min(5, N) of them clean)")
 	f.trace.registerCorpus(fs)
 }
 
@@ -280,9 +284,24 @@ func runSweep(ctx context.Context, e env, args []string) int {
 		}()
 		runner.Pool = pool
 	}
+	var tracer sweep.Tracer = &sweep.PipelineTracer{Runner: runner, Plan: plan}
+	if f.trace.store != "" {
+		if f.trace.stableAfter < 1 {
+			e.errorf("--stable-after must be at least 1")
+			return exitUsage
+		}
+		fst, err := store.Open(ctx, storePath(e, f.trace.store))
+		if err != nil {
+			e.errorf("%v", err)
+			return exitFailed
+		}
+		defer fst.Close()
+		tracer = &fingerprintTracer{runner: runner, plan: plan, st: fst,
+			rule: fingerprint.Rule{Threshold: f.trace.stableAfter, Streak: min(fingerprint.DefaultRule.Streak, f.trace.stableAfter)}}
+	}
 	runErr := sweep.Run(ctx, sweep.Options{
 		Dir: f.out, Store: st, RunID: runID,
-		Tracer:   &sweep.PipelineTracer{Runner: runner, Plan: plan},
+		Tracer:   tracer,
 		Parallel: f.parallel, Budget: f.budget, MaxAttempts: f.attempts, Backoff: f.backoff, LeaseTTL: f.lease,
 		Owner: sweep.NewOwner(host, os.Getpid()), Dead: sweep.DeadOnHost(host), TraceIDPrefix: f.prefix,
 		Cleanup: func(ctx context.Context, traceID string) error {
