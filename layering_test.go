@@ -49,7 +49,7 @@ var internalRules = map[string][]string{
 	"userrules": {"trace", "rules", "reports"},
 	// server runs traces through a Tracer given by cmd/ (no engine of
 	// its own) and reuses sweep's result key, archive limits and outcome.
-	"server": {"orchestrator", "reports", "rules", "skill", "sweep", "internal/sqlitedb"},
+	"server": {"orchestrator", "reports", "rules", "skill", "sweep", "internal/sqlitedb", "fingerprint"},
 	// internal/capbuf is a leaf; internal/testenv is test support (no
 	// production package may import it: see TestLayering).
 	"internal/capbuf": {},

@@ -30,7 +30,12 @@ type Plan struct {
 	SkillPath string `json:"skill_path"`
 	Driver    Driver `json:"driver"`
 	Prompt    string `json:"prompt,omitempty"`
-	Limits    Limits `json:"limits"`
+	// SkillID is the skill's registry identity, as its caller names it
+	// (serve's skill_id, a sweep's path in its source, trace --skill-id):
+	// a fingerprint store keeps the skill's history under its name and
+	// this. It changes nothing the trace does.
+	SkillID string `json:"skill_id,omitempty"`
+	Limits  Limits `json:"limits"`
 	// Image is the sandbox image; "" builds or reuses the image of this
 	// binary's embedded build context.
 	Image string `json:"image,omitempty"`

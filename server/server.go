@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/sandboxctl/sandboxctl/fingerprint"
 	"github.com/sandboxctl/sandboxctl/orchestrator"
 	"github.com/sandboxctl/sandboxctl/reports"
 	"github.com/sandboxctl/sandboxctl/sweep"
@@ -433,6 +434,13 @@ func (s *Server) plan(o Options, key string) (orchestrator.Plan, error) {
 	p.Prompt = o.Prompt
 	if len(o.Prompt) > 8<<10 {
 		return p, badRequest("prompt: over 8 KiB")
+	}
+	if o.SkillID != "" {
+		id, err := fingerprint.Identity(o.SkillID)
+		if err != nil {
+			return p, badRequest("skill_id: %v", err)
+		}
+		p.SkillID = id
 	}
 	if o.Timeout != "" {
 		d, err := time.ParseDuration(o.Timeout)

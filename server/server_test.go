@@ -558,3 +558,35 @@ func TestSameUploadAtOnce(t *testing.T) {
 	}
 	close(fake.release)
 }
+
+// TestSkillIDOption (issue 26): the identity a caller gives a skill reaches
+// the trace's plan, where serve --store keys the skill's fingerprint
+// history by it, in either form of submission; one that is a path is
+// refused.
+func TestSkillIDOption(t *testing.T) {
+	fake := newFake()
+	f := newFixture(t, fake, nil)
+	r, s := f.submitJSON(map[string]string{"SKILL.md": skillMD("weather", "look up the weather")}, Options{SkillID: "/acme/weather/"}, nil)
+	if r.StatusCode != http.StatusAccepted {
+		t.Fatalf("submit: %d %s", r.StatusCode, body(r))
+	}
+	f.wait(s.ID)
+	r, s = f.submitArchive(tarOf(t, member{name: "SKILL.md", body: skillMD("radar", "show the radar")}), map[string]string{"skill_id": "acme/radar"})
+	if r.StatusCode != http.StatusAccepted {
+		t.Fatalf("submit: %d %s", r.StatusCode, body(r))
+	}
+	f.wait(s.ID)
+	fake.mu.Lock()
+	var got []string
+	for _, p := range fake.plans {
+		got = append(got, p.SkillID)
+	}
+	fake.mu.Unlock()
+	if strings.Join(got, ",") != "acme/weather,acme/radar" {
+		t.Errorf("plans' skill ids %q, want acme/weather and acme/radar", got)
+	}
+	r, _ = f.submitArchive(tarOf(t, member{name: "SKILL.md", body: skillMD("x", "y")}), map[string]string{"skill_id": "acme/../etc"})
+	if b := body(r); r.StatusCode != http.StatusBadRequest || !strings.Contains(b, "skill_id") {
+		t.Errorf("a skill_id that is a path: %d %s", r.StatusCode, b)
+	}
+}

@@ -33,6 +33,10 @@ type Options struct {
 	Prompt   string `json:"prompt,omitempty"`
 	// Timeout is the agent's time budget, a Go duration ("5m").
 	Timeout string `json:"timeout,omitempty"`
+	// SkillID is the skill's registry identity (publisher/name): with a
+	// fingerprint store (serve --store) the skill's history is kept under
+	// its name and this, however many times it is uploaded.
+	SkillID string `json:"skill_id,omitempty"`
 }
 
 // An apiError is a request refused, with its HTTP status.
@@ -98,7 +102,7 @@ func (s *Server) readMultipart(r *http.Request, tmp string) (*submission, error)
 	}
 	sub := &submission{}
 	fields := map[string]*string{"driver": &sub.opts.Driver, "provider": &sub.opts.Provider, "model": &sub.opts.Model,
-		"base_url": &sub.opts.BaseURL, "prompt": &sub.opts.Prompt, "timeout": &sub.opts.Timeout}
+		"base_url": &sub.opts.BaseURL, "prompt": &sub.opts.Prompt, "timeout": &sub.opts.Timeout, "skill_id": &sub.opts.SkillID}
 	for {
 		p, err := mr.NextPart()
 		if errors.Is(err, io.EOF) {
@@ -142,7 +146,7 @@ func (s *Server) readMultipart(r *http.Request, tmp string) (*submission, error)
 			}
 			*fields[name] = string(b)
 		default:
-			return nil, errors.Join(badRequest("unknown field %q (skill, options, driver, provider, model, base_url, prompt, timeout)", name), sub.cleanup())
+			return nil, errors.Join(badRequest("unknown field %q (skill, options, driver, provider, model, base_url, prompt, timeout, skill_id)", name), sub.cleanup())
 		}
 	}
 	if sub.archive == "" {

@@ -473,44 +473,69 @@ func (fr *fingerprintRun) record(ctx context.Context, r *reports.Report) error {
 type fingerprintTracer struct {
 	runner *orchestrator.Runner
 	plan   orchestrator.Plan
-	st     *store.Store
-	rule   fingerprint.Rule
+	fp     fingerprinted
 }
 
 // Trace implements sweep.Tracer.
 func (t *fingerprintTracer) Trace(ctx context.Context, j sweep.Job) (*reports.Report, error) {
 	p := t.plan
-	p.SkillPath, p.TraceID = j.SkillPath, j.TraceID
-	sk, err := skill.Load(j.SkillPath, skill.Options{})
+	p.SkillPath, p.TraceID, p.SkillID = j.SkillPath, j.TraceID, sweep.Identity(j.SkillID)
+	out, err := t.fp.run(ctx, t.runner, p, j.RunDir)
+	return out.Report, err
+}
+
+// fingerprinted runs traces against a fingerprint store (sweep --store,
+// serve --store): the skill's fingerprint, under its name and the plan's
+// SkillID, is checked by the rules and the run recorded in it.
+type fingerprinted struct {
+	st   *store.Store
+	rule fingerprint.Rule
+}
+
+// run traces p with runner against the skill's fingerprint and records the
+// run (in the report's fingerprint section and the run folder too).
+func (fp fingerprinted) run(ctx context.Context, runner *orchestrator.Runner, p orchestrator.Plan, runDir string) (orchestrator.Outcome, error) {
+	sk, err := skill.Load(p.SkillPath, skill.Options{})
 	if err != nil {
 		// The pipeline reports a skill it cannot load as it does without
 		// a store.
-		out, err := t.runner.Run(ctx, p, j.RunDir)
-		return out.Report, err
+		return runner.Run(ctx, p, runDir)
 	}
-	k, err := fingerprintKey(p, sk.Name, sweep.Identity(j.SkillID))
+	k, err := fingerprintKey(p, sk.Name, p.SkillID)
 	if err != nil {
-		return nil, fmt.Errorf("fingerprint of %s: %w", j.SkillID, err)
+		return orchestrator.Outcome{}, fmt.Errorf("fingerprint of %s: %w", sk.Name, err)
 	}
-	check, err := t.st.Check(ctx, k, sk.SHA256)
+	check, err := fp.st.Check(ctx, k, sk.SHA256)
 	if err != nil {
-		return nil, err
+		return orchestrator.Outcome{}, err
 	}
-	r := *t.runner
+	r := *runner
 	r.Extra = fingerprint.Chain(r.Extra, check.Extra())
-	out, err := r.Run(ctx, p, j.RunDir)
+	out, err := r.Run(ctx, p, runDir)
 	if err != nil || out.Report == nil {
-		return out.Report, err
+		return out, err
 	}
-	fr := &fingerprintRun{st: t.st, key: k, version: sk.SHA256, rule: t.rule, check: check}
+	fr := &fingerprintRun{st: fp.st, key: k, version: sk.SHA256, rule: fp.rule, check: check}
 	if err := fr.record(ctx, out.Report); err != nil {
-		return out.Report, err
+		return out, err
 	}
-	if j.RunDir != "" {
+	if runDir != "" {
 		// The run folder is written again with the fingerprint section.
-		if err := reports.WriteRunDir(j.RunDir, out.Report, out.Transcript); err != nil {
-			return out.Report, fmt.Errorf("write run folder %s: %w", j.RunDir, err)
+		if err := reports.WriteRunDir(runDir, out.Report, out.Transcript); err != nil {
+			return out, fmt.Errorf("write run folder %s: %w", runDir, err)
 		}
 	}
-	return out.Report, nil
+	return out, nil
+}
+
+// openFingerprinted opens the store of --store PATH for sweep and serve.
+func openFingerprinted(ctx context.Context, e env, path string, stableAfter int) (fingerprinted, error) {
+	if stableAfter < 1 {
+		return fingerprinted{}, fmt.Errorf("--stable-after must be at least 1")
+	}
+	st, err := store.Open(ctx, storePath(e, path))
+	if err != nil {
+		return fingerprinted{}, err
+	}
+	return fingerprinted{st: st, rule: fingerprint.Rule{Threshold: stableAfter, Streak: min(fingerprint.DefaultRule.Streak, stableAfter)}}, nil
 }

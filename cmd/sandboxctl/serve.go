@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/sandboxctl/sandboxctl/fingerprint"
 	"github.com/sandboxctl/sandboxctl/orchestrator"
 	"github.com/sandboxctl/sandboxctl/reports"
 	"github.com/sandboxctl/sandboxctl/server"
@@ -46,6 +47,8 @@ Examples:
 
 type serveFlags struct {
 	listen, data, tokens, image string
+	store                       string
+	stableAfter                 int
 	workers, maxQueue           int
 	maxUpload                   int64
 	timeout, maxTimeout, drain  time.Duration
@@ -65,6 +68,8 @@ func runServe(ctx context.Context, e env, args []string) int {
 	fs.DurationVar(&f.maxTimeout, "max-timeout", server.DefaultMaxTimeout, "the longest deadline a submission may ask for")
 	fs.DurationVar(&f.drain, "drain", 2*time.Minute, "on SIGTERM, how long running traces may finish before they are canceled")
 	fs.StringVar(&f.image, "image", "", "sandbox image (default: built from the embedded Dockerfile.sandbox)")
+	fs.StringVar(&f.store, "store", "", "record each trace in the fingerprint store at PATH (\"default\": ~/.local/share/sandboxctl/fingerprints.db) under the skill's name and the skill_id its caller gives, and compare it with the skill's fingerprint (docs/fingerprints.md)")
+	fs.IntVar(&f.stableAfter, "stable-after", fingerprint.DefaultRule.Threshold, "with --store: invocations before a fingerprint may become stable (the last min(5, N) of them clean)")
 	fs.BoolVar(&f.allowBaseURL, "allow-base-url", false, "accept a submission's base_url for the llm driver (the server then connects where callers say)")
 	if code, ok := parseFlags(fs, interspersed(fs, args)); !ok {
 		return code
@@ -128,10 +133,22 @@ func runServe(ctx context.Context, e env, args []string) int {
 		e.errorf("%v", err)
 		return exitFailed
 	}
+	trace := runner.Run
+	if f.store != "" {
+		fp, err := openFingerprinted(ctx, e, f.store, f.stableAfter)
+		if err != nil {
+			e.errorf("%v", err)
+			return exitFailed
+		}
+		defer fp.st.Close()
+		trace = func(ctx context.Context, p orchestrator.Plan, dir string) (orchestrator.Outcome, error) {
+			return fp.run(ctx, runner, p, dir)
+		}
+	}
 	srv, err := server.New(ctx, server.Config{
 		DataDir: f.data,
 		Tracer: server.TracerFunc(func(ctx context.Context, p orchestrator.Plan, dir string) (*reports.Report, error) {
-			out, err := runner.Run(ctx, p, dir)
+			out, err := trace(ctx, p, dir)
 			return out.Report, err
 		}),
 		Cleanup: func(ctx context.Context, id string) error {

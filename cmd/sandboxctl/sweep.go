@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"github.com/sandboxctl/sandboxctl/fingerprint"
-	"github.com/sandboxctl/sandboxctl/fingerprint/store"
 	"github.com/sandboxctl/sandboxctl/orchestrator"
 	"github.com/sandboxctl/sandboxctl/rules"
 	"github.com/sandboxctl/sandboxctl/sweep"
@@ -286,18 +285,13 @@ func runSweep(ctx context.Context, e env, args []string) int {
 	}
 	var tracer sweep.Tracer = &sweep.PipelineTracer{Runner: runner, Plan: plan}
 	if f.trace.store != "" {
-		if f.trace.stableAfter < 1 {
-			e.errorf("--stable-after must be at least 1")
-			return exitUsage
-		}
-		fst, err := store.Open(ctx, storePath(e, f.trace.store))
+		fp, err := openFingerprinted(ctx, e, f.trace.store, f.trace.stableAfter)
 		if err != nil {
 			e.errorf("%v", err)
 			return exitFailed
 		}
-		defer fst.Close()
-		tracer = &fingerprintTracer{runner: runner, plan: plan, st: fst,
-			rule: fingerprint.Rule{Threshold: f.trace.stableAfter, Streak: min(fingerprint.DefaultRule.Streak, f.trace.stableAfter)}}
+		defer fp.st.Close()
+		tracer = &fingerprintTracer{runner: runner, plan: plan, fp: fp}
 	}
 	runErr := sweep.Run(ctx, sweep.Options{
 		Dir: f.out, Store: st, RunID: runID,
