@@ -2,12 +2,15 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
@@ -15,6 +18,7 @@ import (
 	"github.com/sandboxctl/sandboxctl/fingerprint/store"
 	"github.com/sandboxctl/sandboxctl/internal/testenv"
 	"github.com/sandboxctl/sandboxctl/reports"
+	"github.com/sandboxctl/sandboxctl/server"
 )
 
 type fpReport struct {
@@ -254,6 +258,55 @@ func TestSweepFingerprintIdentity(t *testing.T) {
 		if len(res) != 1 || res[0].Skill.ID != filepath.Base(src)+"/acme/weather" {
 			t.Fatalf("sweep %d: results %+v", i+1, res)
 		}
+	}
+	st, err := store.Open(t.Context(), storePath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	fs, err := st.Fingerprints(t.Context(), "weather")
+	if err != nil || len(fs) != 1 || fs[0].Invocations != 2 || fs[0].Identity != "acme/weather" {
+		t.Fatalf("fingerprints of weather: %+v, %v; want one history of 2 runs under acme/weather", fs, err)
+	}
+}
+
+// TestServeFingerprintIdentity (issue 26): the same skill uploaded to serve
+// twice (each upload unpacked into its own folder; other options, so the
+// second is traced, not answered from the cache) under one skill_id shares
+// one fingerprint history.
+func TestServeFingerprintIdentity(t *testing.T) {
+	if testing.Short() {
+		t.Skip("end-to-end traces skipped in -short mode")
+	}
+	testenv.RequireDocker(t)
+	img := testenv.Image(t)
+	bin := testenv.SandboxctlBinary(t)
+	root := t.TempDir()
+	storePath := filepath.Join(root, "fp.db")
+	tokens := filepath.Join(root, "tokens")
+	if err := os.WriteFile(tokens, []byte("fp fp-token-0123456789abcdef concurrency=2\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(root, "weather")
+	writeSkillMD(t, dir, "weather", "getent hosts api.open-meteo.com; ls")
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Minute)
+	defer cancel()
+	srv := startServe(t, ctx, bin, "--data", filepath.Join(root, "data"), "--tokens", tokens, "--image", img,
+		"--workers", "1", "--store", storePath)
+	c := &serveClient{t: t, base: srv.base, token: "fp-token-0123456789abcdef"}
+	archive := zipDir(t, dir)
+	for i, timeout := range []string{"2m", "3m"} {
+		code, s, body := c.submit(archive, map[string]string{"skill_id": "acme/weather", "timeout": timeout}, nil)
+		if code != 202 {
+			t.Fatalf("upload %d: %d %s", i+1, code, body)
+		}
+		defer assertNothingLeft(t, s.ID)
+		if v := c.wait(s.ID, 5*time.Minute); v.Status != server.StatusDone {
+			t.Fatalf("upload %d: %+v", i+1, v)
+		}
+	}
+	if err := srv.stop(t, syscall.SIGTERM); err != nil {
+		t.Fatalf("serve did not stop: %v", err)
 	}
 	st, err := store.Open(t.Context(), storePath)
 	if err != nil {
