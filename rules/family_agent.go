@@ -95,20 +95,19 @@ func (c *ctx) writtenText(e *trace.Event, p string) []string {
 			}
 		}
 	}
-	// A file copied out whole is what was written: the text of the call
-	// that wrote it (a program's command line, python -c "import pandas")
-	// says nothing more, and read as the file it makes a .pth of pip's an
-	// "import" line the call never wrote there.
-	if c.whole[p] {
-		return c.heads[p]
-	}
-	// The call's text tells what was written only when it names the file:
-	// a shell's echo, tee or redirect does; a program that writes files of
-	// its own (python3 -m venv writing a .pth of setuptools', npm writing
-	// its cache) does not, and its command line is not their content.
 	var out []string
-	if call := c.callOf(e); call != "" && slices.ContainsFunc(c.callText[call], func(t string) bool { return strings.Contains(t, path.Base(p)) }) {
+	if call := c.callOf(e); call != "" {
 		out = append(out, c.callText[call]...)
 	}
 	return append(out, c.heads[p]...)
+}
+
+// callNames says whether the text of the call that made e names the file p
+// (its base name): a shell's echo, tee or redirect into it does; a program
+// that writes files of its own (python3 -m venv writing setuptools' .pth)
+// does not.
+func (c *ctx) callNames(e *trace.Event, p string) bool {
+	c.writtenText(e, p) // fills callText
+	call := c.callOf(e)
+	return call != "" && slices.ContainsFunc(c.callText[call], func(t string) bool { return strings.Contains(t, path.Base(p)) })
 }

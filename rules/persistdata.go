@@ -92,6 +92,20 @@ func (c *ctx) surfacesAt(p string, classes ...string) []persistSurface {
 	return out
 }
 
+// startupOnly says whether every surface is code an interpreter runs at
+// start (.pth files, sitecustomize, usercustomize).
+func startupOnly(ss []persistSurface) bool {
+	if len(ss) == 0 {
+		return false
+	}
+	for _, s := range ss {
+		if s.class != "interpreter-startup" {
+			return false
+		}
+	}
+	return true
+}
+
 // configExecRule is SBX-PERSIST-009: a tool's configuration that names a
 // command it runs, where a package manager fetches code from (and which
 // registry gets the user's token), a client's network defaults, or code an
@@ -130,6 +144,13 @@ func configExecRule() {
 				}
 				surfaces := c.surfacesAt(target, classes...)
 				texts := c.writtenText(f.ev, target)
+				if startupOnly(surfaces) && !c.whole[target] && !c.callNames(f.ev, target) {
+					// What an interpreter runs at start is the file's own
+					// import lines: a command line that neither names the
+					// file nor was copied out with it (python3 -m venv,
+					// then python -c "import pandas") says nothing of them.
+					texts = c.heads[target]
+				}
 				texts = append(texts, c.referencedHeads(texts)...)
 				lines, source := keyLines(texts, surfaces)
 				if len(lines) == 0 {
