@@ -10,11 +10,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/sandboxctl/sandboxctl/rules"
 	"github.com/sandboxctl/sandboxctl/trace"
 )
 
@@ -178,6 +180,10 @@ func TestGitReceivePackElsewhere(t *testing.T) {
 	}
 	if forgeHost("github.com.evil.io") || forgeHost("notgithub.com") {
 		t.Error("a look-alike is a code host")
+	}
+	// The rule on pushes elsewhere (SBX-EXFIL-008) knows the same hosts.
+	if !slices.Equal(forgeSuffixes, rules.GitHosts) {
+		t.Errorf("forge hosts %q, rules.GitHosts %q: the sink asks who pushes where the rule takes a push for use", forgeSuffixes, rules.GitHosts)
 	}
 }
 

@@ -2,25 +2,24 @@ package rules
 
 import (
 	"fmt"
-	"net"
 	"strings"
 
 	"github.com/sandboxctl/sandboxctl/trace"
 )
 
-// gitHosts are the hosts a repository is pushed to for what they are for,
+// GitHosts are the hosts a repository is pushed to for what they are for,
 // beside the code hosts and vendors of data/codehosts.tsv and vendors.tsv:
 // the forges and the hosting services' git endpoints. netcapture's
-// forgeHost lists the same: those hosts ask who pushes; any other takes
-// the push, as a server its owner set up to receive repositories does.
-var gitHosts = []string{"github.com", "gitlab.com", "bitbucket.org", "codeberg.org", "sr.ht", "dev.azure.com",
+// forgeHost lists the same (a test of netcapture keeps the two equal):
+// those hosts ask who pushes; any other reads the push before it asks.
+var GitHosts = []string{"github.com", "gitlab.com", "bitbucket.org", "codeberg.org", "sr.ht", "dev.azure.com",
 	"visualstudio.com", "heroku.com", "huggingface.co", "gitee.com", "amazonaws.com", "source.developers.google.com",
 	"ghe.com", "gitea.com", "pagure.io", "launchpad.net", "salsa.debian.org", "sourceforge.net"}
 
 // pushedForUse says whether a push to host is a push to a code host or a
 // vendor's git endpoint.
 func pushedForUse(host string) bool {
-	if hostIn(host, gitHosts) {
+	if hostIn(host, GitHosts) {
 		return true
 	}
 	switch ReputationOf(host, "").Tier {
@@ -34,8 +33,9 @@ func pushedForUse(host string) bool {
 // RFC 6761): a push there is a placeholder the driver kept, not a place.
 var docHosts = []string{"example.com", "example.org", "example.net", "example", "test", "invalid", "localhost"}
 
+// hostIn says whether host is one of list or under one of them.
 func hostIn(host string, list []string) bool {
-	host = strings.ToLower(strings.TrimSuffix(host, "."))
+	host = normHost(host)
 	for _, h := range list {
 		if host == h || strings.HasSuffix(host, "."+h) {
 			return true
@@ -61,10 +61,7 @@ func gitRules() {
 				if !ok || g.Service != "git-receive-pack" || g.Phase != "rpc" || len(g.Refs) == 0 && g.PackSize == 0 {
 					continue
 				}
-				host, _, _ := strings.Cut(g.Repo, "/")
-				if h, _, err := net.SplitHostPort(host); err == nil {
-					host = h
-				}
+				host, _ := hostPath(g.Repo)
 				if host == "" || pushedForUse(host) {
 					continue
 				}

@@ -8,7 +8,6 @@ import (
 	"net"
 	"net/url"
 	"slices"
-	"sort"
 	"strings"
 
 	"github.com/sandboxctl/sandboxctl/canary"
@@ -89,10 +88,10 @@ func Egress(events []trace.Event) []EgressUnit {
 		e := &events[i]
 		switch d := e.Data.(type) {
 		case *trace.HTTPExchange:
-			dest := destOf(d.DstIP, d.DstPort, names, d.SNI, hostOnly(d.Host), urlHost(d.URL))
+			dest := destOf(d.DstIP, d.DstPort, names, d.SNI, normHost(d.Host), urlHost(d.URL))
 			add(EgressUnit{Channel: "http", Part: "url", Dest: dest, Size: int64(len(d.Method) + 1 + len(d.URL)),
 				Digest: digestOf([]byte(d.Method+" "), []byte(d.URL)), Where: d.Method + " " + d.URL, Seq: e.Seq})
-			h := headerBytes(d.Headers)
+			h := []byte(headerText(d.Headers))
 			add(EgressUnit{Channel: "http", Part: "headers", Dest: dest, Size: int64(len(h)), Digest: digestOf(h),
 				Where: d.Method + " " + d.URL, Seq: e.Seq})
 			if d.BodySize > 0 {
@@ -151,7 +150,7 @@ func Egress(events []trace.Event) []EgressUnit {
 			if d.Service != "git-receive-pack" || d.Phase != "rpc" {
 				continue
 			}
-			add(EgressUnit{Channel: "git", Part: "pack", Dest: hostOnly(d.Repo), Size: d.PackSize,
+			add(EgressUnit{Channel: "git", Part: "pack", Dest: urlHost(d.Repo), Size: d.PackSize,
 				Digest: digestOf(d.Content, []byte(strings.Join(d.Refs, "\n"))), Where: d.URL, Seq: e.Seq})
 		}
 	}
@@ -208,36 +207,10 @@ func destOf(ip string, port int, names map[string]string, known ...string) strin
 	return fmt.Sprintf("%s:%d", ip, port)
 }
 
-func urlHost(s string) string {
-	if u, err := url.Parse(s); err == nil {
-		return strings.ToLower(u.Hostname())
-	}
-	return ""
-}
-
-func hostOnly(h string) string {
-	h = strings.ToLower(h)
-	if u, err := url.Parse("http://" + h); err == nil && u.Hostname() != "" {
-		return u.Hostname()
-	}
+// urlHost is the host of a URL, as the rules read one (hostPath).
+func urlHost(u string) string {
+	h, _ := hostPath(u)
 	return h
-}
-
-// headerBytes is a request's headers in a canonical order (names sorted),
-// as they were sent.
-func headerBytes(h map[string][]string) []byte {
-	keys := make([]string, 0, len(h))
-	for k := range h {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	var b strings.Builder
-	for _, k := range keys {
-		for _, v := range h[k] {
-			b.WriteString(k + ": " + v + "\n")
-		}
-	}
-	return []byte(b.String())
 }
 
 // A TwinRun is one trace of a twin set: its timeline and its secrets.
@@ -781,7 +754,7 @@ func HighEntropyEgress(events []trace.Event) (string, bool) {
 		dns := false
 		switch d := e.Data.(type) {
 		case *trace.HTTPExchange:
-			b, dest = append([]byte(d.URL+"\n"), d.Body...), destOf(d.DstIP, d.DstPort, names, d.SNI, hostOnly(d.Host), urlHost(d.URL))
+			b, dest = append([]byte(d.URL+"\n"), d.Body...), destOf(d.DstIP, d.DstPort, names, d.SNI, normHost(d.Host), urlHost(d.URL))
 			if registryArtifact(d.Response) {
 				b = d.Body // the path is the registry's own: a content hash the jail's index served
 			}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"maps"
 	"path"
 	"regexp"
 	"slices"
@@ -300,28 +301,38 @@ func (p *planner) bash(cmd, file string, line int, reason string) {
 func (p *planner) absScripts(cmd string, refs []string) string {
 	for _, sp := range refs {
 		abs := shellQuote(path.Join(p.dir, sp))
-		var b strings.Builder
-		rest := cmd
-		for {
-			j := strings.Index(rest, sp)
-			if j < 0 {
-				break
-			}
-			end := j + len(sp)
-			start := j
-			if start >= 2 && rest[start-1] == '/' && rest[start-2] == '.' && (start == 2 || !isPathChar(rest[start-3])) {
+		cmd = rewriteEach(cmd, sp, func(text string, start, end int) (int, string, bool) {
+			if start >= 2 && text[start-1] == '/' && text[start-2] == '.' && (start == 2 || !isPathChar(text[start-3])) {
 				start -= 2 // ./scripts/x.py
 			}
-			if (start > 0 && isPathChar(rest[start-1])) || (end < len(rest) && isPathChar(rest[end])) {
-				b.WriteString(rest[:end])
-			} else {
-				b.WriteString(rest[:start] + abs)
+			if start > 0 && isPathChar(text[start-1]) || end < len(text) && isPathChar(text[end]) {
+				return 0, "", false // part of a longer path
 			}
-			rest = rest[end:]
-		}
-		cmd = b.String() + rest
+			return start, abs, true
+		})
 	}
 	return cmd
+}
+
+// rewriteEach returns text with each occurrence of needle, at [start, end),
+// passed to fn: fn returns where the part it replaces begins (at start or
+// before) and what replaces it up to end, or false to keep it.
+func rewriteEach(text, needle string, fn func(text string, start, end int) (int, string, bool)) string {
+	var b strings.Builder
+	done := 0 // text[:done] is in b
+	for i := 0; ; {
+		j := strings.Index(text[i:], needle)
+		if j < 0 {
+			break
+		}
+		start, end := i+j, i+j+len(needle)
+		if from, repl, ok := fn(text, start, end); ok && from >= done {
+			b.WriteString(text[done:from] + repl)
+			done = end
+		}
+		i = end
+	}
+	return b.String() + text[done:]
 }
 
 // repoPaths rewrites the paths by which text names bundled scripts as the
@@ -332,33 +343,19 @@ func (p *planner) absScripts(cmd string, refs []string) string {
 // and paths from the home or a variable are left as they are.
 func (p *planner) repoPaths(text string) string {
 	base := path.Base(p.dir)
-	for sp := range p.scripts {
-		needle := "/" + base + "/" + sp
-		var b strings.Builder
-		rest := text
-		for {
-			j := strings.Index(rest, needle)
-			if j < 0 {
-				break
+	for _, sp := range slices.Sorted(maps.Keys(p.scripts)) {
+		text = rewriteEach(text, "/"+base+"/"+sp, func(text string, start, end int) (int, string, bool) {
+			if end < len(text) && isPathChar(text[end]) {
+				return 0, "", false // part of a longer path
 			}
-			end := j + len(needle)
-			if end < len(rest) && isPathChar(rest[end]) {
-				b.WriteString(rest[:end])
-				rest = rest[end:]
-				continue
-			}
-			start := j
-			for start > 0 && isPathChar(rest[start-1]) {
+			for start > 0 && isPathChar(text[start-1]) {
 				start--
 			}
-			if c := rest[start]; c == '/' || c == '~' || start > 0 && (rest[start-1] == '$' || rest[start-1] == '}') {
-				b.WriteString(rest[:end])
-			} else {
-				b.WriteString(rest[:start] + sp)
+			if c := text[start]; c == '/' || c == '~' || start > 0 && (text[start-1] == '$' || text[start-1] == '}') {
+				return 0, "", false // absolute, or from the home or a variable
 			}
-			rest = rest[end:]
-		}
-		text = b.String() + rest
+			return start, sp, true
+		})
 	}
 	return text
 }

@@ -444,7 +444,7 @@ func openFingerprintRun(ctx context.Context, e env, f *traceFlags, p orchestrato
 		return nil, err
 	}
 	fr := &fingerprintRun{st: st, key: k,
-		version: sk.SHA256, rule: fingerprint.Rule{Threshold: f.stableAfter, Streak: min(fingerprint.DefaultRule.Streak, f.stableAfter)}}
+		version: sk.SHA256, rule: stableRule(f.stableAfter)}
 	if fr.check, err = st.Check(ctx, fr.key, fr.version); err != nil {
 		st.Close()
 		return nil, err
@@ -537,5 +537,11 @@ func openFingerprinted(ctx context.Context, e env, path string, stableAfter int)
 	if err != nil {
 		return fingerprinted{}, err
 	}
-	return fingerprinted{st: st, rule: fingerprint.Rule{Threshold: stableAfter, Streak: min(fingerprint.DefaultRule.Streak, stableAfter)}}, nil
+	return fingerprinted{st: st, rule: stableRule(stableAfter)}, nil
+}
+
+// stableRule is the rule of --stable-after N: N invocations, the last
+// min(5, N) of them clean.
+func stableRule(n int) fingerprint.Rule {
+	return fingerprint.Rule{Threshold: n, Streak: min(fingerprint.DefaultRule.Streak, n)}
 }
