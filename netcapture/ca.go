@@ -223,10 +223,12 @@ func (m *certMinter) leaf(name string) (*tls.Certificate, error) {
 	}
 	now := m.now().UTC()
 	tmpl.NotBefore = now.Add(-randBetween(day, m.lifetime*2/3)).Truncate(time.Second)
-	tmpl.NotAfter = tmpl.NotBefore.Add(m.lifetime - time.Second)
 	if tmpl.NotBefore.Before(m.ca.NotBefore) {
+		// Never issued before its issuer, and still of the whole lifetime:
+		// a shortened leaf would be a lifetime no real issuer uses.
 		tmpl.NotBefore = m.ca.NotBefore
 	}
+	tmpl.NotAfter = tmpl.NotBefore.Add(m.lifetime - time.Second)
 	if tmpl.NotAfter.After(m.ca.NotAfter) {
 		tmpl.NotAfter = m.ca.NotAfter
 	}
