@@ -5,9 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"slices"
 	"strings"
 	"text/tabwriter"
+
+	"github.com/sandboxctl/sandboxctl/rules"
 )
 
 // WriteText writes the figures and the disagreements for a terminal.
@@ -44,6 +47,10 @@ func WriteText(w io.Writer, rep *Report) error {
 	}
 	if err := tw.Flush(); err != nil {
 		return err
+	}
+	if c := causeList(rep.Summary.Overall); c != "" {
+		rate, n, d := rep.Summary.Overall.RunnableInconclusive()
+		fmt.Fprintf(&b, "\ninconclusive by cause: %s; without needs-model: %s\n", c, pct(rate, n, d))
 	}
 
 	if d := rep.Summary.Disagreements; len(d) > 0 {
@@ -91,10 +98,14 @@ func decidedBy(d Disagreement) string {
 	if len(d.Deciding) > 0 {
 		return strings.Join(d.Deciding, ", ")
 	}
-	if d.Error != "" {
-		return "no rule; " + oneLine(d.Error, 100)
+	why := "no rule"
+	if d.Cause != "" {
+		why += " (" + d.Cause + ")"
 	}
-	return "no rule"
+	if d.Error != "" {
+		return why + "; " + oneLine(d.Error, 100)
+	}
+	return why
 }
 
 func oneLine(s string, n int) string {
@@ -268,6 +279,8 @@ func Markdown(rep *Report) string {
 		row(g.Corpus, g.Group, g.Tally, false)
 	}
 
+	causeTable(&b, rep)
+
 	d := rep.Summary.Disagreements
 	counts := map[string]int{}
 	for _, x := range d {
@@ -291,4 +304,75 @@ func Markdown(rep *Report) string {
 		b.WriteString(".\n")
 	}
 	return b.String()
+}
+
+// causeOrder is the order causes are listed in: rules.Causes, then a
+// cause this version does not know, then CauseUnknown.
+func causeOrder(ts ...Tally) []string {
+	seen := map[string]bool{}
+	for _, t := range ts {
+		for c := range t.InconclusiveCauses {
+			seen[c] = true
+		}
+	}
+	var out []string
+	for _, c := range rules.Causes {
+		if seen[c] {
+			out = append(out, c)
+			delete(seen, c)
+		}
+	}
+	rest := slices.Sorted(maps.Keys(seen))
+	if i := slices.Index(rest, CauseUnknown); i >= 0 {
+		rest = append(slices.Delete(rest, i, i+1), CauseUnknown)
+	}
+	return append(out, rest...)
+}
+
+// causeList is "tool-missing 30, usage-error 12, ...", most first.
+func causeList(t Tally) string {
+	order := causeOrder(t)
+	slices.SortStableFunc(order, func(a, b string) int { return t.InconclusiveCauses[b] - t.InconclusiveCauses[a] })
+	parts := make([]string, len(order))
+	for i, c := range order {
+		parts[i] = fmt.Sprintf("%s %d", c, t.InconclusiveCauses[c])
+	}
+	return strings.Join(parts, ", ")
+}
+
+// causeTable writes the inconclusive breakdown: for each cause, how many
+// skills of each corpus it made inconclusive, and the share of
+// inconclusive skills among those that gave the driver something to run.
+func causeTable(b *strings.Builder, rep *Report) {
+	ts := []Tally{rep.Summary.Overall}
+	for _, c := range rep.Summary.Corpora {
+		ts = append(ts, c.Tally)
+	}
+	order := causeOrder(ts...)
+	if len(order) == 0 {
+		return
+	}
+	b.WriteString("\nWhy inconclusive (docs/verdicts.md, \"Why inconclusive\"): skills by the cause of their verdict.\n\n| cause |")
+	for _, c := range rep.Summary.Corpora {
+		fmt.Fprintf(b, " %s |", c.Corpus)
+	}
+	b.WriteString(" all |\n|---|")
+	for range rep.Summary.Corpora {
+		b.WriteString("---|")
+	}
+	b.WriteString("---|\n")
+	for _, cause := range order {
+		fmt.Fprintf(b, "| %s |", cause)
+		for _, c := range rep.Summary.Corpora {
+			fmt.Fprintf(b, " %d |", c.InconclusiveCauses[cause])
+		}
+		fmt.Fprintf(b, " %d |\n", rep.Summary.Overall.InconclusiveCauses[cause])
+	}
+	b.WriteString("| **inconclusive without needs-model** |")
+	for _, c := range rep.Summary.Corpora {
+		rate, n, d := c.RunnableInconclusive()
+		fmt.Fprintf(b, " %s |", pct(rate, n, d))
+	}
+	rate, n, d := rep.Summary.Overall.RunnableInconclusive()
+	fmt.Fprintf(b, " %s |\n", pct(rate, n, d))
 }

@@ -107,9 +107,11 @@ type Result struct {
 	Rules []string `json:"rules"`
 	// Deciding are the ids of the rules that decided a malicious or
 	// suspicious verdict: the findings of the worst severity present.
-	Deciding   []string `json:"deciding"`
-	ToolCalls  int      `json:"tool_calls"`
-	DurationMS int64    `json:"duration_ms"`
+	Deciding []string `json:"deciding"`
+	// Cause says why an inconclusive verdict is so (rules.Causes).
+	Cause      string `json:"cause,omitempty"`
+	ToolCalls  int    `json:"tool_calls"`
+	DurationMS int64  `json:"duration_ms"`
 	// RunDir is the kept run folder, when Options.KeepRuns is set (or the
 	// sweep folder of RunSweep is kept).
 	RunDir string `json:"run_dir,omitempty"`
@@ -230,6 +232,7 @@ func resultOf(c Case, rep *reports.Report, err error) Result {
 		return r
 	}
 	r.Verdict = string(rep.Verdict)
+	r.Cause = rep.Cause
 	r.Status = string(rep.Status)
 	if r.Error == "" {
 		r.Error = rep.Error

@@ -67,6 +67,9 @@ type Tally struct {
 	// those whose trace gave no report (verdict "error").
 	Inconclusive int `json:"inconclusive"`
 	Failed       int `json:"failed"`
+	// InconclusiveCauses counts the inconclusive skills by cause
+	// (rules.Causes; "unknown" for a result recorded without one).
+	InconclusiveCauses map[string]int `json:"inconclusive_causes,omitempty"`
 	// DualUseVerdicts counts the verdicts of dual-use skills (not scored).
 	DualUseVerdicts map[string]int `json:"dual_use_verdicts"`
 	// Expected counts skills whose manifest states the verdict, ExpectMet
@@ -79,6 +82,24 @@ type Tally struct {
 	FalseMaliciousRate  *float64 `json:"false_malicious_rate"`
 	FalseSuspiciousRate *float64 `json:"false_suspicious_rate"`
 	InconclusiveRate    *float64 `json:"inconclusive_rate"`
+}
+
+// CauseUnknown counts an inconclusive result recorded before reports gave
+// their cause.
+const CauseUnknown = "unknown"
+
+// RunnableInconclusive is the share of inconclusive skills among those
+// that gave the driver something to run: the skills inconclusive for
+// rules.CauseNeedsModel are left out of both counts (they need a model
+// driver, not a better sandbox). rate is nil when no skill is left.
+func (t Tally) RunnableInconclusive() (rate *float64, n, d int) {
+	m := t.InconclusiveCauses[rules.CauseNeedsModel]
+	n, d = t.Inconclusive-m, t.Skills-m
+	if d > 0 {
+		f := float64(n) / float64(d)
+		rate = &f
+	}
+	return rate, n, d
 }
 
 // Kinds of Disagreement, worst first.
@@ -104,6 +125,7 @@ type Disagreement struct {
 	Verdict  string          `json:"verdict"`
 	Expect   []rules.Verdict `json:"expect,omitempty"`
 	Deciding []string        `json:"deciding"`
+	Cause    string          `json:"cause,omitempty"`
 	Error    string          `json:"error,omitempty"`
 }
 
@@ -138,6 +160,10 @@ func (t *Tally) Add(r Result) {
 	switch {
 	case v == rules.Inconclusive:
 		t.Inconclusive++
+		if t.InconclusiveCauses == nil {
+			t.InconclusiveCauses = map[string]int{}
+		}
+		t.InconclusiveCauses[cmp.Or(r.Cause, CauseUnknown)]++
 	case r.Verdict == VerdictError:
 		t.Failed++
 	}
@@ -210,7 +236,7 @@ func Summarize(results []Result) Summary {
 		if kind := Disagrees(r); kind != "" {
 			s.Disagreements = append(s.Disagreements, Disagreement{
 				Kind: kind, Corpus: r.Corpus, Slug: r.Slug, Label: r.Label, Group: r.Group,
-				Verdict: r.Verdict, Expect: r.Expect, Deciding: r.Deciding, Error: r.Error,
+				Verdict: r.Verdict, Expect: r.Expect, Deciding: r.Deciding, Cause: r.Cause, Error: r.Error,
 			})
 		}
 	}

@@ -2,9 +2,11 @@ package evaluation_test
 
 import (
 	"bytes"
+	"encoding/json"
 	"flag"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -33,18 +35,22 @@ func fixtureResults() []evaluation.Result {
 	twin.Expect = []rules.Verdict{rules.Clean, rules.Suspicious}
 	gated := res("eval", "night-report", "malicious", "gated", "suspicious", "SBX-PROBE-001")
 	gated.Expect = []rules.Verdict{rules.Suspicious, rules.Malicious}
+	prose := res("corpus", "docs", "benign", "docs", "inconclusive")
+	prose.Cause = rules.CauseNeedsModel
+	hidden := res("corpus", "hidden", "malicious", "installer", "inconclusive")
+	hidden.Cause = rules.CauseToolMissing
 	failed := res("corpus", "broken", "benign", "git", "error")
 	failed.Error = "create sandbox: no such image | pipe"
 	return []evaluation.Result{
 		res("corpus", "weather", "benign", "web-api", "malicious", "SBX-EXEC-003"),
 		res("corpus", "stocks", "benign", "web-api", "suspicious", "SBX-NET-002", "SBX-NET-003"),
 		res("corpus", "maps", "benign", "web-api", "clean"),
-		res("corpus", "docs", "benign", "docs", "inconclusive"),
+		prose,
 		failed,
 		res("corpus", "pentest", "dual-use", "offensive-security", "malicious", "SBX-SHELL-001"),
 		res("corpus", "recon", "dual-use", "offensive-security", "clean"),
 		res("corpus", "dropper", "malicious", "installer", "malicious", "SBX-EXEC-001"),
-		res("corpus", "hidden", "malicious", "installer", "inconclusive"),
+		hidden,
 		exp, twin, gated,
 		res("eval", "stealer", "malicious", "exfiltration", "malicious", "SBX-EXFIL-001"),
 	}
@@ -74,7 +80,8 @@ func TestSummarize(t *testing.T) {
 		Inconclusive: 2, Failed: 1, DualUseVerdicts: map[string]int{"malicious": 1, "clean": 1},
 		Expected: 3, ExpectMet: 2,
 		RecallMalicious: f(2.0 / 5), RecallAny: f(4.0 / 5), FalseMaliciousRate: f(1.0 / 6), FalseSuspiciousRate: f(1.0 / 6),
-		InconclusiveRate: f(2.0 / 13),
+		InconclusiveRate:   f(2.0 / 13),
+		InconclusiveCauses: map[string]int{rules.CauseNeedsModel: 1, rules.CauseToolMissing: 1},
 	}
 	if diff := cmp.Diff(want, s.Overall); diff != "" {
 		t.Errorf("overall mismatch (-want +got):\n%s", diff)
@@ -96,6 +103,17 @@ func TestSummarize(t *testing.T) {
 	}
 	if diff := cmp.Diff(wantKinds, kinds); diff != "" {
 		t.Errorf("disagreements mismatch (-want +got):\n%s", diff)
+	}
+	// The share without needs-model: 1 of the 12 skills that gave the
+	// driver something to run.
+	if rate, n, d := s.Overall.RunnableInconclusive(); rate == nil || n != 1 || d != 12 {
+		t.Errorf("RunnableInconclusive = %v, %d, %d; want 1/12", rate, n, d)
+	}
+	// A result recorded before causes were: counted, as unknown.
+	var old evaluation.Tally
+	old.Add(res("corpus", "x", "benign", "docs", "inconclusive"))
+	if old.InconclusiveCauses[evaluation.CauseUnknown] != 1 {
+		t.Errorf("causes of an inconclusive result without one: %v", old.InconclusiveCauses)
 	}
 	// No results: rates are unknown, not zero.
 	if e := evaluation.Summarize(nil); e.Overall.RecallMalicious != nil || e.Overall.InconclusiveRate != nil {
@@ -231,6 +249,20 @@ func TestJSONSchema(t *testing.T) {
 		if err := s.Validate(inst); err != nil {
 			t.Errorf("%s: the JSON does not match its schema: %v", name, err)
 		}
+	}
+	// Its causes are the rules' causes.
+	var defs struct {
+		Defs struct {
+			Cause struct {
+				Enum []string `json:"enum"`
+			} `json:"cause"`
+		} `json:"$defs"`
+	}
+	if err := json.Unmarshal(evaluation.Schema, &defs); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(defs.Defs.Cause.Enum, rules.Causes) {
+		t.Errorf("schema causes %v, rules.Causes %v", defs.Defs.Cause.Enum, rules.Causes)
 	}
 	// The schema rejects what it should: a wrong label.
 	var buf bytes.Buffer

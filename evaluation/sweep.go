@@ -250,7 +250,7 @@ func resultOfSweep(c Case, r sweep.Result, dir string) Result {
 		Corpus: c.Corpus, Slug: c.Slug, Label: c.Label, Group: c.Group(),
 		Category: c.Category, Family: c.Family, Expect: c.Expect,
 		Verdict: VerdictError, Status: r.TraceStatus, Error: r.Error,
-		Rules: nonNil(r.Rules), Deciding: nonNil(r.Deciding),
+		Rules: nonNil(r.Rules), Deciding: nonNil(r.Deciding), Cause: r.Cause,
 		ToolCalls: r.ToolCalls, DurationMS: r.DurationMS,
 		Attempts: r.Attempts, Cached: r.Cached,
 	}

@@ -70,6 +70,12 @@ func Combine(watched, unwatched *Report, wp, up Pass) *Report {
 	out.Findings = slices.Concat(cmp, wf, uf)
 	rules.SortFindings(out.Findings)
 	out.Verdict, out.Reasons = rules.CombineVerdict(watched.Verdict, unwatched.Verdict, watched.Reasons, unwatched.Reasons, out.Findings)
+	// the cause of the pass whose verdict holds (CombineVerdict prefers the
+	// watched pass's at equal rank)
+	out.Cause = watched.Cause
+	if watched.Verdict != rules.Inconclusive {
+		out.Cause = unwatched.Cause
+	}
 	if out.Status == StatusCompleted && unwatched.Status != StatusCompleted {
 		out.Reasons = append(out.Reasons, fmt.Sprintf("unwatched pass ended with status %s", unwatched.Status))
 	}

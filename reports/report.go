@@ -31,25 +31,28 @@ const (
 
 // A Report is everything known about one trace. report.json is its JSON.
 type Report struct {
-	SchemaVersion string          `json:"schema_version"`
-	TraceID       string          `json:"trace_id"`
-	Generator     Generator       `json:"generator"`
-	Skill         SkillInfo       `json:"skill"`
-	Driver        Driver          `json:"driver"`
-	Prompt        string          `json:"prompt"`
-	StartedAt     time.Time       `json:"started_at"`
-	DurationMS    int64           `json:"duration_ms"`
-	Status        Status          `json:"status"`
-	Error         string          `json:"error,omitempty"`
-	Verdict       rules.Verdict   `json:"verdict"`
-	Reasons       []string        `json:"verdict_reasons"` // why the verdict (docs/verdicts.md)
-	Coverage      rules.Coverage  `json:"coverage"`        // which planned steps ran
-	ToolCalls     []ToolCall      `json:"tool_calls"`
-	Sandbox       Sandbox         `json:"sandbox"`
-	Events        []trace.Event   `json:"events"`
-	Network       Network         `json:"network"`
-	Canaries      Canaries        `json:"canaries"`
-	Findings      []rules.Finding `json:"findings"`
+	SchemaVersion string        `json:"schema_version"`
+	TraceID       string        `json:"trace_id"`
+	Generator     Generator     `json:"generator"`
+	Skill         SkillInfo     `json:"skill"`
+	Driver        Driver        `json:"driver"`
+	Prompt        string        `json:"prompt"`
+	StartedAt     time.Time     `json:"started_at"`
+	DurationMS    int64         `json:"duration_ms"`
+	Status        Status        `json:"status"`
+	Error         string        `json:"error,omitempty"`
+	Verdict       rules.Verdict `json:"verdict"`
+	Reasons       []string      `json:"verdict_reasons"` // why the verdict (docs/verdicts.md)
+	// Cause says why an inconclusive trace is so, one of rules.Causes;
+	// "" for any other verdict.
+	Cause     string          `json:"verdict_cause,omitempty"`
+	Coverage  rules.Coverage  `json:"coverage"` // which planned steps ran
+	ToolCalls []ToolCall      `json:"tool_calls"`
+	Sandbox   Sandbox         `json:"sandbox"`
+	Events    []trace.Event   `json:"events"`
+	Network   Network         `json:"network"`
+	Canaries  Canaries        `json:"canaries"`
+	Findings  []rules.Finding `json:"findings"`
 	// Flows link reads of planted secrets to the processes that then sent
 	// data out, from the syscall log (rules.Flows).
 	Flows []rules.Flow `json:"flows,omitempty"`
@@ -346,6 +349,7 @@ func Build(m Meta, res rules.Result, opt Options) *Report {
 		Error:         m.Error,
 		Verdict:       res.Verdict,
 		Reasons:       slices.Clone(res.Reasons),
+		Cause:         res.Cause,
 		Coverage:      res.Coverage,
 		Flows:         res.Flows,
 		Sandbox:       m.Sandbox,
@@ -426,6 +430,9 @@ func Build(m Meta, res rules.Result, opt Options) *Report {
 // summarize fills the summary's figures that come from the findings and
 // the verdict, and groups the findings into incidents.
 func (r *Report) summarize() {
+	if r.Verdict != rules.Inconclusive {
+		r.Cause = ""
+	}
 	s := r.Summary
 	s.FindingCount, s.SeverityMax, s.BySeverity = len(r.Findings), "none", map[string]int{}
 	for _, sev := range rules.Severities {

@@ -3,10 +3,12 @@ package reports_test
 import (
 	"bytes"
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/sandboxctl/sandboxctl/reports"
+	"github.com/sandboxctl/sandboxctl/rules"
 	"github.com/sandboxctl/sandboxctl/trace"
 )
 
@@ -51,5 +53,36 @@ func TestSchemaEvidenceEvents(t *testing.T) {
 	bad, _ := json.Marshal(doc)
 	if validate(t, s, bad) == nil {
 		t.Error("the schema accepted a budget event without a name")
+	}
+}
+
+// TestSchemaCauses: the schema's verdict_cause is exactly rules.Causes,
+// and an inconclusive report carries one that matches it.
+func TestSchemaCauses(t *testing.T) {
+	var doc struct {
+		Properties struct {
+			Cause struct {
+				Enum []string `json:"enum"`
+			} `json:"verdict_cause"`
+		} `json:"properties"`
+	}
+	if err := json.Unmarshal(reports.Schema, &doc); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(doc.Properties.Cause.Enum, rules.Causes) {
+		t.Errorf("schema causes %v, rules.Causes %v", doc.Properties.Cause.Enum, rules.Causes)
+	}
+	b := &builder{t: t0}
+	b.bash(10, "clawhub install weather", "bash: clawhub: command not found", 127)
+	r := reports.Analyze(meta(reports.StatusCompleted), trace.Merge(b.evs), reports.Options{})
+	if r.Verdict != rules.Inconclusive || r.Cause != rules.CauseToolMissing {
+		t.Fatalf("verdict %s, cause %q; want inconclusive, tool-missing", r.Verdict, r.Cause)
+	}
+	var buf bytes.Buffer
+	if err := reports.WriteJSON(&buf, r); err != nil {
+		t.Fatal(err)
+	}
+	if err := validate(t, compileSchema(t, "report.schema.json", reports.Schema), buf.Bytes()); err != nil {
+		t.Fatalf("report.json does not match its schema: %v", err)
 	}
 }

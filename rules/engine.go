@@ -66,8 +66,9 @@ func Evaluate(in Input) Result {
 		SortFindings(fs)
 	}
 	cov := c.coverage()
-	v, reasons := Decide(fs, c.traceFacts(cov))
-	return Result{Events: events, Findings: fs, Verdict: v, Reasons: reasons, Exercised: c.exercised, Coverage: cov,
+	facts := c.traceFacts(cov)
+	v, reasons := Decide(fs, facts)
+	return Result{Events: events, Findings: fs, Verdict: v, Reasons: reasons, Cause: Cause(v, facts), Exercised: c.exercised, Coverage: cov,
 		Flows: Flows(events, in.Canaries, in.Home)}
 }
 

@@ -201,8 +201,10 @@ type Result struct {
 	Findings []Finding     `json:"findings"`
 	Verdict  Verdict       `json:"verdict"`
 	// Reasons say why the verdict is what it is, most decisive first.
-	Reasons   []string `json:"verdict_reasons"`
-	Exercised bool     `json:"exercised"`
+	Reasons []string `json:"verdict_reasons"`
+	// Cause says why an inconclusive trace is so (cause.go); "" otherwise.
+	Cause     string `json:"verdict_cause,omitempty"`
+	Exercised bool   `json:"exercised"`
 	// Coverage says which planned steps ran, failed or did not run.
 	Coverage Coverage `json:"coverage"`
 	// Flows link reads of planted secrets to the processes that then

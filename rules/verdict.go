@@ -102,7 +102,7 @@ func Decide(fs []Finding, f Facts) (Verdict, []string) {
 		return Suspicious, append(prefix("finding: ", suspect), f.gaps()...)
 	}
 	if !f.Exercised {
-		return Inconclusive, []string{"no tool call ran: a clean verdict needs evidence that the skill was exercised"}
+		return Inconclusive, []string{"no tool call ran (needs a model driver: the skill gave the driver nothing it could run): a clean verdict needs evidence that the skill was exercised"}
 	}
 	if g := f.gaps(); len(g) > 0 {
 		return Inconclusive, g

@@ -469,6 +469,7 @@ func OutcomeOf(rep *reports.Report, err error) Outcome {
 		return o
 	}
 	o.Verdict = string(rep.Verdict)
+	o.Cause = rep.Cause
 	o.TraceStatus = string(rep.Status)
 	if o.Error == "" && rep.Status == reports.StatusError {
 		o.Error = firstLine(rep.Error)

@@ -454,12 +454,14 @@ func (s *Store) Renew(ctx context.Context, key, owner string, ttl time.Duration,
 
 // Outcome is what a trace of an item produced, as stored.
 type Outcome struct {
-	Verdict     string          `json:"verdict,omitempty"`
-	TraceStatus string          `json:"trace_status,omitempty"`
-	RunDir      string          `json:"run_dir,omitempty"` // relative to the sweep folder
-	TraceID     string          `json:"trace_id,omitempty"`
-	Rules       []string        `json:"rules,omitempty"`
-	Deciding    []string        `json:"deciding,omitempty"`
+	Verdict     string   `json:"verdict,omitempty"`
+	TraceStatus string   `json:"trace_status,omitempty"`
+	RunDir      string   `json:"run_dir,omitempty"` // relative to the sweep folder
+	TraceID     string   `json:"trace_id,omitempty"`
+	Rules       []string `json:"rules,omitempty"`
+	Deciding    []string `json:"deciding,omitempty"`
+	// Cause says why an inconclusive verdict is so (rules.Causes).
+	Cause       string          `json:"cause,omitempty"`
 	Incidents   []IncidentBrief `json:"incidents,omitempty"`
 	SeverityMax string          `json:"severity_max,omitempty"`
 	ToolCalls   int             `json:"tool_calls,omitempty"`
