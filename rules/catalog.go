@@ -57,6 +57,7 @@ var families = []family{
 	{"evasion", evadeRules},
 	{"twins", twinRules},
 	{"exfiltration", exfilRules},
+	{"exfiltration", deployRules},
 	{"packages", pkgRules},
 	{"fingerprint", fingerprintRules},
 }

@@ -52,7 +52,14 @@ func agentRules() {
 				}
 				for _, text := range c.writtenText(f.ev, target) {
 					if m := reSafeguardsOff.FindString(text); m != "" {
-						c.hit(r, target, fmt.Sprintf("%s written with %s%s", target, capString(m, 60), failedNote(f.failed)), f.ev)
+						msg := fmt.Sprintf("%s written with %s%s", target, capString(m, 60), failedNote(f.failed))
+						if tempPath(target) {
+							// a container's or a staged copy's home: no
+							// agent of the user's loads it from there
+							c.hitAs(r, target, Low, ConfMedium, r.Harm, msg+" (in a temporary folder: no agent of the user's loads it)", f.ev)
+							break
+						}
+						c.hit(r, target, msg, f.ev)
 						break
 					}
 				}

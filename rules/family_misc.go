@@ -295,11 +295,15 @@ func exfilRules() {
 		Help: "A canary token planted in the fake home or environment was seen leaving: in an HTTP URL, " +
 			"header or body, in DNS query names (also split over labels and queries), in a raw TCP/UDP " +
 			"flow, or in TLS SNI; plain or encoded (base64, hex, URL-encoding, gzip, tar...). The token " +
-			"is unique to this trace: this is proof."},
+			"is unique to this trace: this is proof. A project uploaded whole to a hosting platform with " +
+			"the secrets its files keep is SBX-EXFIL-011."},
 		func(c *ctx, r *Rule) {
 			for _, e := range c.hits {
 				h := e.Data.(*trace.CanaryHit)
 				if !networkChannel(h.Channel) || c.toOwnService(h) {
+					continue
+				}
+				if _, _, deploy := c.projectDeploy(h, e); deploy {
 					continue
 				}
 				c.hit(r, h.TokenID+"/"+h.Channel, fmt.Sprintf("%s planted at %s left over %s (%s) to %s",

@@ -77,6 +77,8 @@ var ruleNotes = map[string]struct{ needs, twins []string }{
 	"SBX-EXFIL-007": {[]string{evHTTP, evConn, evDNS, evSocket}, []string{"JSON or form data to a raw IP (SBX-NET-001 only)", "opaque data to a host the DNS named", "a jail event no connect of the skill's processes opened"}},
 	"SBX-EXFIL-008": {[]string{evHTTP},
 		[]string{"a push to the project's own remote on GitHub or GitLab", "a push to git.example.com (a placeholder: medium, no harm)"}},
+	"SBX-EXFIL-011": {[]string{evCanary, evHTTP, evDNS, evOpen},
+		[]string{"the secret picked out of the project (SBX-EXFIL-001)", "the archive sent to a customer's site on the platform (*.vercel.app: SBX-EXFIL-001)"}},
 	"SBX-HIDDEN-001": {[]string{evSkill}, nil},
 	"SBX-HIDDEN-002": {[]string{evSkill}, nil},
 	"SBX-HIDDEN-003": {[]string{evSkill}, nil},

@@ -44,6 +44,13 @@ var rePlaceholder = regexp.MustCompile(`(?i)/path/to/|<[a-z][a-z0-9 _-]*>|\byour
 // the others keep their rating).
 func (c *ctx) persistHit(r *Rule, target string, f fileOp) {
 	msg := "write to " + target + failedNote(f.failed)
+	// An agent loads its project files (.mcp.json, CLAUDE.md, .vscode/)
+	// from the folder it works in: a copy staged in a temporary folder (a
+	// deploy tool unpacking the project to archive it) is loaded by none.
+	if slices.Contains([]string{"SBX-PERSIST-006", "SBX-PERSIST-007", "SBX-PERSIST-008"}, r.ID) && tempPath(target) {
+		c.hitAs(r, target, Low, ConfMedium, r.Harm, msg+" (in a temporary folder: a staged copy no agent loads)", f.ev)
+		return
+	}
 	switch {
 	case slices.Contains([]string{"SBX-PERSIST-001", "SBX-PERSIST-002", "SBX-PERSIST-003", "SBX-PERSIST-006", "SBX-PERSIST-008"}, r.ID):
 	case r.ID == "SBX-PERSIST-005" && strings.Contains(target, "/.git/hooks/"):
@@ -152,4 +159,14 @@ func validKeyBlob(typ, blob string) bool {
 	}
 	n := int(binary.BigEndian.Uint32(b))
 	return n == len(typ) && string(b[4:4+n]) == typ
+}
+
+// tempPath reports whether p is in a system temporary folder.
+func tempPath(p string) bool {
+	for _, d := range []string{"/tmp", "/var/tmp", "/dev/shm"} {
+		if strings.HasPrefix(p, d+"/") {
+			return true
+		}
+	}
+	return false
 }

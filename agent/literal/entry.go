@@ -156,6 +156,7 @@ func (p *planner) entryPoints() {
 		units = append(units, unit{key: f.Path, first: mention(append([]string{base}, names(scripts)...)...), tier: 2, plan: func() { p.pythonPackageUnit(fc, scripts) }})
 	}
 	imported := p.includedFiles()
+	p.inContainer = p.containerScripts()
 	for i := range p.s.Files {
 		f := &p.s.Files[i]
 		if f.Doc || p.ran[f.Path] || covered[f.Path] || imported[f.Path] || !p.isEntryScript(f) {
@@ -381,6 +382,11 @@ func (p *planner) entryScript(f *skill.File, file string, line int, reason strin
 	// A script runs where the agent works (the project), by its path in
 	// the skill folder: what it writes to its working folder goes there.
 	where := p.inDir("", nil)
+	if p.inContainer[f.Path] && reason == agent.ReasonEntryPoint {
+		// run as the container the skill defines runs it: its own home,
+		// the project as the workspace, the environment passed through
+		where += containerHome
+	}
 	script := shellQuote(path.Join(p.dir, f.Path))
 	if f.Binary {
 		p.emit(toolspec.Bash, where+script, file, line, reason, true, envReads(string(f.Content), false))
@@ -620,4 +626,39 @@ func (p *planner) codeTexts() []string {
 		}
 	}
 	return p.code
+}
+
+// containerHome starts a bundled script that runs inside the container the
+// skill defines with a home of its own, as the container has.
+const containerHome = `HOME="$(mktemp -d)" `
+
+// containerDefs are the files that define a container (an image and what
+// runs in it when it is built, created or started).
+var containerDefs = regexp.MustCompile(`(?i)^(?:dockerfile(?:\..*)?|.*\.dockerfile|containerfile|devcontainer\.json|\.devcontainer\.json|(?:docker-)?compose(?:\.[a-z0-9_-]+)?\.ya?ml)$`)
+
+// containerScripts finds the bundled scripts that run inside a container
+// the skill defines: a Dockerfile copies them into the image, a
+// devcontainer.json runs them after it creates the container (a
+// devcontainer's post-create script configures the container's own home
+// and agent: run on the user's machine, it would change the user's). The
+// instructions never ran them on the user's machine (entryPoints plans
+// only those): they run with a home of their own (containerHome).
+func (p *planner) containerScripts() map[string]bool {
+	var defs []string
+	for _, f := range p.s.Files {
+		if !f.Binary && containerDefs.MatchString(path.Base(f.Path)) {
+			defs = append(defs, string(f.Content))
+		}
+	}
+	out := map[string]bool{}
+	if len(defs) == 0 {
+		return out
+	}
+	text := strings.Join(defs, "\n")
+	for sp := range p.scripts {
+		if wordIndex(text, path.Base(sp)) >= 0 {
+			out[sp] = true
+		}
+	}
+	return out
 }

@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/sandboxctl/sandboxctl/agent"
@@ -137,6 +138,13 @@ type planner struct {
 	read     map[string]bool // markdown files of the skill read (instructions and followed references)
 	cwd      string          // the directory later commands run in ("": the tool's default)
 	notes    []string
+	examples []string // blocks of references not run: examples of attacks (attackExample), as file:line
+	// catalogue is set while a reference that catalogues threats is
+	// planned (threatCatalogue): its prose paths are not read
+	catalogue bool
+	// inContainer are the bundled scripts that run inside a container the
+	// skill defines (containerScripts)
+	inContainer map[string]bool
 }
 
 // Plan returns the calls the literal driver makes for s, in order, and notes
@@ -188,6 +196,9 @@ func plan(s *skill.Skill, cfg Config) *planner {
 		if !p.ran[sp] {
 			unused = append(unused, sp)
 		}
+	}
+	if len(p.examples) > 0 {
+		p.notes = append(p.notes, "code blocks of references not run (examples of attacks the reference describes): "+exampleList(p.examples))
 	}
 	sort.Strings(unused)
 	if len(unused) > 0 {
@@ -499,6 +510,9 @@ func mentions(text, rel string) bool {
 		if end < len(text) {
 			after = text[end]
 		}
+		if after == '.' && (end+1 == len(text) || !isPathChar(text[end+1])) {
+			after = ' ' // the full stop of a sentence: "see references/api.md."
+		}
 		if !isPathChar(after) && (!isPathChar(before) || before == '/' && start >= 2 && text[start-2] == '.') {
 			return true
 		}
@@ -517,6 +531,9 @@ func (p *planner) doc(f *skill.File) {
 		first = 1
 	}
 	blocks := skill.CodeBlocks(f.Body(), first)
+	catalogue := !f.Doc && threatCatalogue(f)
+	defer func(was bool) { p.catalogue = was }(p.catalogue)
+	p.catalogue = catalogue
 	bi := 0
 	inBlockUntil := 0 // 1-based file line of the closing fence
 	prose := 0        // index of the first line after the previous block
@@ -526,7 +543,9 @@ func (p *planner) doc(f *skill.File) {
 			b := blocks[bi]
 			bi++
 			inBlockUntil = b.Line + len(b.Lines) // the closing fence's line
-			if !p.toolBlock(f.Path, b) && !p.fileBlock(f.Path, b, lines[prose:i]) {
+			if !f.Doc && attackExample(b, lines[prose:i], catalogue) {
+				p.examples = append(p.examples, f.Path+":"+strconv.Itoa(b.Line))
+			} else if !p.toolBlock(f.Path, b) && !p.fileBlock(f.Path, b, lines[prose:i]) {
 				p.block(f.Path, b)
 			}
 			prose = inBlockUntil - first + 1
@@ -684,6 +703,11 @@ func (p *planner) prose(file string, n int, lines []string, i int) {
 		p.tool(toolspec.FetchURL, "url", u, file, n, agent.ReasonProseURL)
 	}
 	noURLs := urlRE.ReplaceAllString(raw, " ")
+	if p.catalogue {
+		// the paths a catalogue of threats names are what attacks go
+		// after (~/.ssh/id_rsa), not files the skill asks to read
+		return
+	}
 	for _, m := range pathRE.FindAllStringSubmatch(noURLs, -1) {
 		fp := strings.TrimRight(m[1], ".,;:")
 		fp = strings.Replace(strings.Replace(fp, "${HOME}", "~", 1), "$HOME", "~", 1)
@@ -793,4 +817,12 @@ func argumentsClass(text string) class {
 		return c
 	}
 	return class{}
+}
+
+// exampleList lists the first dozen file:line places, and how many more.
+func exampleList(xs []string) string {
+	if len(xs) > 12 {
+		return strings.Join(xs[:12], ", ") + ", and " + strconv.Itoa(len(xs)-12) + " more"
+	}
+	return strings.Join(xs, ", ")
 }
