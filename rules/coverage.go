@@ -144,6 +144,8 @@ func (c *ctx) coverage() Coverage {
 	setEarlier := map[string]bool{}
 	var otherSteps []int // steps whose command only another platform has was not found
 	decisiveRan := 0
+	var ranCmds []string         // the commands of the steps that succeeded
+	stepCmds := map[int]string{} // the command of each step listed, by its index in cov.Steps
 	for i := range c.events {
 		e := &c.events[i]
 		tc, ok := e.Data.(*trace.ToolCall)
@@ -188,6 +190,7 @@ func (c *ctx) coverage() Coverage {
 		case OutcomeSucceeded:
 			cov.Run++
 			cov.Succeeded++
+			ranCmds = append(ranCmds, cmd)
 			if len(stubs) == 0 {
 				continue
 			}
@@ -208,10 +211,26 @@ func (c *ctx) coverage() Coverage {
 			}
 		}
 		a := decodeArgs(tc)
+		stepCmds[len(cov.Steps)] = cmd
 		cov.Steps = append(cov.Steps, StepCoverage{ToolCallID: tc.ID, Seq: e.Seq, Tool: tc.Tool,
 			Summary: c.redact(short(firstOf(a.Command, a.Path, a.URL, a.Pattern))), PlanReason: tc.PlanReason,
 			SkillFile: tc.SkillFile, SkillLine: tc.SkillLine, ExitCode: tc.ExitCode, Outcome: outcome,
 			Reason: c.redact(reason), Decisive: decisive, Stubs: stubs})
+	}
+	// A bundled script that stopped at its usage message (called bare, or
+	// probed with --help) and ran in another step, given its arguments,
+	// was seen: the step that only showed its usage hid nothing.
+	for i := range cov.Steps {
+		st := &cov.Steps[i]
+		if !st.Decisive || st.Outcome != OutcomeNotRun || StepCause(st.Reason) != CauseUsageError {
+			continue
+		}
+		if s := c.skillScript(stepCmds[i]); s != "" && slices.ContainsFunc(ranCmds, func(x string) bool { return c.skillScript(x) == s }) {
+			st.Decisive = false
+			st.Reason += " (the same script ran with its arguments in another step)"
+			cov.Decisive--
+			cov.DecisiveNotRun--
+		}
 	}
 	// A Windows command (irm | iex, powershell) next to the Linux and macOS
 	// ones, or a macOS installer (brew install) next to the Linux one, is
@@ -390,4 +409,22 @@ func (c *ctx) missingCommand(call string) string {
 		}
 	}
 	return c.missing[call]
+}
+
+// skillScript is the first of the skill's own files a command names (by
+// its path in the sandbox), or "".
+func (c *ctx) skillScript(cmd string) string {
+	dir := strings.TrimSuffix(c.in.SkillDir, "/")
+	if dir == "" || cmd == "" {
+		return ""
+	}
+	i := strings.Index(cmd, dir+"/")
+	if i < 0 {
+		return ""
+	}
+	end := i + len(dir) + 1
+	for end < len(cmd) && !strings.ContainsRune(" \t\n'\";|&)<>", rune(cmd[end])) {
+		end++
+	}
+	return cmd[i:end]
 }

@@ -54,6 +54,14 @@ func TestCoverage(t *testing.T) {
 			return newTL().step("bash", sh("sudo apt-get install -y tesseract-ocr || apt-get download tesseract-ocr"), 0, "ok", "", "").
 				step("bash", sh("brew install tesseract # macOS"), 127, "", "bash: line 1: brew: command not found\n", "")
 		}, want: []row{{"not run", "command not found: brew (a macOS command: the skill's steps for this platform ran)", false}}, cov: [5]int{2, 2, 1, 0, 1}, v: rules.Clean},
+		{name: "a bundled script's usage, then the script run with its arguments", build: func() *tl {
+			return newTL().step("bash", sh("python3 "+skillDir+"/scripts/eda.py"), 1, "Usage: python eda.py <filepath> [output.md]\n", "", "").
+				step("bash", sh("python3 "+skillDir+"/scripts/eda.py ~/Documents/customers.csv"), 0, "Report saved", "", "")
+		}, want: []row{{"not run", "usage error (the same script ran with its arguments in another step)", false}}, cov: [5]int{2, 2, 1, 0, 1}, v: rules.Clean},
+		{name: "a bundled script that only ever showed its usage stays decisive", build: func() *tl {
+			return newTL().step("bash", sh("python3 "+skillDir+"/scripts/eda.py"), 1, "Usage: python eda.py <filepath>\n", "", "").
+				step("bash", sh("python3 "+skillDir+"/scripts/other.py"), 0, "ok", "", "")
+		}, want: []row{{"not run", "usage error", true}}, cov: [5]int{2, 2, 1, 0, 1}, v: rules.Inconclusive},
 		{name: "a macOS command that is not an installer stays decisive", build: func() *tl {
 			return newTL().step("bash", sh("npm test"), 0, "ok", "", "").
 				step("bash", sh("security find-generic-password -s github -w"), 127, "", "bash: line 1: security: command not found\n", "")
