@@ -142,6 +142,9 @@ type planner struct {
 	// catalogue is set while a reference that catalogues threats is
 	// planned (threatCatalogue): its prose paths are not read
 	catalogue bool
+	// otherShell are the blocks written for a shell the sandbox has not
+	// (otherShells), as file:line (language)
+	otherShell []string
 	// inContainer are the bundled scripts that run inside a container the
 	// skill defines (containerScripts)
 	inContainer map[string]bool
@@ -196,6 +199,9 @@ func plan(s *skill.Skill, cfg Config) *planner {
 		if !p.ran[sp] {
 			unused = append(unused, sp)
 		}
+	}
+	if len(p.otherShell) > 0 {
+		p.notes = append(p.notes, "code blocks not run (a shell this Linux workstation has not): "+exampleList(p.otherShell))
 	}
 	if len(p.examples) > 0 {
 		p.notes = append(p.notes, "code blocks of references not run (examples of attacks the reference describes): "+exampleList(p.examples))
@@ -569,7 +575,7 @@ func (p *planner) block(file string, b skill.Block) {
 			continue
 		}
 		nonEmpty++
-		if isPrompt(t) {
+		if _, ok := blockPrompt(t); ok {
 			prompts++
 		}
 	}
@@ -580,10 +586,35 @@ func (p *planner) block(file string, b skill.Block) {
 		p.bash(strings.Join(b.Lines, "\n"), file, b.Line, agent.ReasonCodeBlock)
 	case lang == "" && nonEmpty > 0 && looksLikeShell(b.Lines):
 		p.bash(strings.Join(b.Lines, "\n"), file, b.Line, agent.ReasonCodeBlock)
+	case otherShells[lang] && nonEmpty > 0:
+		p.otherShell = append(p.otherShell, file+":"+strconv.Itoa(b.Line)+" ("+lang+")")
 	}
 }
 
+// otherShells are the shells a block can be written for that the sandbox
+// (a Linux workstation with bash and zsh) has no interpreter for: their
+// blocks are listed in a note, not run.
+var otherShells = set("fish", "powershell", "pwsh", "ps1", "ps", "bat", "batch", "cmd", "nu", "nushell", "elvish", "xonsh", "tcsh", "csh")
+
 func isPrompt(t string) bool { return strings.HasPrefix(t, "$ ") || t == "$" }
+
+// blockPrompt returns the command of a prompt line of a code block: "$ cmd",
+// or a zsh or fish prompt ("% cmd", "❯ cmd", "➜ cmd") before a command a
+// shell block starts with (a "% " line of anything else is not one).
+func blockPrompt(t string) (string, bool) {
+	if isPrompt(t) {
+		return strings.TrimSpace(strings.TrimPrefix(t, "$")), true
+	}
+	for _, pr := range []string{"% ", "❯ ", "➜ "} {
+		if c, ok := strings.CutPrefix(t, pr); ok {
+			c = strings.TrimSpace(c)
+			if w := strings.Fields(c); len(w) > 0 && (commonCommands[w[0]] || strings.HasPrefix(w[0], "./")) {
+				return c, true
+			}
+		}
+	}
+	return "", false
+}
 
 // looksLikeShell: the first line that is not a comment starts with a common
 // command or ./ .
@@ -596,22 +627,28 @@ func looksLikeShell(lines []string) bool {
 		if strings.HasPrefix(t, "./") {
 			return true
 		}
+		if assignLineRE.MatchString(t) {
+			continue // VAR=value before the commands that use it
+		}
 		w := strings.Fields(t)[0]
 		return commonCommands[w]
 	}
 	return false
 }
 
+// assignLineRE is a shell assignment line: NAME=value, NAME="value".
+var assignLineRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*=\S*`)
+
 // console plans the prompt lines of a transcript block, one call per
 // command; continuation lines and heredoc bodies stay with their command.
 func (p *planner) console(file string, b skill.Block) {
 	for i := 0; i < len(b.Lines); i++ {
 		t := strings.TrimSpace(b.Lines[i])
-		if !isPrompt(t) {
+		cmd, ok := blockPrompt(t)
+		if !ok {
 			continue // output
 		}
 		line := b.Line + i
-		cmd := strings.TrimSpace(strings.TrimPrefix(t, "$"))
 		var buf []string
 		buf = append(buf, cmd)
 		for strings.HasSuffix(cmd, "\\") && i+1 < len(b.Lines) {
