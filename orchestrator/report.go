@@ -20,7 +20,7 @@ func (r *Runner) meta(ctx context.Context, st *run, runErr error) reports.Meta {
 		TraceID:   p.TraceID,
 		Version:   r.Version,
 		Skill:     st.skill,
-		Driver:    reports.Driver{Kind: p.Driver.Kind, Provider: p.Driver.Provider, Model: p.Driver.Model},
+		Driver:    reports.Driver{Kind: p.Driver.Kind, Provider: p.Driver.Provider, Model: p.Driver.Model, Notes: st.loop.Notes},
 		Prompt:    p.Prompt,
 		StartedAt: st.started,
 		Duration:  r.now().Sub(st.started),

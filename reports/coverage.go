@@ -64,4 +64,7 @@ func writeCoverageText(t *textWriter, r *Report) {
 		}
 		t.para("  ", "    ", line)
 	}
+	for _, n := range r.Driver.Notes {
+		t.para("  Not planned: ", "    ", n)
+	}
 }

@@ -122,6 +122,10 @@ type Driver struct {
 	Kind     string `json:"kind"` // "llm", "literal", "replay"
 	Provider string `json:"provider,omitempty"`
 	Model    string `json:"model,omitempty"`
+	// Notes are what the driver said of its plan: the code blocks it did
+	// not run and why (examples of attacks, a shell the sandbox has not),
+	// the bundled scripts it left alone.
+	Notes []string `json:"notes,omitempty"`
 }
 
 // ToolCall is one tool call and its result.

@@ -86,3 +86,32 @@ func TestSchemaCauses(t *testing.T) {
 		t.Fatalf("report.json does not match its schema: %v", err)
 	}
 }
+
+// TestDriverNotes: what the driver did not plan, and why, is in every form
+// of the report.
+func TestDriverNotes(t *testing.T) {
+	const note = "code blocks not run (a shell this Linux workstation has not): SKILL.md:28 (fish)"
+	m := meta(reports.StatusCompleted)
+	m.Driver.Notes = []string{note}
+	b := &builder{t: t0}
+	b.bash(10, "npm run build", "ok", 0)
+	r := reports.Analyze(m, trace.Merge(b.evs), reports.Options{})
+	var js, txt, html bytes.Buffer
+	if err := reports.WriteJSON(&js, r); err != nil {
+		t.Fatal(err)
+	}
+	if err := validate(t, compileSchema(t, "report.schema.json", reports.Schema), js.Bytes()); err != nil {
+		t.Fatalf("report.json does not match its schema: %v", err)
+	}
+	if err := reports.WriteText(&txt, r, reports.TextOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := reports.WriteHTML(&html, r); err != nil {
+		t.Fatal(err)
+	}
+	for name, out := range map[string]string{"json": js.String(), "text": strings.Join(strings.Fields(txt.String()), " "), "html": html.String()} {
+		if !strings.Contains(out, "SKILL.md:28 (fish)") {
+			t.Errorf("the %s report lacks the driver's note", name)
+		}
+	}
+}
