@@ -2,6 +2,7 @@ package rules
 
 import (
 	"fmt"
+	"net"
 	"slices"
 	"sort"
 	"strings"
@@ -141,7 +142,7 @@ func ComparePasses(watched, unwatched PassResult) []Finding {
 	var evs []Evidence
 	more := 0
 	for _, d := range orderedDestinations(unwatched.Events) {
-		if seen[d.name] || slices.Contains(only, d.name) {
+		if seen[d.key] || slices.Contains(only, d.name) {
 			continue
 		}
 		only = append(only, d.name)
@@ -163,7 +164,13 @@ func ComparePasses(watched, unwatched PassResult) []Finding {
 
 type netDest struct {
 	name string
-	ev   *trace.Event
+	// key is what the passes compare: the name, or for an address of the
+	// user's own network (a cluster's API server in the kubeconfig, a
+	// database in .env) the class and the port. Each pass seeds its own
+	// home, and these addresses are drawn anew with it: the same step
+	// reaches 10.28.238.65:6443 watched and 10.21.110.194:6443 unwatched.
+	key string
+	ev  *trace.Event
 }
 
 // orderedDestinations lists the network destinations of a timeline, in
@@ -191,7 +198,7 @@ func orderedDestinations(events []trace.Event) []netDest {
 			}
 		}
 		if name = normalHost(name); name != "" {
-			out = append(out, netDest{name: name, ev: e})
+			out = append(out, netDest{name: name, key: destKey(name), ev: e})
 		}
 	}
 	return out
@@ -200,7 +207,7 @@ func orderedDestinations(events []trace.Event) []netDest {
 func destinations(events []trace.Event) map[string]bool {
 	m := map[string]bool{}
 	for _, d := range orderedDestinations(events) {
-		m[d.name] = true
+		m[d.key] = true
 	}
 	return m
 }
@@ -269,4 +276,17 @@ func passOf(f Finding) string {
 		return PassWatched
 	}
 	return f.Pass
+}
+
+// destKey is the key of a destination name (netDest.key): "private:PORT"
+// for an address of a private network, the name otherwise.
+func destKey(name string) string {
+	host, port, err := net.SplitHostPort(name)
+	if err != nil {
+		host, port = name, ""
+	}
+	if a := net.ParseIP(strings.Trim(host, "[]")); a != nil && (a.IsPrivate() || cgnat.Contains(a)) {
+		return "private:" + port
+	}
+	return name
 }
