@@ -171,3 +171,25 @@ func TestSafeguardsInTempHome(t *testing.T) {
 		})
 	}
 }
+
+// TestGitReadsProject: git hashing a repository's working tree reads its
+// secret files into the repository's own store: not a credential read;
+// another program reading the same file is one.
+func TestGitReadsProject(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		prog string
+		want bool
+	}{
+		{"git add", "git", false},
+		{"cat", "cat", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := newTL().bash("cd ~/projects/api && "+tc.prog+" certs/server.key", "").child(tc.prog, "certs/server.key").read(deployRepo + "/certs/server.key")
+			got := slices.Contains(ruleIDs(eval(b, withRepo)), "SBX-CRED-001")
+			if got != tc.want {
+				t.Errorf("SBX-CRED-001 fired: %v, want %v", got, tc.want)
+			}
+		})
+	}
+}

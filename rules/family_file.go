@@ -48,6 +48,23 @@ func gitWorktreeRead(f fileOp) bool {
 	return (f.proc == "git" || strings.HasPrefix(f.proc, "git-")) && strings.HasPrefix(path.Base(f.path), ".env")
 }
 
+// gitRepoRead reports whether f is git reading a file of one of the home's
+// repositories: git add, commit, status and diff hash the working tree, a
+// project's .mcp.json and certs/ with the rest, into the repository's own
+// object store. What leaves with a push is judged there (SBX-EXFIL-008,
+// SBX-EXFIL-001).
+func (c *ctx) gitRepoRead(f fileOp) bool {
+	if f.proc != "git" && !strings.HasPrefix(f.proc, "git-") {
+		return false
+	}
+	for root := range c.in.Repos {
+		if f.path != root && underDir(root, f.path) && !underDir(root+"/.git", f.path) {
+			return true
+		}
+	}
+	return false
+}
+
 func isPublicKey(p string) bool {
 	b := path.Base(p)
 	return strings.HasSuffix(b, ".pub") || b == "known_hosts" || b == "known_hosts.old" || b == "authorized_keys"
@@ -59,7 +76,8 @@ func credRules() {
 		Help: "A process read a file that holds credentials (SSH private keys, cloud and registry " +
 			"credentials, .env files, tokens, shell history with secrets) under the home, or a file a " +
 			"canary was planted in. Listing a folder, reading public keys, certificates in package " +
-			"caches, or a tool reading its own configuration (git reading .gitconfig, ssh its keys, " +
+			"caches, git hashing the working tree of one of the home's repositories (git add, commit, status), " +
+			"or a tool reading its own configuration (git reading .gitconfig, ssh its keys, " +
 			"Python requests and pip the .netrc) does not count. On its own this is suspicious; followed by " +
 			"egress it is exfiltration (SBX-EXFIL-004). Reading only .env files or a project's .mcp.json, which applications and agents " +
 			"load as configuration, has low confidence: reported, not suspect (a planted secret in " +
@@ -67,7 +85,7 @@ func credRules() {
 		func(c *ctx, r *Rule) {
 			planted := c.tokenLocations()
 			for _, f := range c.files {
-				if f.op != opRead || f.failed && !askedFor(f) || isPublicKey(f.path) || c.underSkill(f.path) || envTemplate(f.path) || gitWorktreeRead(f) {
+				if f.op != opRead || f.failed && !askedFor(f) || isPublicKey(f.path) || c.underSkill(f.path) || envTemplate(f.path) || gitWorktreeRead(f) || c.gitRepoRead(f) {
 					continue
 				}
 				_, ok := c.matchPath(planted, f.path)
