@@ -20,7 +20,7 @@ var (
 	reScriptShell    = regexp.MustCompile(`(?s)\bsocket\b.*(?:\bdup2\b|\bpty\.spawn\b|\bsubprocess\.call\(\s*\[\s*["']/bin/(?:ba)?sh)|\bfsockopen\b.*\b(?:exec|system|proc_open)\b|\bTCPSocket\.(?:new|open)\b.*\b(?:exec|spawn|IO\.popen)\b|\bnet\.Socket\b.*\bchild_process\b`)
 	reShadow         = regexp.MustCompile(`\b(?:cat|less|more|head|tail|cp|grep|tar|base64|xxd|strings)\b[^|;&]*\s/etc/(?:g?shadow)\b|\bunshadow\b`)
 	reEnvironPath    = regexp.MustCompile(`^/proc/(?:self|\d+|thread-self)/environ$`)
-	reEnvDump        = regexp.MustCompile(`(?:^|[;&|(]\s*)(?:env|printenv|export\s+-p|declare\s+-x|set)\s*(?:$|[|;&>)])|\bdict\(\s*os\.environ\s*\)|\bos\.environ\.(?:items|copy)\(\)|json\.dumps\(\s*(?:dict\()?os\.environ|JSON\.stringify\(\s*process\.env\s*\)|/proc/(?:self|\d+|\*)/environ`)
+	reEnvDump        = regexp.MustCompile(`(?:^|[;&|]\s*|(?:^|[\s$;&|])\(\s*)(?:env|printenv|export\s+-p|declare\s+-x|set)\s*(?:$|[|;&>)])|\bdict\(\s*os\.environ\s*\)|\bos\.environ\.(?:items|copy)\(\)|json\.dumps\(\s*(?:dict\()?os\.environ|JSON\.stringify\(\s*process\.env\s*\)|/proc/(?:self|\d+|\*)/environ`)
 	reCrontab        = regexp.MustCompile(`\bcrontab\s+(?:-u\s+\S+\s+)?(?:-\s*$|-\s*[;&|]|[^-\s]\S*)|\|\s*crontab\b|\bcrontab\s+-\s*$`)
 	reSystemctl      = regexp.MustCompile(`\bsystemctl\s+(?:--user\s+)?(?:enable|link|daemon-reload)\b|\blaunchctl\s+(?:load|bootstrap|submit)\b`)
 	reGitHooks       = regexp.MustCompile(`\bgit\s+config\s+(?:--global\s+|--system\s+)?(?:core\.hooksPath|core\.sshCommand|core\.pager|core\.fsmonitor|credential\.helper|alias\.\S+\s+["']?!)`)
