@@ -87,7 +87,7 @@ func TestLookAlike(t *testing.T) {
 		{"pythonanywhere.com", false}, {"openapi.com", false}, {"dockerhub.example.org", false},
 		{"s3.amazonaws.com", false}, {"googletagmanager.com", false}, {"example.com", false},
 		{"rust-lang.github.io", false}, {"github.blog", false}, {"github.co", true}, {"rust-lnag.github.io", true}, {"rust-lang.netlify.app", true},
-		{"myvault.vault.azure.net", false}, {"myreg.azurecr.io", false}, {"azure-login.net", true},
+		{"myvault.vault.azure.net", false}, {"myreg.azurecr.io", false}, {"azure-login.net", true}, {"discord.gg", false}, {"discord-gift.com", true},
 	} {
 		if _, got := lookAlike(tt.host); got != tt.want {
 			t.Errorf("lookAlike(%s) = %v, want %v", tt.host, got, tt.want)

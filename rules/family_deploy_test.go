@@ -193,3 +193,24 @@ func TestGitReadsProject(t *testing.T) {
 		})
 	}
 }
+
+// TestGitConfigByGit: a .git/config only the file diff saw changed, in a
+// trace that ran git, is git's doing; without git it counts.
+func TestGitConfigByGit(t *testing.T) {
+	for _, tc := range []struct {
+		name, cmd string
+		want      bool
+	}{
+		{"git remote add", "git remote add upstream https://github.com/acme/api.git", false},
+		{"a script", "python3 setup_repo.py", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := newTL().bash(tc.cmd, "").
+				add(trace.SourceFSDiff, trace.TypeFSChange, 0, &trace.FSChange{Path: deployRepo + "/.git/config", Kind: "modified"})
+			got := slices.Contains(ruleIDs(eval(b, withRepo)), "SBX-PERSIST-005")
+			if got != tc.want {
+				t.Errorf("SBX-PERSIST-005 fired: %v, want %v", got, tc.want)
+			}
+		})
+	}
+}

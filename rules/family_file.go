@@ -3,6 +3,7 @@ package rules
 import (
 	"fmt"
 	"path"
+	"regexp"
 	"slices"
 	"strings"
 
@@ -343,6 +344,14 @@ func persistRules() {
 					if s.id == "SBX-PERSIST-005" && (strings.HasSuffix(target, ".sample") || c.freshRepoConfig(target)) {
 						continue
 					}
+					// A .git/config the file diff alone says changed, in a trace
+					// whose steps ran git (git remote add, git config user.name,
+					// git push -u): git's own doing, as far as the diff can tell;
+					// what git config set is judged on its command line, and a
+					// write by anything else is in the syscall timeline.
+					if s.id == "SBX-PERSIST-005" && f.ev.Source == trace.SourceFSDiff && strings.HasSuffix(target, "/.git/config") && c.ranGit() {
+						continue
+					}
 					if _, ok := c.matchPath(s.paths, target); ok {
 						if f.op == opMkdir && s.id != "SBX-PERSIST-003" {
 							continue
@@ -433,3 +442,19 @@ func systemProgram(p string) bool {
 	}
 	return false
 }
+
+// ranGit reports whether a step of the trace ran git: an exec of git, or a
+// command line (the unwatched pass has no execs) that calls it.
+func (c *ctx) ranGit() bool {
+	for _, cm := range c.cmds {
+		if x, ok := cm.ev.Data.(*trace.Exec); ok && path.Base(x.Path) == "git" && x.Errno == "" {
+			return true
+		}
+		if reGitCall.MatchString(cm.text) {
+			return true
+		}
+	}
+	return false
+}
+
+var reGitCall = regexp.MustCompile(`(?:^|[\s;&|(])git\s+[a-z]`)
