@@ -187,6 +187,7 @@ func AddPackageBins(cfg *Config, files ...[]byte) {
 	for _, vs := range cfg.PackageBins {
 		n += len(vs)
 	}
+	var commands map[string]bool // the words text runs as commands, read once
 	for _, p := range pkgs {
 		key := p.eco + ":" + strings.ToLower(p.name)
 		if p.eco == "pypi" {
@@ -196,7 +197,10 @@ func AddPackageBins(cfg *Config, files ...[]byte) {
 			if n >= maxBinHints || len(cfg.PackageBins[key]) >= maxBinsPerPackage || slices.Contains(cfg.PackageBins[key], bin) {
 				continue
 			}
-			if !runsCommand(text, bin) {
+			if commands == nil {
+				commands = commandWords(text)
+			}
+			if !commands[bin] {
 				continue
 			}
 			if cfg.PackageBins == nil {
@@ -325,8 +329,20 @@ func derivedBins(name string) []string {
 }
 
 // runsCommand reports whether text runs name as a command.
-func runsCommand(text, name string) bool {
-	q := regexp.QuoteMeta(name)
-	re := regexp.MustCompile(`(?m)(?:^[ \t>$]*|&&[ \t]*|\|\|?[ \t]*|;[ \t]*|` + "`" + `|\$\([ \t]*|\[[ \t]*["']|\([ \t]*["']|^[ \t]*\$[ \t]+)` + q + `(?:[ \t]|["'` + "`" + `,)]|$)`)
-	return re.MatchString(text)
+func runsCommand(text, name string) bool { return commandWords(text)[name] }
+
+// commandWords are the words text runs as commands: the first word of a
+// line (after a prompt or a quote mark), and the word after &&, ||, |, ;,
+// a backtick, $( or the opening quote of a JSON array ("["cmd", ...]").
+// One pass over the text, whatever the number of names asked about (a
+// skill may bring megabytes of text; a pattern per name over all of it
+// took minutes).
+func commandWords(text string) map[string]bool {
+	out := map[string]bool{}
+	for _, m := range commandWordRE.FindAllStringSubmatch(text, -1) {
+		out[m[1]] = true
+	}
+	return out
 }
+
+var commandWordRE = regexp.MustCompile(`(?m)(?:^[ \t>$]*|&&[ \t]*|\|\|?[ \t]*|;[ \t]*|` + "`" + `|\$\([ \t]*|\[[ \t]*["']|\([ \t]*["']|^[ \t]*\$[ \t]+)([^\s"'` + "`" + `,;|&()\[\]]+)`)

@@ -1,6 +1,8 @@
 package netcapture
 
 import (
+	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -104,4 +106,20 @@ func FuzzAddPackageBins(f *testing.F) {
 			t.Fatalf("%d bins", n)
 		}
 	})
+}
+
+// BenchmarkAddPackageBinsLarge: a skill that brings megabytes of text
+// naming many packages (a lock file, a dataset) costs one pass over the
+// text, not one per candidate name (that took minutes).
+func BenchmarkAddPackageBinsLarge(b *testing.B) {
+	var sb strings.Builder
+	for i := 0; sb.Len() < 4<<20; i++ {
+		fmt.Fprintf(&sb, "pip install tool-%d-cli acme-%d-sdk\nnpm i -g @scope%d/widget-cli\n", i, i, i)
+	}
+	text := []byte(sb.String())
+	b.ResetTimer()
+	for range b.N {
+		var cfg Config
+		AddPackageBins(&cfg, text)
+	}
 }
