@@ -328,9 +328,6 @@ func derivedBins(name string) []string {
 	return out
 }
 
-// runsCommand reports whether text runs name as a command.
-func runsCommand(text, name string) bool { return commandWords(text)[name] }
-
 // commandWords are the words text runs as commands: the first word of a
 // line (after a prompt or a quote mark), and the word after &&, ||, |, ;,
 // a backtick, $( or the opening quote of a JSON array ("["cmd", ...]").

@@ -144,9 +144,10 @@ type ctx struct {
 	madeHere map[string]bool
 	red      *strings.Replacer
 	compiled map[*string][]compiledPath
-	paths    map[*Finding][]string  // files listed in a finding's message
-	shCache  map[string]*shellFacts // command text read by the shell parser
-	current  *ruleDef               // the rule whose matcher runs
+	paths    map[*Finding][]string      // files listed in a finding's message
+	shCache  map[string]*shellFacts     // command text read by the shell parser
+	deploys  map[*trace.Event]deployHit // projectDeploy's answer for each canary hit event
+	current  *ruleDef                   // the rule whose matcher runs
 	// words of the skill (namedBySkill): in its text outside URLs and
 	// host names, and in its name and description
 	skillWords map[string]int

@@ -32,6 +32,24 @@ var deployHosts = []string{
 // look (SBX-EXFIL-011), not proof of theft. It returns the repository and
 // the platform's host.
 func (c *ctx) projectDeploy(h *trace.CanaryHit, e *trace.Event) (repo, host string, ok bool) {
+	// SBX-EXFIL-001 and SBX-EXFIL-011 both ask, for every hit
+	if d, done := c.deploys[e]; done {
+		return d.repo, d.host, d.ok
+	}
+	repo, host, ok = c.findProjectDeploy(h, e)
+	if c.deploys == nil {
+		c.deploys = map[*trace.Event]deployHit{}
+	}
+	c.deploys[e] = deployHit{repo, host, ok}
+	return repo, host, ok
+}
+
+type deployHit struct {
+	repo, host string
+	ok         bool
+}
+
+func (c *ctx) findProjectDeploy(h *trace.CanaryHit, e *trace.Event) (repo, host string, ok bool) {
 	if h.Channel != ChannelHTTP || !archiveEncoding(h.Encoding) || e.ToolCallID == "" {
 		return "", "", false
 	}
