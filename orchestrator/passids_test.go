@@ -13,7 +13,8 @@ func TestPassTraceIDs(t *testing.T) {
 	for _, id := range []string{"20261129-050143-722e0b", "eval-" + strings.Repeat("a-long-skill-name-", 2) + "0123456789ab-1"} {
 		p := Plan{TraceID: id}
 		ids := PassTraceIDs(id)
-		want := []string{id, unwatchedPlan(p, nil).TraceID}
+		up, _ := unwatchedPlan(p, nil)
+		want := []string{id, up.TraceID}
 		for _, role := range []string{TwinSame, TwinOther, TwinControl, TwinConfirm} {
 			want = append(want, twinPlan(p, &run{}, TwinSpec{Role: role}).TraceID)
 		}

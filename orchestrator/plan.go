@@ -313,7 +313,9 @@ func (r *Runner) seedIdentity(st *run) error {
 	at := st.started
 	var twin *canary.Twin
 	if p.Twin != nil {
-		at = p.Twin.Start
+		if !p.Twin.Start.IsZero() {
+			at = p.Twin.Start
+		}
 		twin = p.Twin.canaryTwin()
 	}
 	x, err := canaryfs.Begin(canaryfs.Options{User: p.User, Hostname: p.Hostname, Seed: st.seed, Now: at, Persona: p.Persona, Twin: twin})

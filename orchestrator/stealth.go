@@ -2,6 +2,7 @@ package orchestrator
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"path/filepath"
@@ -82,17 +83,27 @@ func AttemptBudget(p Plan) time.Duration {
 }
 
 // unwatchedPlan is p for the unwatched pass: the same skill, driver and
-// limits, the same user and host names (so that the passes' paths and
-// destinations compare), a trace id of its own and a freshly seeded home.
-func unwatchedPlan(p Plan, first *run) Plan {
+// limits, a trace id of its own, and the watched pass's home made again
+// with other secrets (a twin home, canary.Twin): the same user and host,
+// files, persona, company domain and network addresses, so that the
+// passes' paths and destinations compare, and tokens of its own, so that a
+// sighting names its pass. Its clock is its own (no fake clock is added).
+func unwatchedPlan(p Plan, first *run) (Plan, error) {
 	up := p
 	up.Unwatched = true
 	up.TraceID = derivedID(p.TraceID, unwatchedSuffix)
-	if first != nil && first.home != nil {
-		up.User, up.Hostname = first.home.User, first.home.Hostname
+	up.Seed = nil
+	if first == nil || first.home == nil {
+		return up, nil // no home was made: a home of its own
 	}
-	up.Seed = nil // fresh tokens: a sighting names its pass
-	return up
+	up.User, up.Hostname = first.home.User, first.home.Hostname
+	up.Seed = first.seed
+	key := make([]byte, 32)
+	if _, err := rand.Read(key); err != nil {
+		return up, fmt.Errorf("unwatched pass: %w", err)
+	}
+	up.Twin = &TwinSpec{Role: TwinUnwatched, Key: key}
+	return up, nil
 }
 
 // unwatchedPass runs the unwatched pass after the watched pass (out, st)
@@ -101,7 +112,10 @@ func unwatchedPlan(p Plan, first *run) Plan {
 // reports.UnwatchedDir.
 func (r *Runner) unwatchedPass(ctx context.Context, p Plan, dir string, out Outcome, watched *run, why string) (Outcome, error) {
 	r.phase("stealth", "unwatched pass (%s)", why)
-	up := unwatchedPlan(p, watched)
+	up, err := unwatchedPlan(p, watched)
+	if err != nil {
+		return out, err
+	}
 	udir := ""
 	if dir != "" {
 		udir = filepath.Join(dir, reports.UnwatchedDir)

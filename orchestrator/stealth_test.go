@@ -1,6 +1,7 @@
 package orchestrator
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"io"
@@ -50,12 +51,18 @@ func TestUnwatchedPlan(t *testing.T) {
 	p := Plan{TraceID: strings.Repeat("a", 50) + "-bcdefghijkl", SkillPath: "s", Driver: Driver{Kind: DriverLiteral},
 		Limits: DefaultLimits(), Seed: []byte("x"), Stealth: StealthAlways}
 	home := &canaryfs.Home{User: "mwalker", Hostname: "mw-desk", HomeDir: "/home/mwalker"}
-	up := unwatchedPlan(p, &run{home: home})
+	up, err := unwatchedPlan(p, &run{home: home, seed: []byte("watched seed")})
+	if err != nil {
+		t.Fatal(err)
+	}
 	if up.User != "mwalker" || up.Hostname != "mw-desk" {
 		t.Errorf("unwatched pass as %s@%s, want the watched pass's names", up.User, up.Hostname)
 	}
-	if !up.Unwatched || up.Seed != nil || !strings.HasSuffix(up.TraceID, "-unwatched") || up.TraceID == p.TraceID {
+	if !up.Unwatched || string(up.Seed) != "watched seed" || !strings.HasSuffix(up.TraceID, "-unwatched") || up.TraceID == p.TraceID {
 		t.Errorf("unwatchedPlan = %+v", up)
+	}
+	if up.Twin == nil || up.Twin.canaryTwin() == nil || !up.Twin.Start.IsZero() || len(up.Twin.Entropy) != 0 {
+		t.Errorf("unwatched pass's twin %+v: want other secrets, its own clock and randomness", up.Twin)
 	}
 	if err := up.Validate(); err != nil {
 		t.Errorf("unwatched plan invalid: %v", err)
@@ -122,4 +129,79 @@ func TestProcSampler(t *testing.T) {
 	if n, traced := s.counts(); n != 3 || traced != 1 {
 		t.Errorf("counts = %d, %d; want 3 sampled, 1 traced", n, traced)
 	}
+}
+
+// TestUnwatchedHome: the unwatched pass's home is the watched pass's made
+// again with other secrets: the same names and files (a destination drawn
+// from the home, like the persona's company domain, compares between the
+// passes), every planted token of another value.
+func TestUnwatchedHome(t *testing.T) {
+	r := &Runner{}
+	p := Plan{TraceID: "t", SkillPath: "s", Driver: Driver{Kind: DriverLiteral}, Limits: DefaultLimits(), Stealth: StealthAlways}
+	watched := &run{plan: p, started: time.Now()}
+	if err := r.seedIdentity(watched); err != nil {
+		t.Fatal(err)
+	}
+	if err := watched.homeWait(); err != nil {
+		t.Fatal(err)
+	}
+	up, err := unwatchedPlan(p, watched)
+	if err != nil {
+		t.Fatal(err)
+	}
+	second := &run{plan: up, started: time.Now().Add(time.Minute)}
+	if err := r.seedIdentity(second); err != nil {
+		t.Fatal(err)
+	}
+	if err := second.homeWait(); err != nil {
+		t.Fatal(err)
+	}
+	if second.clockOff != 0 {
+		t.Errorf("unwatched pass's clock offset %v, want its own clock", second.clockOff)
+	}
+	w, u := watched.home, second.home
+	if w.User != u.User || w.Hostname != u.Hostname || w.HomeDir != u.HomeDir {
+		t.Errorf("unwatched home %s@%s, watched %s@%s", u.User, u.Hostname, w.User, w.Hostname)
+	}
+	if w.Project != u.Project {
+		t.Errorf("unwatched home's project %s, watched %s", u.Project, w.Project)
+	}
+	// The company's domain and the user's address, as the passes' git
+	// identities and remotes name them.
+	for _, name := range []string{"~/.gitconfig", "~/.ssh/config", "~/.kube/config"} {
+		a, aok := w.File(name)
+		b, bok := u.File(name)
+		if !aok || !bok {
+			t.Errorf("%s: not in both homes", name)
+			continue
+		}
+		if name != "~/.kube/config" && !bytes.Equal(a.Content, b.Content) {
+			t.Errorf("%s differs between the passes:\n%s\n%s", name, a.Content, b.Content)
+		}
+		if name == "~/.kube/config" && serverLine(a.Content) != serverLine(b.Content) {
+			t.Errorf("kube API server %q watched, %q unwatched", serverLine(a.Content), serverLine(b.Content))
+		}
+	}
+	wt, ut := w.Set.Tokens(), u.Set.Tokens()
+	if len(wt) == 0 || len(wt) != len(ut) {
+		t.Fatalf("tokens: watched %d, unwatched %d", len(wt), len(ut))
+	}
+	byID := map[string]string{}
+	for _, tok := range ut {
+		byID[tok.ID] = tok.Value
+	}
+	for _, tok := range wt {
+		if v, ok := byID[tok.ID]; !ok || v == tok.Value {
+			t.Errorf("%s (%s): unwatched value %q, watched %q", tok.ID, tok.Location, v, tok.Value)
+		}
+	}
+}
+
+func serverLine(kubeconfig []byte) string {
+	for _, l := range strings.Split(string(kubeconfig), "\n") {
+		if strings.Contains(l, "server:") {
+			return strings.TrimSpace(l)
+		}
+	}
+	return ""
 }

@@ -44,6 +44,9 @@ const (
 	TwinOther   = "other"   // other secrets, longer
 	TwinControl = "control" // the original's secrets again: noise control
 	TwinConfirm = "confirm" // secrets of a third value, longer still: confirmation
+	// TwinUnwatched is the unwatched pass (stealth.go): the watched pass's
+	// home with other secrets of the same lengths, its own clock.
+	TwinUnwatched = "unwatched"
 )
 
 const twinSuffix = "-twin-"
@@ -57,7 +60,8 @@ const TwinGrow = 16
 type TwinSpec struct {
 	Role string `json:"role"`
 	// Start is the original trace's start: the twin's home and system
-	// files are dated from it and its clock starts there.
+	// files are dated from it and its clock starts there (zero: the
+	// pass's own start, its own clock).
 	Start time.Time `json:"start"`
 	// Entropy is the randomness the twins share (the tool server makes
 	// getrandom and the random devices reproducible from it).
@@ -69,7 +73,7 @@ type TwinSpec struct {
 
 // canaryTwin is the canary.Twin of t's secrets: nil for the original's.
 func (t *TwinSpec) canaryTwin() *canary.Twin {
-	if t == nil || t.Role != TwinOther && t.Role != TwinConfirm {
+	if t == nil || t.Role != TwinOther && t.Role != TwinConfirm && t.Role != TwinUnwatched {
 		return nil
 	}
 	return &canary.Twin{Key: t.Key, Grow: t.Grow}

@@ -166,9 +166,9 @@ type netDest struct {
 	name string
 	// key is what the passes compare: the name, or for an address of the
 	// user's own network (a cluster's API server in the kubeconfig, a
-	// database in .env) the class and the port. Each pass seeds its own
-	// home, and these addresses are drawn anew with it: the same step
-	// reaches 10.28.238.65:6443 watched and 10.21.110.194:6443 unwatched.
+	// database in .env) the class and the port: an address a step derives
+	// from what it finds (a pod, a service the cluster lists) need not be
+	// the same in both passes, though their homes are made from one seed.
 	key string
 	ev  *trace.Event
 }
