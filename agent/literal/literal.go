@@ -145,6 +145,12 @@ type planner struct {
 	// otherShell are the blocks written for a shell the sandbox has not
 	// (otherShells), as file:line (language)
 	otherShell []string
+	// notShell are the other blocks not run: code in a programming
+	// language, and blocks with no language that are not shell commands,
+	// as file:line (language); data counts the blocks of data, settings
+	// and text (dataLangs)
+	notShell, untagged []string
+	data               int
 	// inContainer are the bundled scripts that run inside a container the
 	// skill defines (containerScripts)
 	inContainer map[string]bool
@@ -202,6 +208,19 @@ func plan(s *skill.Skill, cfg Config) *planner {
 	}
 	if len(p.otherShell) > 0 {
 		p.notes = append(p.notes, "code blocks not run (a shell this Linux workstation has not): "+exampleList(p.otherShell))
+	}
+	if len(p.notShell) > 0 {
+		p.notes = append(p.notes, "code blocks not run (a programming language, not commands: the model-free driver runs shell and the bundled scripts): "+exampleList(p.notShell))
+	}
+	if len(p.untagged) > 0 {
+		p.notes = append(p.notes, "code blocks not run (no language, and they do not start with a command): "+exampleList(p.untagged))
+	}
+	if p.data > 0 {
+		what := "1 code block of data, settings or text not run"
+		if p.data > 1 {
+			what = strconv.Itoa(p.data) + " code blocks of data, settings or text not run"
+		}
+		p.notes = append(p.notes, what)
 	}
 	if len(p.examples) > 0 {
 		p.notes = append(p.notes, "code blocks of references not run (examples of attacks the reference describes): "+exampleList(p.examples))
@@ -545,10 +564,10 @@ func (p *planner) doc(f *skill.File) {
 	prose := 0        // index of the first line after the previous block
 	for i := 0; i < len(lines); i++ {
 		n := first + i
-		if bi < len(blocks) && n == blocks[bi].Line-1 {
+		if bi < len(blocks) && n == blocks[bi].Start() {
 			b := blocks[bi]
 			bi++
-			inBlockUntil = b.Line + len(b.Lines) // the closing fence's line
+			inBlockUntil = b.End() // the closing fence's line, or the block's last
 			if !f.Doc && attackExample(b, lines[prose:i], catalogue) {
 				p.examples = append(p.examples, f.Path+":"+strconv.Itoa(b.Line))
 			} else if !p.toolBlock(f.Path, b) && !p.fileBlock(f.Path, b, lines[prose:i]) {
@@ -586,10 +605,29 @@ func (p *planner) block(file string, b skill.Block) {
 		p.bash(strings.Join(b.Lines, "\n"), file, b.Line, agent.ReasonCodeBlock)
 	case lang == "" && nonEmpty > 0 && looksLikeShell(b.Lines):
 		p.bash(strings.Join(b.Lines, "\n"), file, b.Line, agent.ReasonCodeBlock)
-	case otherShells[lang] && nonEmpty > 0:
+	case nonEmpty == 0:
+	case otherShells[lang]:
 		p.otherShell = append(p.otherShell, file+":"+strconv.Itoa(b.Line)+" ("+lang+")")
+	case dataLangs[lang]:
+		p.data++
+	case lang == "":
+		where := file + ":" + strconv.Itoa(b.Line)
+		if b.Indented {
+			where += " (indented)"
+		}
+		p.untagged = append(p.untagged, where)
+	default:
+		p.notShell = append(p.notShell, file+":"+strconv.Itoa(b.Line)+" ("+lang+")")
 	}
 }
+
+// dataLangs are the languages of blocks that hold data, settings, text or
+// diagrams, not code: counted in a note, not listed.
+var dataLangs = set("json", "jsonc", "json5", "jsonl", "ndjson", "yaml", "yml", "toml", "ini", "cfg", "conf", "env", "dotenv",
+	"properties", "xml", "html", "htm", "css", "scss", "csv", "tsv", "text", "txt", "plain", "plaintext", "output", "log",
+	"md", "markdown", "mdx", "rst", "diff", "patch", "mermaid", "dot", "graphql", "gql", "svg", "http", "tree", "ascii",
+	"hcl", "tf", "terraform", "proto", "protobuf", "prisma", "csl", "bibtex", "tex", "latex", "math", "regex", "gitignore",
+	"editorconfig", "dockerignore", "nginx", "apache", "prompt", "example", "template", "jinja", "j2", "handlebars", "liquid")
 
 // otherShells are the shells a block can be written for that the sandbox
 // (a Linux workstation with bash and zsh) has no interpreter for: their
@@ -630,11 +668,20 @@ func looksLikeShell(lines []string) bool {
 		if assignLineRE.MatchString(t) {
 			continue // VAR=value before the commands that use it
 		}
-		w := strings.Fields(t)[0]
-		return commonCommands[w]
+		w := strings.Fields(t)
+		if (w[0] == "{" || w[0] == "(") && len(w) > 1 {
+			// a group of commands, { cmd; cmd; } or ( cmd; cmd ): any
+			// command word, where data ({ "key": 1 }) has quotes
+			return groupRE.MatchString(t)
+		}
+		return commonCommands[w[0]]
 	}
 	return false
 }
+
+// groupRE is a line that groups commands: "{ cmd args; ... }" or
+// "( cmd; ... )", the first a bare command word.
+var groupRE = regexp.MustCompile(`^(?:\{\s+[a-z][\w.+-]*(?:\s[^;]*)?;.*\}|\(\s*[a-z][\w.+-]*(?:\s[^;]*)?;.*\))`)
 
 // assignLineRE is a shell assignment line: NAME=value, NAME="value".
 var assignLineRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*=\S*`)
