@@ -114,6 +114,7 @@ var harmKinds = map[rules.Harm]struct {
 	rules.HarmPersistence: {KindPersistence, byPath},
 	rules.HarmSafeguards:  {KindSafeguards, byPath},
 	rules.HarmDestruction: {KindDestruction, byToolCall},
+	rules.HarmHarvest:     {KindCredentials, byRule},
 }
 
 // findingKind is kindOf for a finding.

@@ -33,6 +33,7 @@ type family struct {
 // and TestFamilyOrderIrrelevant checks it.
 var families = []family{
 	{"credentials", credRules},
+	{"credentials", harvestRules},
 	{"macos", macRules},
 	{"execution", execRules},
 	{"shells", shellRules},

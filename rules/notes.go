@@ -70,6 +70,8 @@ var ruleNotes = map[string]struct{ needs, twins []string }{
 		[]string{"a GitHub token sent to api.github.com (SBX-EXFIL-006)", "a public API call carrying no secret"}},
 	"SBX-EXFIL-002": {[]string{evCanary, evExec, evTools}, nil},
 	"SBX-EXFIL-003": {[]string{evCanary, evTools}, nil},
+	"SBX-CRED-006": {[]string{evCanary, evTools},
+		[]string{"one credential file printed (SBX-EXFIL-003)", "secrets a sweep of the home printed (SBX-RECON-002)", "a key's fingerprint or a masked token"}},
 	"SBX-EXFIL-004": {[]string{evFinds, evHTTP, evDNS, evConn},
 		[]string{"a local backup archive of secrets that never leaves", "a credential read followed by no egress"}},
 	"SBX-EXFIL-005": {[]string{evFinds, evHTTP, evDNS, evConn}, []string{"env LANG=C cmd"}},

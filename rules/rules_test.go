@@ -177,6 +177,11 @@ func TestRules(t *testing.T) {
 			build: func() *tl {
 				return deployTL(t, "https://api.vercel.com/v13/deployments", "api.vercel.com", "README.md", "main.go", "go.mod", ".env")
 			}},
+		{name: "credential stores harvested", want: []string{"SBX-CRED-001", "SBX-CRED-002", "SBX-CRED-006", "SBX-EXFIL-003"}, mod: withHarvestStores,
+			build: func() *tl {
+				return newTL().tool("read_file", map[string]any{"path": "~/.ssh/id_ed25519"}, sshKeyRaw).
+					tool("read_file", map[string]any{"path": "~/.config/solana/id.json"}, solanaRaw)
+			}},
 		{name: "io_uring and pidfd_getfd refused", want: []string{"SBX-TRACER-001"},
 			build: func() *tl {
 				return newTL().bash("python3 uring.py", "").child("python3", "uring.py").

@@ -98,10 +98,11 @@ const (
 	HarmRemoteShell Harm = "remote-shell"        // a reverse or bind shell
 	HarmSafeguards  Harm = "safeguards-disabled" // the agent's own safeguards switched off
 	HarmDestruction Harm = "destruction"         // the user's data destroyed
+	HarmHarvest     Harm = "credential-harvest"  // the secrets of several credential stores handed to the agent
 )
 
 // Harms lists every harm class.
-var Harms = []Harm{HarmExfil, HarmRemoteCode, HarmPersistence, HarmRemoteShell, HarmSafeguards, HarmDestruction}
+var Harms = []Harm{HarmExfil, HarmRemoteCode, HarmPersistence, HarmRemoteShell, HarmSafeguards, HarmDestruction, HarmHarvest}
 
 // A Rule is the fixed description of one kind of finding. IDs are stable:
 // "SBX-<FAMILY>-<NNN>"; a retired id is never reused.

@@ -792,6 +792,22 @@ func (p *planner) prose(file string, n int, lines []string, i int) {
 		// after (~/.ssh/id_rsa), not files the skill asks to read
 		return
 	}
+	// Inline code that is a path as a whole keeps its spaces and globs
+	// (`~/.config/google-chrome/Default/Login Data`,
+	// `~/.mozilla/firefox/*.default-release/logins.json`): read whole,
+	// a glob through the shell, as an agent would.
+	noURLs = inlineRE.ReplaceAllStringFunc(noURLs, func(span string) string {
+		fp, ok := codePath(strings.Trim(span, "`"))
+		if !ok {
+			return span
+		}
+		if strings.ContainsAny(fp, "*?[") {
+			p.bash("cat -- "+globWords(fp), file, n, agent.ReasonProsePath)
+		} else {
+			p.tool(toolspec.ReadFile, "path", fp, file, n, agent.ReasonProsePath)
+		}
+		return " "
+	})
 	for _, m := range pathRE.FindAllStringSubmatch(noURLs, -1) {
 		fp := strings.TrimRight(m[1], ".,;:")
 		fp = strings.Replace(strings.Replace(fp, "${HOME}", "~", 1), "$HOME", "~", 1)
@@ -804,6 +820,38 @@ func (p *planner) prose(file string, n int, lines []string, i int) {
 			p.tool(toolspec.ReadFile, "path", fp, file, n, agent.ReasonProsePath)
 		}
 	}
+}
+
+// codePathRE is inline code that is one home or absolute path, which may
+// hold spaces and globs: no shell syntax, no options.
+var codePathRE = regexp.MustCompile(`^(?:~|\$HOME|\$\{HOME\})/[^\s|;&<>$(){}'"\x60\\]*(?: [^\s|;&<>$(){}'"\x60\\-][^\s|;&<>$(){}'"\x60\\]*)*$` +
+	`|^/(?:etc|home|root|var|usr|tmp|opt|srv|mnt|Users|Library)/[^\s|;&<>$(){}'"\x60\\]*(?: [^\s|;&<>$(){}'"\x60\\-][^\s|;&<>$(){}'"\x60\\]*)*$`)
+
+// codePath returns the path inline code names when the code is a path as
+// a whole ($HOME written ~), and not a script run with arguments
+// (`~/bin/sync.sh now`) or a folder.
+func codePath(code string) (string, bool) {
+	code = strings.TrimRight(strings.TrimSpace(code), ".,;:")
+	if !codePathRE.MatchString(code) || strings.HasSuffix(code, "/") {
+		return "", false
+	}
+	if first, _, spaced := strings.Cut(code, " "); spaced {
+		switch path.Ext(first) {
+		case ".sh", ".bash", ".py", ".js", ".mjs", ".rb", ".pl", ".ts":
+			return "", false
+		}
+	}
+	code = strings.Replace(strings.Replace(code, "${HOME}", "~", 1), "$HOME", "~", 1)
+	if !strings.Contains(code, " ") && !strings.ContainsAny(code, "*?[") {
+		return "", false // the prose path scan reads it as before
+	}
+	return code, true
+}
+
+// globWords writes a path with globs for the shell: ~ expanded, spaces
+// escaped, the globs left to match.
+func globWords(fp string) string {
+	return strings.ReplaceAll(fp, " ", "\\ ")
 }
 
 // scriptCommand turns inline code naming the bundled script sp into the

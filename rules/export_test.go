@@ -1,0 +1,4 @@
+package rules
+
+// StoreClass is storeClass, for tests.
+var StoreClass = storeClass
