@@ -187,7 +187,9 @@ func parseSweep(e env, args []string) (f sweepFlags, code int, ok bool) {
 	case f.trace.driver == orchestrator.DriverReplay:
 		e.errorf("sweep cannot replay: a transcript belongs to one skill")
 	default:
-		return f, exitClean, f.parseSources(e)
+		if f.parseSources(e) {
+			return f, exitClean, true
+		}
 	}
 	return f, exitUsage, false
 }
