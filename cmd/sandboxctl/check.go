@@ -25,7 +25,7 @@ Examples:
 func runCheck(ctx context.Context, e env, args []string) int {
 	var f traceFlags
 	fs := newFlags(e, "check", checkSynopsis)
-	f.register(fs, only("provider", "model", "base-url", "api-key-env"))
+	f.register(fs, onlyFlags("provider", "model", "base-url", "api-key-env"))
 	noDocker := fs.Bool("no-docker", false, "skip the Docker engine check")
 	if code, ok := parseFlags(fs, interspersed(fs, args)); !ok {
 		return code

@@ -98,7 +98,7 @@ func (f *evalFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.commit, "commit", "", "source revision recorded with the figures (default: this binary's build revision)")
 	fs.BoolVar(&f.check, "check", false, "exit 1 when a benign skill is judged malicious or a stated expected verdict is not met")
 
-	f.trace.register(fs, corpusFlags(lacking("store", "stable-after"))...)
+	f.trace.register(fs, corpusFlags(withoutFlags("store", "stable-after"))...)
 }
 
 func runEval(ctx context.Context, e env, args []string) int {

@@ -73,9 +73,9 @@ func (f *monitorFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.out, "out", "", "the monitor's folder (required): runs/, monitor.json, monitor.txt, monitor.html")
 	fs.StringVar(&f.format, "format", "text", "what goes to stdout: text or json")
 	// The tool calls are the same in every run: literal or replayed.
-	f.trace.register(fs, scoped(scopeMonitor),
-		drivers(orchestrator.DriverLiteral, orchestrator.DriverLiteral, orchestrator.DriverReplay),
-		only("driver", "transcript", "prompt", "image", "seed", "time-zone", "timeout"))
+	f.trace.register(fs, withScope(scopeMonitor),
+		withDrivers(orchestrator.DriverLiteral, orchestrator.DriverLiteral, orchestrator.DriverReplay),
+		onlyFlags("driver", "transcript", "prompt", "image", "seed", "time-zone", "timeout"))
 }
 
 // monitorCmd is monitor's command line: the flags, the skill's path and

@@ -68,7 +68,7 @@ func (f *serveFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&f.allowBaseURL, "allow-base-url", false, "accept a submission's base_url for the llm driver (the server then connects where callers say)")
 	// A submission says its driver and may say its deadline: the rest of
 	// a trace's settings are the server's.
-	f.trace.register(fs, scoped(scopeServe), only("image", "timeout", "store", "stable-after"))
+	f.trace.register(fs, withScope(scopeServe), onlyFlags("image", "timeout", "store", "stable-after"))
 }
 
 func runServe(ctx context.Context, e env, args []string) int {

@@ -23,8 +23,9 @@ import (
 // for the words of what it applies to (the trace, each trace, each run).
 
 // traceFlags holds the trace flags' values; plan turns them into a Plan.
-// A flag the command lacks leaves its value as register set it: zero, or
-// the default for the budgets and resource limits.
+// A flag the command lacks leaves its value as register set it: the
+// default for the budgets and resource limits (no grace with
+// withoutGrace), else the zero value.
 type traceFlags struct {
 	driver, provider, model, baseURL, apiKeyEnv, prompt, transcript string
 	timeout, toolTimeout, grace                                     time.Duration
@@ -102,21 +103,21 @@ func (c *traceFlagConfig) accepts(driver string) bool { return slices.Contains(c
 // traceFlagOption is an option of traceFlags.register.
 type traceFlagOption func(*traceFlagConfig)
 
-// scoped words the flags' help for the command's scope.
-func scoped(s traceScope) traceFlagOption {
+// withScope words the flags' help for the command's scope.
+func withScope(s traceScope) traceFlagOption {
 	return func(c *traceFlagConfig) { c.scope = s }
 }
 
-// drivers are the values the command's --driver accepts, and its default
+// withDrivers are the values the command's --driver accepts, and its default
 // ("": llm when --model, --provider or --base-url is set, else literal).
 // Without the llm driver the command has no --provider, --model,
 // --base-url nor --api-key-env; without the replay driver, no --transcript.
-func drivers(def string, kinds ...string) traceFlagOption {
+func withDrivers(def string, kinds ...string) traceFlagOption {
 	return func(c *traceFlagConfig) { c.drivers, c.driver = kinds, def }
 }
 
-// lacking names flags the command does not have.
-func lacking(names ...string) traceFlagOption {
+// withoutFlags names flags the command does not have.
+func withoutFlags(names ...string) traceFlagOption {
 	return func(c *traceFlagConfig) {
 		for _, n := range names {
 			c.lacks[n] = true
@@ -124,8 +125,8 @@ func lacking(names ...string) traceFlagOption {
 	}
 }
 
-// only names the only flags the command has.
-func only(names ...string) traceFlagOption {
+// onlyFlags names the only flags the command has.
+func onlyFlags(names ...string) traceFlagOption {
 	return func(c *traceFlagConfig) {
 		c.only = map[string]bool{}
 		for _, n := range names {
@@ -146,10 +147,10 @@ func withoutGrace(c *traceFlagConfig) { c.noGrace = true }
 // values and a home's identity.
 func corpusFlags(more ...traceFlagOption) []traceFlagOption {
 	return append([]traceFlagOption{
-		scoped(scopeCorpus),
-		drivers("", orchestrator.DriverLiteral, orchestrator.DriverLLM),
+		withScope(scopeCorpus),
+		withDrivers("", orchestrator.DriverLiteral, orchestrator.DriverLLM),
 		withoutGrace,
-		lacking("include-secrets", "keep", "trace-id", "skill-id",
+		withoutFlags("include-secrets", "keep", "trace-id", "skill-id",
 			"user", "hostname", "time-zone", "clock", "monitoring", "dns", "persona", "seed"),
 	}, more...)
 }
