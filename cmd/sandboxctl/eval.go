@@ -82,6 +82,7 @@ func (s *stringList) Set(v string) error {
 	return nil
 }
 
+// register adds eval's flags to fs.
 func (f *evalFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&f.parallel, "parallel", evaluation.DefaultParallel, "traces run at once")
 	fs.IntVar(&f.sample, "sample", 0, "trace a fixed, stratified sample of N skills (by corpus, label and family or category) instead of all")

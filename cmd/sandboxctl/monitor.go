@@ -62,6 +62,7 @@ type monitorFlags struct {
 	replay                 bool
 }
 
+// register adds monitor's flags to fs.
 func (f *monitorFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&f.runs, "runs", 5, "runs per cell (at least 2)")
 	fs.StringVar(&f.cells, "cells", "chained,independent", "the cells to run, in order: chained (state carried from run to run), independent (fresh every run)")

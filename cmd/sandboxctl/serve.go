@@ -56,6 +56,7 @@ type serveFlags struct {
 	callers []server.Token // read from --tokens
 }
 
+// register adds serve's flags to fs.
 func (f *serveFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.listen, "listen", "127.0.0.1:8080", "address to listen on (loopback unless --tokens is given)")
 	fs.StringVar(&f.data, "data", "", "data folder: state database, skills, run folders (required)")

@@ -76,6 +76,7 @@ type sweepFlags struct {
 	shardOf sweep.Shard
 }
 
+// register adds sweep's flags to fs.
 func (f *sweepFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.out, "out", "", "the sweep folder: state, run folders and outputs (required)")
 	fs.IntVar(&f.parallel, "parallel", sweep.DefaultParallel, "traces run at once")

@@ -63,6 +63,8 @@ type traceCmd struct {
 	failOn *rules.Severity // nil: never
 }
 
+// register adds trace's flags to fs: every trace flag, and what goes
+// where.
 func (c *traceCmd) register(fs *flag.FlagSet) {
 	c.trace.register(fs)
 	fs.StringVar(&c.out, "out", "", "run folder (default: a new folder under ./runs/)")

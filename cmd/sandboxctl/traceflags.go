@@ -98,6 +98,7 @@ func (c *traceFlagConfig) has(name string) bool {
 	return !c.lacks[name] && (c.only == nil || c.only[name])
 }
 
+// accepts reports whether --driver takes driver.
 func (c *traceFlagConfig) accepts(driver string) bool { return slices.Contains(c.drivers, driver) }
 
 // traceFlagOption is an option of traceFlags.register.
