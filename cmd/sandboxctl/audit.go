@@ -88,30 +88,9 @@ func runAudit(ctx context.Context, e env, args []string) int {
 		e.errorf("%s/monitor.json holds no audit checkpoint (%v)", dir, err)
 		return exitFindings
 	}
-	vkey := rep.Audit.VerifierKey
-	// trust says where the key came from: "" when from DIR itself.
-	trust := ""
-	switch {
-	case *key != "":
-		k, err := os.ReadFile(*key)
-		if err != nil {
-			e.errorf("%v", err)
-			return exitUsage
-		}
-		vkey, trust = string(k), "the key in "+*key
-	default:
-		path, must := *pinsFile, true
-		if path == "" {
-			path, must = auditPinsPath(e), false
-		}
-		pins, err := readPins(path, must)
-		if err != nil {
-			e.errorf("%v", err)
-			return exitUsage
-		}
-		if fp := audit.Fingerprint(vkey); pins[fp] {
-			trust = "the key pinned in " + path
-		}
+	vkey, trust, ok := auditKey(e, rep.Audit.VerifierKey, *key, *pinsFile)
+	if !ok {
+		return exitUsage
 	}
 	fp := audit.Fingerprint(vkey)
 	if *pinned && trust == "" {
@@ -137,6 +116,34 @@ func runAudit(ctx context.Context, e env, args []string) int {
 	fmt.Fprintf(e.stdout, "consistency only: the verifier key %s was read from %s itself, so this shows that the log and the report agree, not who wrote them (whoever can rewrite the log can rewrite the key)\n", fp, dir)
 	e.hintf("pin the key: --key FILE, or its fingerprint, as the monitor printed it, on a line of %s", cmpOr(*pinsFile, auditPinsPath(e)))
 	return exitClean
+}
+
+// auditKey is the verifier key the log is checked against, and trust,
+// where it came from ("" when from the monitor folder itself): --key FILE,
+// else the report's own key, trusted when its fingerprint is pinned. ok is
+// false on a usage problem, said.
+func auditKey(e env, reportKey, keyFile, pinsFile string) (vkey, trust string, ok bool) {
+	if keyFile != "" {
+		k, err := os.ReadFile(keyFile)
+		if err != nil {
+			e.errorf("%v", err)
+			return "", "", false
+		}
+		return string(k), "the key in " + keyFile, true
+	}
+	path, must := pinsFile, true
+	if path == "" {
+		path, must = auditPinsPath(e), false
+	}
+	pins, err := readPins(path, must)
+	if err != nil {
+		e.errorf("%v", err)
+		return "", "", false
+	}
+	if pins[audit.Fingerprint(reportKey)] {
+		return reportKey, "the key pinned in " + path, true
+	}
+	return reportKey, "", true
 }
 
 // readPins reads a pinned keys file; a missing file is no pins unless it

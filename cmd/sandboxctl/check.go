@@ -25,10 +25,7 @@ Examples:
 func runCheck(ctx context.Context, e env, args []string) int {
 	var f traceFlags
 	fs := newFlags(e, "check", checkSynopsis)
-	fs.StringVar(&f.provider, "provider", "", "llm provider: openai, openrouter, ollama")
-	fs.StringVar(&f.model, "model", "", "model name")
-	fs.StringVar(&f.baseURL, "base-url", "", "any OpenAI-compatible endpoint")
-	fs.StringVar(&f.apiKeyEnv, "api-key-env", "", "environment variable holding the API key")
+	f.register(fs, onlyFlags("provider", "model", "base-url", "api-key-env"))
 	noDocker := fs.Bool("no-docker", false, "skip the Docker engine check")
 	if code, ok := parseFlags(fs, interspersed(fs, args)); !ok {
 		return code

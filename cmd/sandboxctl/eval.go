@@ -64,6 +64,8 @@ type evalFlags struct {
 	resume, force        bool
 	attempts             int
 	backoff              time.Duration
+
+	manifests []string // the arguments
 }
 
 // stringList is a flag that may be given several times, or with commas.
@@ -80,6 +82,7 @@ func (s *stringList) Set(v string) error {
 	return nil
 }
 
+// register adds eval's flags to fs.
 func (f *evalFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&f.parallel, "parallel", evaluation.DefaultParallel, "traces run at once")
 	fs.IntVar(&f.sample, "sample", 0, "trace a fixed, stratified sample of N skills (by corpus, label and family or category) instead of all")
@@ -90,90 +93,115 @@ func (f *evalFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&f.force, "force", false, "trace every skill, even those judged before in --keep-runs DIR under the same key")
 	fs.IntVar(&f.attempts, "attempts", sweep.DefaultMaxAttempts, "attempts at a skill whose trace fails to observe before it counts as an error")
 	fs.DurationVar(&f.backoff, "backoff", sweep.DefaultBackoff, "wait after a failed attempt, doubled after each")
-	fs.StringVar(&f.rescore, "rescore", "", "trace nothing: rerun the rules on the run folders an earlier --keep-runs DIR kept (measures a rule change on the same traces)")
+	fs.StringVar(&f.rescore, "rescore", "", "trace nothing: rerun the rules, --rules DIR's too, on the run folders an earlier --keep-runs DIR kept (measures a rule change on the same traces)")
 	fs.StringVar(&f.jsonOut, "json", "", "write the evaluation as JSON to FILE (schema: evaluation/schema/eval.schema.json)")
 	fs.StringVar(&f.updateDoc, "update-doc", "", "update the marked sections of FILE (docs/detection.md) with the figures")
 	fs.StringVar(&f.commit, "commit", "", "source revision recorded with the figures (default: this binary's build revision)")
 	fs.BoolVar(&f.check, "check", false, "exit 1 when a benign skill is judged malicious or a stated expected verdict is not met")
 
-	f.trace.registerCorpus(fs)
-}
-
-// registerCorpus adds the trace settings every skill of a corpus runs
-// with (eval and sweep), as for trace.
-func (t *traceFlags) registerCorpus(fs *flag.FlagSet) {
-	d := orchestrator.DefaultLimits()
-	fs.StringVar(&t.driver, "driver", "", "who decides the tool calls: literal or llm (default: llm when --model or --provider is set, else literal)")
-	fs.StringVar(&t.provider, "provider", "", "llm provider: openai, openrouter, ollama (or use --base-url)")
-	fs.StringVar(&t.model, "model", "", "model name for the llm driver")
-	fs.StringVar(&t.baseURL, "base-url", "", "any OpenAI-compatible endpoint")
-	fs.StringVar(&t.apiKeyEnv, "api-key-env", "", "name of the environment variable holding the API key")
-	fs.StringVar(&t.prompt, "prompt", "", "the user's request to the agent (default: derived from each skill's description)")
-	fs.DurationVar(&t.timeout, "timeout", d.Timeout, "deadline of each trace")
-	fs.DurationVar(&t.toolTimeout, "tool-timeout", d.ToolTimeout, "longest a single tool call may run")
-	fs.IntVar(&t.turns, "turns", d.Turns, "most agent turns per trace")
-	fs.IntVar(&t.tokens, "tokens", d.Tokens, "most model tokens per trace (llm driver)")
-	fs.StringVar(&t.image, "image", "", "sandbox image (default: built from the embedded Dockerfile.sandbox)")
-	fs.StringVar(&t.networkConfig, "network-config", "", "JSON file of DNS answers, NXDOMAIN names and HTTP responses for the jail")
-	fs.BoolVar(&t.engineDiff, "engine-diff", false, "also read the engine's host-side file diff (slow on fuse-overlayfs)")
-	fs.StringVar(&t.rules, "rules", "", "also run the rule files (*.yaml) of DIR on every skill, besides the built-in rules and those of ~/.config/sandboxctl/rules (also with --rescore)")
-	t.registerStealth(fs)
-	fs.Int64Var(&t.memory, "memory", d.Memory, "memory limit of each sandbox, bytes")
-	fs.Int64Var(&t.pids, "pids", d.PIDs, "process limit of each sandbox")
-	fs.Float64Var(&t.cpus, "cpus", float64(d.NanoCPUs)/1e9, "CPU limit of each sandbox")
+	f.trace.register(fs, corpusFlags(withoutFlags("store", "stable-after"))...)
 }
 
 func runEval(ctx context.Context, e env, args []string) int {
-	var f evalFlags
+	f, code, ok := parseEval(e, args)
+	if !ok {
+		return code
+	}
+	cases, ok := evalCases(e, &f)
+	if !ok {
+		return exitUsage
+	}
+	// Validate the trace settings once; each case sets its own skill and id.
+	plan, err := f.trace.plan(e, cases[0].Dir, time.Now())
+	if err != nil {
+		e.errorf("%v", err)
+		return exitUsage
+	}
+	urules, ok := loadUserRules(e, f.trace.rules)
+	if !ok {
+		return exitUsage
+	}
+	commit := f.commit
+	if commit == "" {
+		commit = buildRevision()
+	}
+	rep := &evaluation.Report{
+		SchemaVersion: evaluation.SchemaVersion,
+		GeneratedAt:   time.Now().UTC(),
+		Commit:        commit,
+		Driver:        plan.Driver.Kind,
+		Model:         plan.Driver.Model,
+		Manifests:     f.manifests,
+		Parallel:      f.parallel,
+	}
+	if f.sample > 0 {
+		rep.Sample, rep.Seed = f.sample, f.sampleSeed
+	}
+	start := time.Now()
+	results, code, runErr := evalRun(ctx, e, &f, plan, urules.Extra(), cases)
+	if code != exitClean {
+		return code
+	}
+	rep.DurationMS = time.Since(start).Milliseconds()
+	rep.Results = results
+	rep.Summary = evaluation.Summarize(results)
+	return writeEval(e, &f, rep, runErr)
+}
+
+// parseEval reads eval's command line; ok is false when the caller should
+// return code.
+func parseEval(e env, args []string) (f evalFlags, code int, ok bool) {
 	fs := newFlags(e, "eval", evalSynopsis)
 	f.register(fs)
 	if code, ok := parseFlags(fs, interspersed(fs, args)); !ok {
-		return code
+		return f, code, false
 	}
 	if fs.NArg() == 0 {
 		e.errorf("eval needs at least one MANIFEST")
 		e.hintf("usage: sandboxctl eval [flags] MANIFEST... (e.g. eval/manifest.tsv)")
-		return exitUsage
+		return f, exitUsage, false
 	}
+	f.manifests = fs.Args()
 	switch {
 	case f.parallel < 1:
 		e.errorf("--parallel must be at least 1, got %d", f.parallel)
-		return exitUsage
 	case f.sample < 0:
 		e.errorf("--sample must be positive, got %d", f.sample)
-		return exitUsage
 	case f.trace.driver == orchestrator.DriverReplay:
 		e.errorf("eval cannot replay: a transcript belongs to one skill")
-		return exitUsage
 	case f.attempts < 1 || f.backoff < 0:
 		e.errorf("--attempts must be at least 1 and --backoff cannot be negative")
-		return exitUsage
 	case f.resume && f.force:
 		e.errorf("--resume finishes an evaluation; --force starts one over: choose one")
-		return exitUsage
 	case f.resume && f.keepRuns == "":
 		e.errorf("--resume needs --keep-runs DIR, the folder of the evaluation to finish")
-		return exitUsage
 	case f.rescore != "" && (f.resume || f.force):
 		e.errorf("--rescore traces nothing: --resume and --force do not apply")
-		return exitUsage
+	default:
+		return f, exitClean, true
 	}
+	return f, exitUsage, false
+}
 
+// evalCases reads the manifests into the cases to trace: those --only
+// names, the --sample of them. On a problem it has said what and returns
+// false.
+func evalCases(e env, f *evalFlags) ([]evaluation.Case, bool) {
 	var cases []evaluation.Case
 	corpora := map[string]string{}
-	for _, m := range fs.Args() {
+	for _, m := range f.manifests {
 		cs, err := evaluation.ReadManifest(m)
 		if err != nil {
 			e.errorf("%v", err)
 			if errors.Is(err, os.ErrNotExist) {
 				e.hintf("a manifest is a corpus's manifest.tsv, with the skills in skills/<slug> beside it")
 			}
-			return exitUsage
+			return nil, false
 		}
 		if len(cs) > 0 {
 			if prev, dup := corpora[cs[0].Corpus]; dup {
 				e.errorf("%s and %s are both corpus %q: results would mix", prev, m, cs[0].Corpus)
-				return exitUsage
+				return nil, false
 			}
 			corpora[cs[0].Corpus] = m
 		}
@@ -189,7 +217,7 @@ func runEval(ctx context.Context, e env, args []string) int {
 		for _, o := range f.only {
 			if !slices.ContainsFunc(picked, func(c evaluation.Case) bool { return o == c.Slug || o == c.ID() }) {
 				e.errorf("--only %s: no such skill in the manifests", o)
-				return exitUsage
+				return nil, false
 			}
 		}
 		cases = picked
@@ -197,36 +225,16 @@ func runEval(ctx context.Context, e env, args []string) int {
 	cases = evaluation.Sample(cases, f.sample, f.sampleSeed)
 	if len(cases) == 0 {
 		e.errorf("the manifests list no skills")
-		return exitUsage
+		return nil, false
 	}
+	return cases, true
+}
 
-	// Validate the trace settings once; each case sets its own skill and id.
-	plan, err := f.trace.plan(e, cases[0].Dir, time.Now())
-	if err != nil {
-		e.errorf("%v", err)
-		return exitUsage
-	}
-	urules, ok := loadUserRules(e, f.trace.rules)
-	if !ok {
-		return exitUsage
-	}
-
-	commit := f.commit
-	if commit == "" {
-		commit = buildRevision()
-	}
-	rep := &evaluation.Report{
-		SchemaVersion: evaluation.SchemaVersion,
-		GeneratedAt:   time.Now().UTC(),
-		Commit:        commit,
-		Driver:        plan.Driver.Kind,
-		Model:         plan.Driver.Model,
-		Manifests:     fs.Args(),
-		Parallel:      f.parallel,
-	}
-	if f.sample > 0 {
-		rep.Sample, rep.Seed = f.sample, f.sampleSeed
-	}
+// evalRun judges the cases: traced as a sweep, or with --rescore by the
+// rules alone on the runs kept before. It returns the results, an exit
+// code other than exitClean when nothing could be judged, and the error
+// that stopped the evaluation.
+func evalRun(ctx context.Context, e env, f *evalFlags, plan orchestrator.Plan, extra rules.Extra, cases []evaluation.Case) ([]evaluation.Result, int, error) {
 	progress := func(done, total int, r evaluation.Result) {
 		note := ""
 		if r.Cached {
@@ -237,49 +245,39 @@ func runEval(ctx context.Context, e env, args []string) int {
 		fmt.Fprintf(e.stderr, "sandboxctl: [%d/%d] %s/%s %s: %s%s (%.0fs%s)\n", done, total, r.Corpus, r.Slug, r.Label,
 			r.Verdict, decidingNote(r), float64(r.DurationMS)/1000, note)
 	}
-	var (
-		results []evaluation.Result
-		runErr  error
-		start   time.Time
-	)
-	if f.rescore != "" {
-		if f.keepRuns != "" && filepath.Clean(f.keepRuns) == filepath.Clean(f.rescore) {
-			e.errorf("--keep-runs and --rescore name the same folder: the kept runs would be replaced while read")
-			return exitUsage
-		}
-		fmt.Fprintf(e.stderr, "sandboxctl: rescoring %d skill(s) from %s\n", len(cases), f.rescore)
-		start = time.Now()
-		results, runErr = evaluation.Run(ctx, cases, evaluation.Options{
-			Tracer:   &evaluation.RescoreTracer{From: f.rescore, Extra: urules.Extra()},
-			Parallel: f.parallel,
-			KeepRuns: f.keepRuns,
-			Progress: progress,
-		})
-	} else {
-		var code int
-		start = time.Now()
-		results, code, runErr = evalSweep(ctx, e, &f, plan, urules.Extra(), fs.Args(), cases, progress)
-		if code != exitClean {
-			return code
-		}
+	if f.rescore == "" {
+		return evalSweep(ctx, e, f, plan, extra, f.manifests, cases, progress)
 	}
-	rep.DurationMS = time.Since(start).Milliseconds()
-	rep.Results = results
-	rep.Summary = evaluation.Summarize(results)
+	if f.keepRuns != "" && filepath.Clean(f.keepRuns) == filepath.Clean(f.rescore) {
+		e.errorf("--keep-runs and --rescore name the same folder: the kept runs would be replaced while read")
+		return nil, exitUsage, nil
+	}
+	fmt.Fprintf(e.stderr, "sandboxctl: rescoring %d skill(s) from %s\n", len(cases), f.rescore)
+	results, err := evaluation.Run(ctx, cases, evaluation.Options{
+		Tracer:   &evaluation.RescoreTracer{From: f.rescore, Extra: extra},
+		Parallel: f.parallel,
+		KeepRuns: f.keepRuns,
+		Progress: progress,
+	})
+	return results, exitClean, err
+}
 
+// writeEval prints the evaluation's table and writes --json and
+// --update-doc, and returns eval's exit code.
+func writeEval(e env, f *evalFlags, rep *evaluation.Report, runErr error) int {
 	code := exitClean
 	if runErr != nil {
 		e.errorf("%v", runErr)
 		if f.rescore == "" && f.keepRuns != "" {
-			e.hintf("finish it with the same flags and: sandboxctl eval --resume --keep-runs %s %s", f.keepRuns, strings.Join(fs.Args(), " "))
+			e.hintf("finish it with the same flags and: sandboxctl eval --resume --keep-runs %s %s", f.keepRuns, strings.Join(f.manifests, " "))
 		}
 		code = exitFailed
 	}
-	if len(results) == 0 {
+	if len(rep.Results) == 0 {
 		return exitFailed
 	}
 	if runErr != nil {
-		e.warnf("the figures below cover only the %d skills that finished", len(results))
+		e.warnf("the figures below cover only the %d skills that finished", len(rep.Results))
 	}
 	if err := evaluation.WriteText(e.stdout, rep); err != nil {
 		e.errorf("write table: %v", err)

@@ -46,54 +46,12 @@ func evalSweep(ctx context.Context, e env, f *evalFlags, plan orchestrator.Plan,
 		return nil, exitFailed, nil
 	}
 	defer eng.rt.Close()
-	rt, bin, imageID := eng.rt, eng.bin, eng.imageID
 	plan.Image = eng.image
-	planHash, err := sweep.PlanHash(plan, judgeVersion())
-	if err != nil {
-		e.errorf("%v", err)
-		return nil, exitUsage, nil
+	opt, code := evalSweepOptions(e, f, plan, extra, manifests, eng, st, dir)
+	if code != exitClean {
+		return nil, code, nil
 	}
-	srcs := make([]string, len(manifests))
-	for i, m := range manifests {
-		if srcs[i], err = filepath.Abs(m); err != nil {
-			e.errorf("%v", err)
-			return nil, exitUsage, nil
-		}
-	}
-	host, _ := os.Hostname()
-	now := time.Now()
-	opt := evaluation.SweepOptions{
-		Engine: sweep.Options{
-			Dir: dir, Store: st,
-			Tracer: &sweep.PipelineTracer{
-				Runner: &orchestrator.Runner{Runtime: rt, Binary: bin, Version: version(), Log: debugLog(e), EngineDiff: f.trace.engineDiff, Extra: extra},
-				Plan:   plan,
-			},
-			Parallel: f.parallel, Budget: orchestrator.AttemptBudget(plan), MaxAttempts: f.attempts, Backoff: f.backoff,
-			Owner: sweep.NewOwner(host, os.Getpid()), Dead: sweep.DeadOnHost(host), TraceIDPrefix: "eval",
-			Cleanup: func(ctx context.Context, traceID string) error {
-				return gcPasses(ctx, rt, traceID)
-			},
-		},
-		PlanHash: planHash, Image: imageID,
-		Run: sweep.RunInfo{ID: "eval-" + newTraceID(now), Started: now, Sources: srcs,
-			Version: version(), Driver: plan.Driver.Kind, Model: plan.Driver.Model},
-		Resume: f.resume, Force: f.force,
-		Begun: func(b evaluation.SweepBegun) {
-			if b.Resumed {
-				fmt.Fprintf(e.stderr, "sandboxctl: resuming evaluation %s in %s\n", b.RunID, dir)
-			}
-			fmt.Fprintf(e.stderr, "sandboxctl: evaluating %d skill(s), %d to trace, %d at a time\n", b.Total, b.Queued, f.parallel)
-			if b.Reused > 0 {
-				fmt.Fprintf(e.stderr, "sandboxctl: %d skill(s) reused unchanged from an earlier evaluation in %s (same skill, settings, version and image; --force traces them again)\n",
-					b.Reused, dir)
-			}
-		},
-		Progress: progress,
-		Retry: func(done, total int, c evaluation.Case, attempt int, why string) {
-			fmt.Fprintf(e.stderr, "sandboxctl: [%d/%d] %s: attempt %d could not observe, will retry: %s\n", done, total, c.ID(), attempt, oneLine(why))
-		},
-	}
+	opt.Progress = progress
 	results, runID, runErr := evaluation.RunSweep(ctx, cases, opt)
 	switch {
 	case errors.Is(runErr, evaluation.ErrUnfinished):
@@ -120,4 +78,56 @@ func evalSweep(ctx context.Context, e env, f *evalFlags, plan orchestrator.Plan,
 		}
 	}
 	return results, exitClean, runErr
+}
+
+// evalSweepOptions are the options of an evaluation's sweep in dir, with
+// st its state, on the engine eng; code is other than exitClean when they
+// cannot be made, said.
+func evalSweepOptions(e env, f *evalFlags, plan orchestrator.Plan, extra rules.Extra, manifests []string,
+	eng engine, st *sweep.Store, dir string) (evaluation.SweepOptions, int) {
+	planHash, err := sweep.PlanHash(plan, judgeVersion())
+	if err != nil {
+		e.errorf("%v", err)
+		return evaluation.SweepOptions{}, exitUsage
+	}
+	srcs := make([]string, len(manifests))
+	for i, m := range manifests {
+		if srcs[i], err = filepath.Abs(m); err != nil {
+			e.errorf("%v", err)
+			return evaluation.SweepOptions{}, exitUsage
+		}
+	}
+	host, _ := os.Hostname()
+	now := time.Now()
+	return evaluation.SweepOptions{
+		Engine: sweep.Options{
+			Dir: dir, Store: st,
+			Tracer: &sweep.PipelineTracer{
+				Runner: &orchestrator.Runner{Runtime: eng.rt, Binary: eng.bin, Version: version(), Log: debugLog(e), EngineDiff: f.trace.engineDiff, Extra: extra},
+				Plan:   plan,
+			},
+			Parallel: f.parallel, Budget: orchestrator.AttemptBudget(plan), MaxAttempts: f.attempts, Backoff: f.backoff,
+			Owner: sweep.NewOwner(host, os.Getpid()), Dead: sweep.DeadOnHost(host), TraceIDPrefix: "eval",
+			Cleanup: func(ctx context.Context, traceID string) error {
+				return gcPasses(ctx, eng.rt, traceID)
+			},
+		},
+		PlanHash: planHash, Image: eng.imageID,
+		Run: sweep.RunInfo{ID: "eval-" + newTraceID(now), Started: now, Sources: srcs,
+			Version: version(), Driver: plan.Driver.Kind, Model: plan.Driver.Model},
+		Resume: f.resume, Force: f.force,
+		Begun: func(b evaluation.SweepBegun) {
+			if b.Resumed {
+				fmt.Fprintf(e.stderr, "sandboxctl: resuming evaluation %s in %s\n", b.RunID, dir)
+			}
+			fmt.Fprintf(e.stderr, "sandboxctl: evaluating %d skill(s), %d to trace, %d at a time\n", b.Total, b.Queued, f.parallel)
+			if b.Reused > 0 {
+				fmt.Fprintf(e.stderr, "sandboxctl: %d skill(s) reused unchanged from an earlier evaluation in %s (same skill, settings, version and image; --force traces them again)\n",
+					b.Reused, dir)
+			}
+		},
+		Retry: func(done, total int, c evaluation.Case, attempt int, why string) {
+			fmt.Fprintf(e.stderr, "sandboxctl: [%d/%d] %s: attempt %d could not observe, will retry: %s\n", done, total, c.ID(), attempt, oneLine(why))
+		},
+	}, exitClean
 }

@@ -85,32 +85,48 @@ func parseAge(s string) (time.Duration, error) {
 	return d, nil
 }
 
-func runFingerprint(ctx context.Context, e env, args []string) int {
+// fingerprintCmd is fingerprint's command line.
+type fingerprintCmd struct {
+	format, store, from, to, version, olderThan string
+	sub, name                                   string // the subcommand and its NAME
+}
+
+// parseFingerprint reads fingerprint's command line; ok is false when the
+// caller should return code.
+func parseFingerprint(e env, args []string) (c fingerprintCmd, code int, ok bool) {
 	fs := newFlags(e, "fingerprint", fingerprintSynopsis)
-	format := fs.String("format", "text", "text or json")
-	storeFlag := fs.String("store", "default", "the fingerprint store (\"default\": $XDG_DATA_HOME/sandboxctl/fingerprints.db, else ~/.local/share/sandboxctl/fingerprints.db)")
-	from := fs.String("from", "", "diff: the version compared from (a prefix of its content hash)")
-	to := fs.String("to", "", "diff: the version compared to (a prefix of its content hash)")
-	ver := fs.String("version", "", "accept: the version to accept (a prefix of its content hash; default the newest)")
-	older := fs.String("older-than", "", "evict: remove fingerprints not seen for this long (30d, 72h)")
+	fs.StringVar(&c.format, "format", "text", "text or json")
+	fs.StringVar(&c.store, "store", "default", "the fingerprint store (\"default\": $XDG_DATA_HOME/sandboxctl/fingerprints.db, else ~/.local/share/sandboxctl/fingerprints.db)")
+	fs.StringVar(&c.from, "from", "", "diff: the version compared from (a prefix of its content hash)")
+	fs.StringVar(&c.to, "to", "", "diff: the version compared to (a prefix of its content hash)")
+	fs.StringVar(&c.version, "version", "", "accept: the version to accept (a prefix of its content hash; default the newest)")
+	fs.StringVar(&c.olderThan, "older-than", "", "evict: remove fingerprints not seen for this long (30d, 72h)")
 	if code, ok := parseFlags(fs, interspersed(fs, args)); !ok {
+		return c, code, false
+	}
+	if c.format != "text" && c.format != "json" {
+		e.errorf("unknown format %q (want text or json)", c.format)
+		return c, exitUsage, false
+	}
+	c.sub, c.name = fs.Arg(0), fs.Arg(1)
+	want := map[string]int{"list": 1, "show": 2, "diff": 2, "accept": 2, "reset": 2, "evict": 1}
+	if n, ok := want[c.sub]; !ok || fs.NArg() != n {
+		e.errorf("fingerprint needs one of: list, show NAME, diff NAME, accept NAME, reset NAME, evict --older-than D")
+		return c, exitUsage, false
+	}
+	if c.sub == "evict" && c.olderThan == "" {
+		e.errorf("evict needs --older-than D")
+		return c, exitUsage, false
+	}
+	return c, exitClean, true
+}
+
+func runFingerprint(ctx context.Context, e env, args []string) int {
+	c, code, ok := parseFingerprint(e, args)
+	if !ok {
 		return code
 	}
-	if *format != "text" && *format != "json" {
-		e.errorf("unknown format %q (want text or json)", *format)
-		return exitUsage
-	}
-	sub := fs.Arg(0)
-	want := map[string]int{"list": 1, "show": 2, "diff": 2, "accept": 2, "reset": 2, "evict": 1}
-	if n, ok := want[sub]; !ok || fs.NArg() != n {
-		e.errorf("fingerprint needs one of: list, show NAME, diff NAME, accept NAME, reset NAME, evict --older-than D")
-		return exitUsage
-	}
-	if sub == "evict" && *older == "" {
-		e.errorf("evict needs --older-than D")
-		return exitUsage
-	}
-	path := storePath(e, *storeFlag)
+	path := storePath(e, c.store)
 	if _, err := os.Stat(path); err != nil {
 		e.errorf("no fingerprint store at %s (trace --store writes one)", path)
 		return exitUsage
@@ -121,74 +137,11 @@ func runFingerprint(ctx context.Context, e env, args []string) int {
 		return exitFailed
 	}
 	defer st.Close()
-	name := fs.Arg(1)
-	var out any
-	var text func(w io.Writer)
-	switch sub {
-	case "list":
-		all, err := st.List(ctx)
-		if err != nil {
-			e.errorf("%v", err)
-			return exitFailed
-		}
-		list := fingerprintList{Store: st.Path(), Fingerprints: summaries(all)}
-		out, text = list, func(w io.Writer) { writeFingerprintList(w, list.Fingerprints) }
-	case "show":
-		v, err := showFingerprint(ctx, st, name)
-		if err != nil {
-			e.errorf("%v", err)
-			return exitFailed
-		}
-		if len(v.Fingerprints) == 0 {
-			e.errorf("no fingerprint of %q in %s", name, st.Path())
-			return exitUsage
-		}
-		out, text = v, func(w io.Writer) { writeShow(w, v) }
-	case "diff":
-		d, err := diffFingerprint(ctx, st, name, *from, *to)
-		if err != nil {
-			e.errorf("%v", err)
-			return exitUsage
-		}
-		out, text = d, func(w io.Writer) { writeDiff(w, d) }
-	case "accept":
-		got, err := st.Accept(ctx, name, *ver, time.Now())
-		if err != nil {
-			e.errorf("%v", err)
-			return exitFailed
-		}
-		if len(got) == 0 {
-			e.errorf("no fingerprint of %q to accept in %s", name, st.Path())
-			return exitUsage
-		}
-		acc := fingerprintList{Store: st.Path(), Fingerprints: summaries(got)}
-		out, text = acc, func(w io.Writer) {
-			for _, f := range acc.Fingerprints {
-				fmt.Fprintf(w, "accepted %s %s (%s, %s): stable, %d capabilities, hash %.16s\n", f.Skill, short(f.Version), f.Driver, f.Cell, f.Capabilities, f.Hash)
-			}
-		}
-	case "reset", "evict":
-		var n int
-		if sub == "reset" {
-			n, err = st.Reset(ctx, name)
-		} else {
-			var age time.Duration
-			if age, err = parseAge(*older); err != nil {
-				e.errorf("%v", err)
-				return exitUsage
-			}
-			n, err = st.Evict(ctx, time.Now().Add(-age))
-		}
-		if err != nil {
-			e.errorf("%v", err)
-			return exitFailed
-		}
-		res := struct {
-			Removed int `json:"removed"`
-		}{n}
-		out, text = res, func(w io.Writer) { fmt.Fprintf(w, "removed %d fingerprint(s)\n", n) }
+	out, text, code := c.do(ctx, e, st)
+	if code != exitClean {
+		return code
 	}
-	if *format == "json" {
+	if c.format == "json" {
 		enc := json.NewEncoder(e.stdout)
 		enc.SetIndent("", "  ")
 		if err := enc.Encode(out); err != nil {
@@ -199,6 +152,80 @@ func runFingerprint(ctx context.Context, e env, args []string) int {
 	}
 	text(e.stdout)
 	return exitClean
+}
+
+// do runs the subcommand on st and returns what it answers, as JSON (out)
+// and as text; code is other than exitClean when it failed, said.
+func (c *fingerprintCmd) do(ctx context.Context, e env, st *store.Store) (out any, text func(w io.Writer), code int) {
+	switch c.sub {
+	case "list":
+		all, err := st.List(ctx)
+		if err != nil {
+			e.errorf("%v", err)
+			return nil, nil, exitFailed
+		}
+		list := fingerprintList{Store: st.Path(), Fingerprints: summaries(all)}
+		return list, func(w io.Writer) { writeFingerprintList(w, list.Fingerprints) }, exitClean
+	case "show":
+		v, err := showFingerprint(ctx, st, c.name)
+		if err != nil {
+			e.errorf("%v", err)
+			return nil, nil, exitFailed
+		}
+		if len(v.Fingerprints) == 0 {
+			e.errorf("no fingerprint of %q in %s", c.name, st.Path())
+			return nil, nil, exitUsage
+		}
+		return v, func(w io.Writer) { writeShow(w, v) }, exitClean
+	case "diff":
+		d, err := diffFingerprint(ctx, st, c.name, c.from, c.to)
+		if err != nil {
+			e.errorf("%v", err)
+			return nil, nil, exitUsage
+		}
+		return d, func(w io.Writer) { writeDiff(w, d) }, exitClean
+	case "accept":
+		got, err := st.Accept(ctx, c.name, c.version, time.Now())
+		if err != nil {
+			e.errorf("%v", err)
+			return nil, nil, exitFailed
+		}
+		if len(got) == 0 {
+			e.errorf("no fingerprint of %q to accept in %s", c.name, st.Path())
+			return nil, nil, exitUsage
+		}
+		acc := fingerprintList{Store: st.Path(), Fingerprints: summaries(got)}
+		return acc, func(w io.Writer) {
+			for _, f := range acc.Fingerprints {
+				fmt.Fprintf(w, "accepted %s %s (%s, %s): stable, %d capabilities, hash %.16s\n", f.Skill, short(f.Version), f.Driver, f.Cell, f.Capabilities, f.Hash)
+			}
+		}, exitClean
+	}
+	return c.remove(ctx, e, st)
+}
+
+// remove runs reset and evict.
+func (c *fingerprintCmd) remove(ctx context.Context, e env, st *store.Store) (out any, text func(w io.Writer), code int) {
+	var n int
+	var err error
+	if c.sub == "reset" {
+		n, err = st.Reset(ctx, c.name)
+	} else {
+		var age time.Duration
+		if age, err = parseAge(c.olderThan); err != nil {
+			e.errorf("%v", err)
+			return nil, nil, exitUsage
+		}
+		n, err = st.Evict(ctx, time.Now().Add(-age))
+	}
+	if err != nil {
+		e.errorf("%v", err)
+		return nil, nil, exitFailed
+	}
+	res := struct {
+		Removed int `json:"removed"`
+	}{n}
+	return res, func(w io.Writer) { fmt.Fprintf(w, "removed %d fingerprint(s)\n", n) }, exitClean
 }
 
 func short(v string) string {

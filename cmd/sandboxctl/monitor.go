@@ -55,67 +55,121 @@ Examples:
   sandboxctl monitor --runs 2 --cells independent --vary monitoring=visible,dns=all --out /tmp/mon ./my-skill/`
 
 type monitorFlags struct {
-	runs, candidates, warm           int
-	cells, out, format, seed, driver string
-	transcript, image, prompt, vary  string
-	timeZone                         string
-	tier                             string
-	timeout                          time.Duration
-	replay                           bool
+	trace                  traceFlags
+	runs, candidates, warm int
+	cells, out, format     string
+	vary, tier             string
+	replay                 bool
 }
 
-func (f *monitorFlags) register(fs interface {
-	StringVar(*string, string, string, string)
-	DurationVar(*time.Duration, string, time.Duration, string)
-	IntVar(*int, string, int, string)
-	BoolVar(*bool, string, bool, string)
-}) {
+// register adds monitor's flags to fs.
+func (f *monitorFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&f.runs, "runs", 5, "runs per cell (at least 2)")
 	fs.StringVar(&f.cells, "cells", "chained,independent", "the cells to run, in order: chained (state carried from run to run), independent (fresh every run)")
 	fs.StringVar(&f.vary, "vary", "", "conditions, each a cell of fresh runs compared with the independent cell: NAME=VALUE,... with NAME tz (an IANA time zone), user, hostname, clock (+3d, -2h, 03:00, sat, 2027-01-01T03:00), monitoring (visible or hidden) or dns (all or none)")
-	fs.StringVar(&f.timeZone, "time-zone", "", "time zone of every run (an IANA name; default: a plausible one drawn from the seed)")
 	fs.StringVar(&f.tier, "tier", monitor.TierAuto, "risk tier: auto (computed from what the runs did), high, medium or low; a tier given without --runs sets the runs per cell to its recommended count (high 20, medium 10, low 5)")
 	fs.IntVar(&f.warm, "warm", 1, "warm sandbox pairs kept ready for the runs that start fresh (independent cells); 0: none")
 	fs.BoolVar(&f.replay, "replay", true, "once a carried file is named as an activation's trigger, run 1..K again from nothing to see it come back at run K")
 	fs.IntVar(&f.candidates, "candidates", 3, "carried files tried one at a time, when confirming an activation, to name the one that carries it")
 	fs.StringVar(&f.out, "out", "", "the monitor's folder (required): runs/, monitor.json, monitor.txt, monitor.html")
 	fs.StringVar(&f.format, "format", "text", "what goes to stdout: text or json")
-	fs.StringVar(&f.seed, "seed", "", "seed of the home every run shares (default: a random one per monitor)")
-	fs.StringVar(&f.driver, "driver", orchestrator.DriverLiteral, "who decides the tool calls, the same in every run: literal or replay")
-	fs.StringVar(&f.transcript, "transcript", "", "transcript.jsonl to replay with --driver replay")
-	fs.StringVar(&f.prompt, "prompt", "", "the user's request to the agent (default: derived from the skill's description)")
-	fs.StringVar(&f.image, "image", "", "sandbox image (default: built from the embedded Dockerfile.sandbox)")
-	fs.DurationVar(&f.timeout, "timeout", orchestrator.DefaultLimits().Timeout, "deadline of each run")
+	// The tool calls are the same in every run: literal or replayed.
+	f.trace.register(fs, withScope(scopeMonitor),
+		withDrivers(orchestrator.DriverLiteral, orchestrator.DriverLiteral, orchestrator.DriverReplay),
+		onlyFlags("driver", "transcript", "prompt", "image", "seed", "time-zone", "timeout"))
+}
+
+// monitorCmd is monitor's command line: the flags, the skill's path and
+// the monitor's options.
+type monitorCmd struct {
+	monitorFlags
+	path string
+	opts monitor.Options
 }
 
 func runMonitor(ctx context.Context, e env, args []string) int {
-	var f monitorFlags
-	fs := newFlags(e, "monitor", monitorSynopsis)
-	f.register(fs)
-	if code, ok := parseFlags(fs, interspersed(fs, args)); !ok {
+	c, code, ok := parseMonitor(e, args)
+	if !ok {
 		return code
+	}
+	sk, err := skill.Load(c.path, skill.Options{})
+	if err != nil {
+		e.errorf("%v", err)
+		skillHint(e, err)
+		return exitUsage
+	}
+	c.opts.Declared = monitor.DeclaredEnvelope(sk.AllowedTools, sk.Frontmatter)
+	if c.trace.seed == "" {
+		var b [16]byte
+		rand.Read(b[:])
+		c.trace.seed = hex.EncodeToString(b[:])
+	}
+	base, err := c.trace.plan(e, c.path, time.Now())
+	if err != nil {
+		e.errorf("%v", err)
+		return exitUsage
+	}
+	// One pass per run: an unwatched second pass, or twin traces, would
+	// run the skill again and move its state on.
+	base.Stealth, base.Twins = orchestrator.StealthOff, orchestrator.TwinsOff
+	return c.run(ctx, e, base, sk.Name)
+}
+
+// parseMonitor reads monitor's command line; ok is false when the caller
+// should return code.
+func parseMonitor(e env, args []string) (c monitorCmd, code int, ok bool) {
+	fs := newFlags(e, "monitor", monitorSynopsis)
+	c.register(fs)
+	if code, ok := parseFlags(fs, interspersed(fs, args)); !ok {
+		return c, code, false
 	}
 	if fs.NArg() != 1 {
 		e.errorf("monitor needs exactly one skill PATH")
 		e.hintf("usage: sandboxctl monitor --runs N --out DIR PATH")
-		return exitUsage
+		return c, exitUsage, false
 	}
-	path := fs.Arg(0)
-	tier, err := monitor.ParseTier(f.tier)
+	c.path = fs.Arg(0)
+	tier, err := monitor.ParseTier(c.tier)
 	if err != nil {
 		e.errorf("--tier: %v", err)
-		return exitUsage
+		return c, exitUsage, false
 	}
 	runsSet := false
 	fs.Visit(func(fl *flag.Flag) { runsSet = runsSet || fl.Name == "runs" })
-	f.runs = monitorRuns(tier, f.runs, runsSet)
-	opts := monitor.Options{Runs: f.runs, Candidates: f.candidates, Tier: tier, Replay: f.replay}
-	for c := range strings.SplitSeq(f.cells, ",") {
-		if c = strings.TrimSpace(c); c != "" {
-			opts.Cells = append(opts.Cells, c)
+	c.runs = monitorRuns(tier, c.runs, runsSet)
+	c.opts = monitor.Options{Runs: c.runs, Candidates: c.candidates, Tier: tier, Replay: c.replay}
+	for s := range strings.SplitSeq(c.cells, ",") {
+		if s = strings.TrimSpace(s); s != "" {
+			c.opts.Cells = append(c.opts.Cells, s)
 		}
 	}
-	for v := range strings.SplitSeq(f.vary, ",") {
+	if c.opts.Vary, err = monitorVary(c.vary); err != nil {
+		e.errorf("--vary: %v", err)
+		return c, exitUsage, false
+	}
+	switch err := c.opts.Validate(); {
+	case err != nil:
+		e.errorf("%v", err)
+	case c.out == "":
+		e.errorf("monitor needs --out DIR")
+	case c.format != "text" && c.format != "json":
+		e.errorf("unknown format %q (want text or json)", c.format)
+	case c.trace.driver != orchestrator.DriverLiteral && c.trace.driver != orchestrator.DriverReplay:
+		e.errorf("monitor holds the tool calls fixed across runs: --driver literal or replay, not %q", c.trace.driver)
+	case c.candidates < 1:
+		e.errorf("--candidates must be at least 1")
+	case c.warm < 0:
+		e.errorf("--warm cannot be negative, got %d", c.warm)
+	default:
+		return c, exitClean, true
+	}
+	return c, exitUsage, false
+}
+
+// monitorVary reads --vary: conditions NAME=VALUE separated by commas.
+func monitorVary(vary string) ([]monitor.Condition, error) {
+	var out []monitor.Condition
+	for v := range strings.SplitSeq(vary, ",") {
 		if strings.TrimSpace(v) == "" {
 			continue
 		}
@@ -124,59 +178,16 @@ func runMonitor(ctx context.Context, e env, args []string) int {
 			_, err = orchestrator.ClockOffset(c.Value, time.Now(), nil)
 		}
 		if err != nil {
-			e.errorf("--vary: %v", err)
-			return exitUsage
+			return nil, err
 		}
-		opts.Vary = append(opts.Vary, c)
+		out = append(out, c)
 	}
-	switch err := opts.Validate(); {
-	case err != nil:
-		e.errorf("%v", err)
-		return exitUsage
-	case f.out == "":
-		e.errorf("monitor needs --out DIR")
-		return exitUsage
-	case f.format != "text" && f.format != "json":
-		e.errorf("unknown format %q (want text or json)", f.format)
-		return exitUsage
-	case f.driver != orchestrator.DriverLiteral && f.driver != orchestrator.DriverReplay:
-		e.errorf("monitor holds the tool calls fixed across runs: --driver literal or replay, not %q", f.driver)
-		return exitUsage
-	case f.candidates < 1:
-		e.errorf("--candidates must be at least 1")
-		return exitUsage
-	case f.warm < 0:
-		e.errorf("--warm cannot be negative, got %d", f.warm)
-		return exitUsage
-	}
-	sk, err := skill.Load(path, skill.Options{})
-	if err != nil {
-		e.errorf("%v", err)
-		skillHint(e, err)
-		return exitUsage
-	}
-	opts.Declared = monitor.DeclaredEnvelope(sk.AllowedTools, sk.Frontmatter)
-	seed := f.seed
-	if seed == "" {
-		var b [16]byte
-		rand.Read(b[:])
-		seed = hex.EncodeToString(b[:])
-	}
-	base := orchestrator.Plan{
-		SkillPath: path, Prompt: f.prompt, Image: f.image, Seed: []byte(seed), Limits: orchestrator.DefaultLimits(), TimeZone: f.timeZone,
-		Driver: orchestrator.Driver{Kind: f.driver, Transcript: f.transcript},
-		// One pass per run: an unwatched second pass, or twin traces,
-		// would run the skill again and move its state on.
-		Stealth: orchestrator.StealthOff,
-		Twins:   orchestrator.TwinsOff,
-	}
-	base.Limits.Timeout = f.timeout
-	base.TraceID = newTraceID(time.Now())
-	if err := base.Validate(); err != nil {
-		e.errorf("%v", err)
-		return exitUsage
-	}
+	return out, nil
+}
 
+// run runs the monitor with the engine from the plan base, writes its
+// folder, prints its report and returns monitor's exit code.
+func (c *monitorCmd) run(ctx context.Context, e env, base orchestrator.Plan, skillName string) int {
 	rt, ok := openDocker(ctx, e)
 	if !ok {
 		return exitFailed
@@ -200,12 +211,12 @@ func runMonitor(ctx context.Context, e env, args []string) int {
 			}
 		},
 	}
-	if f.warm > 0 && slices.Contains(opts.Cells, monitor.Independent) {
+	if c.warm > 0 && slices.Contains(c.opts.Cells, monitor.Independent) {
 		// Runs with carried state never take a warm pair (their home is
 		// made with the files they restore): the pool serves the fresh ones.
 		tmpl := base
 		tmpl.TraceID = base.TraceID + "-warm"
-		pool, err := orchestrator.NewPool(ctx, runner, tmpl, f.warm)
+		pool, err := orchestrator.NewPool(ctx, runner, tmpl, c.warm)
 		if err != nil {
 			ui.Close()
 			e.errorf("%v", err)
@@ -218,7 +229,7 @@ func runMonitor(ctx context.Context, e env, args []string) int {
 		}()
 		runner.Pool = pool
 	}
-	alog, err := audit.Create(filepath.Join(f.out, "audit"), "sandboxctl.monitor/"+base.TraceID)
+	alog, err := audit.Create(filepath.Join(c.out, "audit"), "sandboxctl.monitor/"+base.TraceID)
 	if err != nil {
 		ui.Close()
 		e.errorf("%v", err)
@@ -226,76 +237,96 @@ func runMonitor(ctx context.Context, e env, args []string) int {
 		return exitUsage
 	}
 	defer alog.Close()
-	tracer := func(ctx context.Context, s monitor.Spec) (monitor.Result, error) {
-		p := base
-		p.TraceID = newTraceID(time.Now())
-		switch s.Condition.Name {
-		case monitor.CondTimeZone:
-			p.TimeZone = s.Condition.Value
-		case monitor.CondUser:
-			p.User = s.Condition.Value
-		case monitor.CondHostname:
-			p.Hostname = s.Condition.Value
-		case monitor.CondClock:
-			p.Clock = s.Condition.Value
-		case monitor.CondMonitoring:
-			p.Monitoring = s.Condition.Value
-		case monitor.CondDNS:
-			p.DNS = s.Condition.Value
-		}
-		if err := p.Validate(); err != nil {
-			return monitor.Result{}, err
-		}
-		for _, r := range s.Restore {
-			p.Restore = append(p.Restore, orchestrator.RestoreFile{Path: r.Path, Mode: r.Mode, Content: r.Content})
-		}
-		dir := filepath.Join(f.out, "runs", s.Label)
-		ui.Phase("monitor", s.Label)
-		out, err := runner.Run(ctx, p, dir)
-		if err != nil {
-			return monitor.Result{}, err
-		}
-		res := monitor.Result{Observation: monitor.Observe(out.Report, s.Label, dir)}
-		res.Changed, err = changedState(dir, out.Report.Events)
-		if err != nil {
-			return res, err
-		}
-		res.Deleted = deletedState(out.Report.Events, res.Changed)
-		// The observation as the monitor saw it, before any comparison.
-		rec := res.Observation
-		rec.Label, rec.Written = s.Label, nil
-		for _, c := range res.Changed {
-			rec.Written = append(rec.Written, c.Path)
-		}
-		for _, r := range s.Restore {
-			rec.Restored = append(rec.Restored, r.Path)
-		}
-		b, err := json.Marshal(rec)
-		if err == nil {
-			err = alog.Append(b)
-		}
+	mt := &monitorTracer{base: base, runner: runner, ui: ui, alog: alog, out: c.out}
+	rep, runErr := monitor.Run(ctx, mt.trace, c.opts)
+	ui.Close()
+	rep.Skill = skillName
+	return c.report(e, rep, runErr, alog)
+}
+
+// monitorTracer runs the monitor's runs: each a trace of the plan base
+// under its condition and from its carried state, recorded in the audit
+// log.
+type monitorTracer struct {
+	base   orchestrator.Plan
+	runner *orchestrator.Runner
+	ui     *progressUI
+	alog   *audit.Log
+	out    string
+}
+
+// trace implements monitor.Tracer.
+func (t *monitorTracer) trace(ctx context.Context, s monitor.Spec) (monitor.Result, error) {
+	p := t.base
+	p.TraceID = newTraceID(time.Now())
+	switch s.Condition.Name {
+	case monitor.CondTimeZone:
+		p.TimeZone = s.Condition.Value
+	case monitor.CondUser:
+		p.User = s.Condition.Value
+	case monitor.CondHostname:
+		p.Hostname = s.Condition.Value
+	case monitor.CondClock:
+		p.Clock = s.Condition.Value
+	case monitor.CondMonitoring:
+		p.Monitoring = s.Condition.Value
+	case monitor.CondDNS:
+		p.DNS = s.Condition.Value
+	}
+	if err := p.Validate(); err != nil {
+		return monitor.Result{}, err
+	}
+	for _, r := range s.Restore {
+		p.Restore = append(p.Restore, orchestrator.RestoreFile{Path: r.Path, Mode: r.Mode, Content: r.Content})
+	}
+	dir := filepath.Join(t.out, "runs", s.Label)
+	t.ui.Phase("monitor", s.Label)
+	out, err := t.runner.Run(ctx, p, dir)
+	if err != nil {
+		return monitor.Result{}, err
+	}
+	res := monitor.Result{Observation: monitor.Observe(out.Report, s.Label, dir)}
+	res.Changed, err = changedState(dir, out.Report.Events)
+	if err != nil {
 		return res, err
 	}
-	rep, runErr := monitor.Run(ctx, tracer, opts)
-	ui.Close()
-	rep.Skill = sk.Name
+	res.Deleted = deletedState(out.Report.Events, res.Changed)
+	// The observation as the monitor saw it, before any comparison.
+	rec := res.Observation
+	rec.Label, rec.Written = s.Label, nil
+	for _, c := range res.Changed {
+		rec.Written = append(rec.Written, c.Path)
+	}
+	for _, r := range s.Restore {
+		rec.Restored = append(rec.Restored, r.Path)
+	}
+	b, err := json.Marshal(rec)
+	if err == nil {
+		err = t.alog.Append(b)
+	}
+	return res, err
+}
+
+// report seals the audit log into rep, writes the monitor's folder, prints
+// rep and returns monitor's exit code.
+func (c *monitorCmd) report(e env, rep monitor.Report, runErr error, alog *audit.Log) int {
 	if cp, err := alog.Checkpoint(); err != nil {
 		runErr = errors.Join(runErr, err)
 	} else {
 		rep.Audit = &monitor.Audit{Checkpoint: cp, VerifierKey: alog.VerifierKey(), KeyFingerprint: audit.Fingerprint(alog.VerifierKey())}
 	}
-	if err := writeMonitorDir(f.out, rep); err != nil {
+	if err := writeMonitorDir(c.out, rep); err != nil {
 		e.errorf("%v", err)
 		return exitFailed
 	}
-	if f.format == "json" {
+	if c.format == "json" {
 		b, _ := json.MarshalIndent(rep, "", "  ")
 		fmt.Fprintf(e.stdout, "%s\n", b)
 	} else if err := monitor.WriteText(e.stdout, rep); err != nil {
 		e.errorf("write report: %v", err)
 		return exitFailed
 	}
-	fmt.Fprintf(e.stderr, "sandboxctl: monitor folder %s\n", f.out)
+	fmt.Fprintf(e.stderr, "sandboxctl: monitor folder %s\n", c.out)
 	if rep.Audit != nil {
 		// Recorded apart from the folder, it is what makes a later
 		// audit verify more than a consistency check.

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"net"
 	"net/http"
@@ -11,7 +12,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/sandboxctl/sandboxctl/fingerprint"
 	"github.com/sandboxctl/sandboxctl/orchestrator"
 	"github.com/sandboxctl/sandboxctl/reports"
 	"github.com/sandboxctl/sandboxctl/server"
@@ -46,87 +46,50 @@ Examples:
   curl -F skill=@skill.zip http://127.0.0.1:8080/v1/traces`
 
 type serveFlags struct {
-	listen, data, tokens, image string
-	store                       string
-	stableAfter                 int
-	workers, maxQueue           int
-	maxUpload                   int64
-	timeout, maxTimeout, drain  time.Duration
-	allowBaseURL                bool
+	trace                traceFlags // the traces' defaults
+	listen, data, tokens string
+	workers, maxQueue    int
+	maxUpload            int64
+	maxTimeout, drain    time.Duration
+	allowBaseURL         bool
+
+	callers []server.Token // read from --tokens
 }
 
-func runServe(ctx context.Context, e env, args []string) int {
-	var f serveFlags
-	fs := newFlags(e, "serve", serveSynopsis)
+// register adds serve's flags to fs.
+func (f *serveFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.listen, "listen", "127.0.0.1:8080", "address to listen on (loopback unless --tokens is given)")
 	fs.StringVar(&f.data, "data", "", "data folder: state database, skills, run folders (required)")
 	fs.StringVar(&f.tokens, "tokens", "", "file of bearer tokens, one caller a line: NAME TOKEN [rate=N] [burst=N] [concurrency=N]")
 	fs.IntVar(&f.workers, "workers", server.DefaultWorkers, "traces run at once")
 	fs.IntVar(&f.maxQueue, "max-queue", server.DefaultMaxQueue, "traces waiting at most; more are answered 429")
 	fs.Int64Var(&f.maxUpload, "max-upload", server.DefaultMaxUpload, "largest request body, bytes")
-	fs.DurationVar(&f.timeout, "timeout", orchestrator.DefaultLimits().Timeout, "a trace's deadline when the submission gives none")
 	fs.DurationVar(&f.maxTimeout, "max-timeout", server.DefaultMaxTimeout, "the longest deadline a submission may ask for")
 	fs.DurationVar(&f.drain, "drain", 2*time.Minute, "on SIGTERM, how long running traces may finish before they are canceled")
-	fs.StringVar(&f.image, "image", "", "sandbox image (default: built from the embedded Dockerfile.sandbox)")
-	fs.StringVar(&f.store, "store", "", "record each trace in the fingerprint store at PATH (\"default\": ~/.local/share/sandboxctl/fingerprints.db) under the skill's name and the skill_id its caller gives, and compare it with the skill's fingerprint (docs/fingerprints.md)")
-	fs.IntVar(&f.stableAfter, "stable-after", fingerprint.DefaultRule.Threshold, "with --store: invocations before a fingerprint may become stable (the last min(5, N) of them clean)")
 	fs.BoolVar(&f.allowBaseURL, "allow-base-url", false, "accept a submission's base_url for the llm driver (the server then connects where callers say)")
-	if code, ok := parseFlags(fs, interspersed(fs, args)); !ok {
+	// A submission says its driver and may say its deadline: the rest of
+	// a trace's settings are the server's.
+	f.trace.register(fs, withScope(scopeServe), onlyFlags("image", "timeout", "store", "stable-after"))
+}
+
+func runServe(ctx context.Context, e env, args []string) int {
+	f, code, ok := parseServe(e, args)
+	if !ok {
 		return code
 	}
-	switch {
-	case f.data == "":
-		e.errorf("serve needs --data DIR")
-		return exitUsage
-	case fs.NArg() > 0:
-		e.errorf("serve takes no arguments, got %q", fs.Arg(0))
-		return exitUsage
-	case f.workers < 1 || f.maxQueue < 1 || f.maxUpload < 1<<10:
-		e.errorf("--workers and --max-queue must be at least 1, --max-upload at least 1024")
-		return exitUsage
-	case f.timeout <= 0 || f.timeout > f.maxTimeout:
-		e.errorf("--timeout must be positive and at most --max-timeout (%v)", f.maxTimeout)
-		return exitUsage
-	}
-	var tokens []server.Token
-	if f.tokens != "" {
-		fh, err := os.Open(f.tokens)
-		if err != nil {
-			e.errorf("%v", err)
-			return exitUsage
-		}
-		tokens, err = server.ParseTokens(fh)
-		fh.Close()
-		if err != nil {
-			e.errorf("%s: %v", f.tokens, err)
-			return exitUsage
-		}
-	}
-	loop, err := loopbackAddr(f.listen)
-	if err != nil {
-		e.errorf("--listen: %v", err)
-		return exitUsage
-	}
-	if !loop && len(tokens) == 0 {
-		e.errorf("--listen %s is not a loopback address: give --tokens FILE so that callers are known", f.listen)
-		return exitUsage
-	}
-
-	eng, ok := openEngine(ctx, e, f.image)
+	eng, ok := openEngine(ctx, e, f.trace.image)
 	if !ok {
 		return exitFailed
 	}
 	defer eng.rt.Close()
-	rt, bin, imageID := eng.rt, eng.bin, eng.imageID
-	plan := orchestrator.Plan{Image: eng.image, Limits: orchestrator.DefaultLimits()}
-	plan.Limits.Timeout = f.timeout
+	plan := orchestrator.Plan{Image: eng.image, Limits: f.trace.limits()}
 	var logMu sync.Mutex
 	logf := func(s string) {
 		logMu.Lock()
 		defer logMu.Unlock()
 		fmt.Fprintf(e.stderr, "sandboxctl: %s %s\n", time.Now().UTC().Format(time.RFC3339), oneLine(s))
 	}
-	runner := &orchestrator.Runner{Runtime: rt, Binary: bin, Version: version(), Log: debugLog(e)}
+	runner := &orchestrator.Runner{Runtime: eng.rt, Binary: eng.bin, Version: version(), Log: debugLog(e)}
 	// Once, before any trace: otherwise the first traces each wait for it.
 	logf("preparing the agent image")
 	if _, err := runner.AgentImage(ctx, plan.Image); err != nil {
@@ -134,8 +97,8 @@ func runServe(ctx context.Context, e env, args []string) int {
 		return exitFailed
 	}
 	trace := runner.Run
-	if f.store != "" {
-		fp, err := openFingerprinted(ctx, e, f.store, f.stableAfter)
+	if f.trace.store != "" {
+		fp, err := openFingerprinted(ctx, e, f.trace.store, f.trace.stableAfter)
 		if err != nil {
 			e.errorf("%v", err)
 			return exitFailed
@@ -152,9 +115,9 @@ func runServe(ctx context.Context, e env, args []string) int {
 			return out.Report, err
 		}),
 		Cleanup: func(ctx context.Context, id string) error {
-			return gcPasses(ctx, rt, id)
+			return gcPasses(ctx, eng.rt, id)
 		},
-		Plan: plan, Version: version(), ImageID: imageID, Tokens: tokens,
+		Plan: plan, Version: version(), ImageID: eng.imageID, Tokens: f.callers,
 		Workers: f.workers, MaxQueue: f.maxQueue, MaxUpload: f.maxUpload, MaxTimeout: f.maxTimeout,
 		AllowBaseURL: f.allowBaseURL, Log: logf,
 	})
@@ -162,6 +125,65 @@ func runServe(ctx context.Context, e env, args []string) int {
 		e.errorf("%v", err)
 		return exitFailed
 	}
+	return f.serve(ctx, e, srv, logf)
+}
+
+// parseServe reads serve's command line and its --tokens file; ok is
+// false when the caller should return code.
+func parseServe(e env, args []string) (f serveFlags, code int, ok bool) {
+	fs := newFlags(e, "serve", serveSynopsis)
+	f.register(fs)
+	if code, ok := parseFlags(fs, interspersed(fs, args)); !ok {
+		return f, code, false
+	}
+	switch {
+	case f.data == "":
+		e.errorf("serve needs --data DIR")
+	case fs.NArg() > 0:
+		e.errorf("serve takes no arguments, got %q", fs.Arg(0))
+	case f.workers < 1 || f.maxQueue < 1 || f.maxUpload < 1<<10:
+		e.errorf("--workers and --max-queue must be at least 1, --max-upload at least 1024")
+	case f.trace.timeout <= 0 || f.trace.timeout > f.maxTimeout:
+		e.errorf("--timeout must be positive and at most --max-timeout (%v)", f.maxTimeout)
+	default:
+		if f.readCallers(e) {
+			return f, exitClean, true
+		}
+	}
+	return f, exitUsage, false
+}
+
+// readCallers reads --tokens and checks that a listener off loopback has
+// callers; on a problem it has said what and returns false.
+func (f *serveFlags) readCallers(e env) bool {
+	if f.tokens != "" {
+		fh, err := os.Open(f.tokens)
+		if err != nil {
+			e.errorf("%v", err)
+			return false
+		}
+		f.callers, err = server.ParseTokens(fh)
+		fh.Close()
+		if err != nil {
+			e.errorf("%s: %v", f.tokens, err)
+			return false
+		}
+	}
+	loop, err := loopbackAddr(f.listen)
+	if err != nil {
+		e.errorf("--listen: %v", err)
+		return false
+	}
+	if !loop && len(f.callers) == 0 {
+		e.errorf("--listen %s is not a loopback address: give --tokens FILE so that callers are known", f.listen)
+		return false
+	}
+	return true
+}
+
+// serve serves srv's API until ctx is done or the listener fails, then
+// drains and closes srv, and returns serve's exit code.
+func (f *serveFlags) serve(ctx context.Context, e env, srv *server.Server, logf func(string)) int {
 	ln, err := net.Listen("tcp", f.listen)
 	if err != nil {
 		srv.Shutdown(context.Background())
@@ -175,8 +197,8 @@ func runServe(ctx context.Context, e env, args []string) int {
 	served := make(chan error, 1)
 	go func() { served <- hs.Serve(ln) }()
 	auth := "no token (loopback)"
-	if len(tokens) > 0 {
-		auth = fmt.Sprintf("%d token(s)", len(tokens))
+	if len(f.callers) > 0 {
+		auth = fmt.Sprintf("%d token(s)", len(f.callers))
 	}
 	logf(fmt.Sprintf("listening on http://%s (data %s, %d worker(s), %s)", ln.Addr(), f.data, f.workers, auth))
 

@@ -14,7 +14,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/sandboxctl/sandboxctl/fingerprint"
 	"github.com/sandboxctl/sandboxctl/orchestrator"
 	"github.com/sandboxctl/sandboxctl/rules"
 	"github.com/sandboxctl/sandboxctl/sweep"
@@ -72,8 +71,12 @@ type sweepFlags struct {
 	lease              time.Duration
 	resume, force      bool
 	maxEntries         int
+
+	srcs    []string // the sources, absolute
+	shardOf sweep.Shard
 }
 
+// register adds sweep's flags to fs.
 func (f *sweepFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.out, "out", "", "the sweep folder: state, run folders and outputs (required)")
 	fs.IntVar(&f.parallel, "parallel", sweep.DefaultParallel, "traces run at once")
@@ -87,9 +90,7 @@ func (f *sweepFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.prefix, "trace-prefix", "sweep", "start of every trace id (on the containers' sandboxctl.trace label)")
 	fs.IntVar(&f.maxEntries, "max-entries", sweep.DefaultMaxEntries, "entries (files and folders) one archive source may unpack to; an archive over it is refused")
 	fs.DurationVar(&f.lease, "lease", sweep.DefaultLeaseTTL, "how long a skill stays claimed by a worker that stopped renewing it")
-	fs.StringVar(&f.trace.store, "store", "", "record each skill's run in the fingerprint store at PATH (\"default\": ~/.local/share/sandboxctl/fingerprints.db) under its name and sweep skill ID, and compare it with the skill's fingerprint (docs/fingerprints.md)")
-	fs.IntVar(&f.trace.stableAfter, "stable-after", fingerprint.DefaultRule.Threshold, "with --store: invocations before a fingerprint may become stable (the last min(5, N) of them clean)")
-	f.trace.registerCorpus(fs)
+	f.trace.register(fs, corpusFlags()...)
 }
 
 func runSweep(ctx context.Context, e env, args []string) int {
@@ -101,58 +102,9 @@ func runSweep(ctx context.Context, e env, args []string) int {
 			return runSweepMerge(ctx, e, args[1:])
 		}
 	}
-	var f sweepFlags
-	fs := newFlags(e, "sweep", sweepSynopsis)
-	f.register(fs)
-	if code, ok := parseFlags(fs, interspersed(fs, args)); !ok {
+	f, code, ok := parseSweep(e, args)
+	if !ok {
 		return code
-	}
-	srcs := fs.Args()
-	switch {
-	case f.out == "":
-		e.errorf("sweep needs --out DIR")
-		e.hintf("usage: sandboxctl sweep --out DIR SRC...")
-		return exitUsage
-	case len(srcs) == 0 && !f.resume:
-		e.errorf("sweep needs at least one SRC (or --resume)")
-		return exitUsage
-	case f.parallel < 1:
-		e.errorf("--parallel must be at least 1, got %d", f.parallel)
-		return exitUsage
-	case f.maxEntries < 1:
-		e.errorf("--max-entries must be at least 1, got %d", f.maxEntries)
-		return exitUsage
-	case f.attempts < 1:
-		e.errorf("--attempts must be at least 1, got %d", f.attempts)
-		return exitUsage
-	case f.warm < 0:
-		e.errorf("--warm cannot be negative, got %d", f.warm)
-		return exitUsage
-	case f.budget < 0 || f.backoff < 0 || f.lease < 3*time.Second:
-		e.errorf("--budget and --backoff cannot be negative, and --lease must be at least 3s")
-		return exitUsage
-	case f.resume && f.force:
-		e.errorf("--resume finishes a sweep; --force starts one over: choose one")
-		return exitUsage
-	case f.trace.driver == orchestrator.DriverReplay:
-		e.errorf("sweep cannot replay: a transcript belongs to one skill")
-		return exitUsage
-	}
-	var shard sweep.Shard
-	if f.shard != "" {
-		var err error
-		if shard, err = sweep.ParseShard(f.shard); err != nil {
-			e.errorf("--shard: %v", err)
-			return exitUsage
-		}
-	}
-	for i, s := range srcs {
-		abs, err := filepath.Abs(s)
-		if err != nil {
-			e.errorf("%v", err)
-			return exitUsage
-		}
-		srcs[i] = abs
 	}
 	if err := os.MkdirAll(f.out, 0o755); err != nil {
 		e.errorf("sweep folder: %v", err)
@@ -169,32 +121,10 @@ func runSweep(ctx context.Context, e env, args []string) int {
 		e.errorf("%v", err)
 		return exitFailed
 	}
-	unfinished := latest != nil && latest.Finished.IsZero()
-	switch {
-	case f.resume && !unfinished && len(srcs) == 0:
-		e.errorf("nothing to resume in %s: no unfinished sweep", f.out)
-		e.hintf("give the sources to start a sweep: with --resume, a sweep starts when none is unfinished")
-		return exitUsage
-	case f.resume && !unfinished:
-		f.resume = false // nothing to finish: start (a retried pod or job passes --resume always)
-	case f.resume:
-		if len(srcs) > 0 && !slices.Equal(srcs, latest.Sources) {
-			e.errorf("the sources differ from the sweep being resumed (%s)", strings.Join(latest.Sources, ", "))
-			e.hintf("resume with no SRC: the sweep's own sources are used")
-			return exitUsage
-		}
-		if latest.Shard != shard.String() && f.shard != "" {
-			e.errorf("the sweep being resumed is shard %q, not %q", latest.Shard, shard.String())
-			return exitUsage
-		}
-		srcs = latest.Sources
-	case unfinished && !f.force:
-		e.errorf("%s holds an unfinished sweep (%s)", f.out, latest.ID)
-		e.hintf("finish it with: sandboxctl sweep --resume --out %s (or start over with --force)", f.out)
+	if !f.resumeOrStart(e, latest) {
 		return exitUsage
 	}
-
-	plan, err := f.trace.plan(e, srcs[0], time.Now())
+	plan, err := f.trace.plan(e, f.srcs[0], time.Now())
 	if err != nil {
 		e.errorf("%v", err)
 		return exitUsage
@@ -202,17 +132,7 @@ func runSweep(ctx context.Context, e env, args []string) int {
 	// Sources first: a bad one is a usage error, before any engine.
 	var skills []sweep.Skill
 	if !f.resume {
-		skills, err = sweep.Discover(ctx, srcs, sweep.DiscoverOptions{ExtractDir: filepath.Join(f.out, sweep.SourcesDir),
-			Limits: sweep.ArchiveLimits{MaxEntries: f.maxEntries}})
-		if err != nil {
-			e.errorf("%v", err)
-			if errors.Is(err, os.ErrNotExist) {
-				e.hintf("a source is a skill, a folder of skills, a list file or an archive")
-			}
-			return exitUsage
-		}
-		if len(skills) == 0 {
-			e.errorf("the sources hold no skill (a folder with SKILL.md, or .md files)")
+		if skills, ok = f.discover(ctx, e); !ok {
 			return exitUsage
 		}
 	}
@@ -221,7 +141,6 @@ func runSweep(ctx context.Context, e env, args []string) int {
 		return exitFailed
 	}
 	defer eng.rt.Close()
-	rt, bin, imageID := eng.rt, eng.bin, eng.imageID
 	plan.Image = eng.image
 	if f.budget == 0 {
 		f.budget = orchestrator.AttemptBudget(plan)
@@ -231,43 +150,166 @@ func runSweep(ctx context.Context, e env, args []string) int {
 		e.errorf("%v", err)
 		return exitUsage
 	}
+	runID, code, ok := f.begin(ctx, e, st, latest, skills, plan, planHash, eng.imageID)
+	if !ok {
+		return code
+	}
+	return f.run(ctx, e, st, eng, plan, runID)
+}
 
-	var runID string
+// parseSweep reads sweep's command line; ok is false when the caller
+// should return code.
+func parseSweep(e env, args []string) (f sweepFlags, code int, ok bool) {
+	fs := newFlags(e, "sweep", sweepSynopsis)
+	f.register(fs)
+	if code, ok := parseFlags(fs, interspersed(fs, args)); !ok {
+		return f, code, false
+	}
+	f.srcs = fs.Args()
+	switch {
+	case f.out == "":
+		e.errorf("sweep needs --out DIR")
+		e.hintf("usage: sandboxctl sweep --out DIR SRC...")
+		return f, exitUsage, false
+	case len(f.srcs) == 0 && !f.resume:
+		e.errorf("sweep needs at least one SRC (or --resume)")
+	case f.parallel < 1:
+		e.errorf("--parallel must be at least 1, got %d", f.parallel)
+	case f.maxEntries < 1:
+		e.errorf("--max-entries must be at least 1, got %d", f.maxEntries)
+	case f.attempts < 1:
+		e.errorf("--attempts must be at least 1, got %d", f.attempts)
+	case f.warm < 0:
+		e.errorf("--warm cannot be negative, got %d", f.warm)
+	case f.budget < 0 || f.backoff < 0 || f.lease < 3*time.Second:
+		e.errorf("--budget and --backoff cannot be negative, and --lease must be at least 3s")
+	case f.resume && f.force:
+		e.errorf("--resume finishes a sweep; --force starts one over: choose one")
+	case f.trace.driver == orchestrator.DriverReplay:
+		e.errorf("sweep cannot replay: a transcript belongs to one skill")
+	default:
+		if f.parseSources(e) {
+			return f, exitClean, true
+		}
+	}
+	return f, exitUsage, false
+}
+
+// parseSources reads --shard and makes the sources absolute; on a problem
+// it has said what and returns false.
+func (f *sweepFlags) parseSources(e env) bool {
+	if f.shard != "" {
+		var err error
+		if f.shardOf, err = sweep.ParseShard(f.shard); err != nil {
+			e.errorf("--shard: %v", err)
+			return false
+		}
+	}
+	for i, s := range f.srcs {
+		abs, err := filepath.Abs(s)
+		if err != nil {
+			e.errorf("%v", err)
+			return false
+		}
+		f.srcs[i] = abs
+	}
+	return true
+}
+
+// resumeOrStart settles whether the sweep resumes the unfinished one in
+// --out (latest, when it is unfinished) or starts one, and with which
+// sources. On a usage problem it has said what and returns false.
+func (f *sweepFlags) resumeOrStart(e env, latest *sweep.RunInfo) bool {
+	unfinished := latest != nil && latest.Finished.IsZero()
+	switch {
+	case f.resume && !unfinished && len(f.srcs) == 0:
+		e.errorf("nothing to resume in %s: no unfinished sweep", f.out)
+		e.hintf("give the sources to start a sweep: with --resume, a sweep starts when none is unfinished")
+		return false
+	case f.resume && !unfinished:
+		f.resume = false // nothing to finish: start (a retried pod or job passes --resume always)
+	case f.resume:
+		if len(f.srcs) > 0 && !slices.Equal(f.srcs, latest.Sources) {
+			e.errorf("the sources differ from the sweep being resumed (%s)", strings.Join(latest.Sources, ", "))
+			e.hintf("resume with no SRC: the sweep's own sources are used")
+			return false
+		}
+		if latest.Shard != f.shardOf.String() && f.shard != "" {
+			e.errorf("the sweep being resumed is shard %q, not %q", latest.Shard, f.shardOf.String())
+			return false
+		}
+		f.srcs = latest.Sources
+	case unfinished && !f.force:
+		e.errorf("%s holds an unfinished sweep (%s)", f.out, latest.ID)
+		e.hintf("finish it with: sandboxctl sweep --resume --out %s (or start over with --force)", f.out)
+		return false
+	}
+	return true
+}
+
+// discover finds the skills of the sources; on a problem it has said what
+// and returns false.
+func (f *sweepFlags) discover(ctx context.Context, e env) ([]sweep.Skill, bool) {
+	skills, err := sweep.Discover(ctx, f.srcs, sweep.DiscoverOptions{ExtractDir: filepath.Join(f.out, sweep.SourcesDir),
+		Limits: sweep.ArchiveLimits{MaxEntries: f.maxEntries}})
+	if err != nil {
+		e.errorf("%v", err)
+		if errors.Is(err, os.ErrNotExist) {
+			e.hintf("a source is a skill, a folder of skills, a list file or an archive")
+		}
+		return nil, false
+	}
+	if len(skills) == 0 {
+		e.errorf("the sources hold no skill (a folder with SKILL.md, or .md files)")
+		return nil, false
+	}
+	return skills, true
+}
+
+// begin resumes the sweep latest, or begins one with the skills of the
+// shard, and returns its id; ok is false when the caller should return
+// code.
+func (f *sweepFlags) begin(ctx context.Context, e env, st *sweep.Store, latest *sweep.RunInfo, skills []sweep.Skill,
+	plan orchestrator.Plan, planHash, imageID string) (runID string, code int, ok bool) {
 	if f.resume {
 		if latest.PlanHash != planHash || latest.Image != imageID {
 			e.errorf("the trace settings, the sandboxctl version or the image differ from the sweep being resumed")
 			e.hintf("resume with the flags and the binary the sweep started with, or start a new sweep")
-			return exitUsage
+			return "", exitUsage, false
 		}
-		runID = latest.ID
-		fmt.Fprintf(e.stderr, "sandboxctl: resuming sweep %s\n", runID)
-	} else {
-		var items []sweep.Item
-		for _, s := range skills {
-			if !shard.Holds(s) {
-				continue
-			}
-			items = append(items, sweep.NewItem(s, planHash, imageID))
-		}
-		now := time.Now()
-		runID = newTraceID(now)
-		queued, err := st.Begin(ctx, sweep.RunInfo{ID: runID, Started: now, Sources: srcs, PlanHash: planHash, Image: imageID,
-			Shard: shard.String(), Version: version(), Driver: plan.Driver.Kind, Model: plan.Driver.Model}, items, sweep.BeginOptions{Force: f.force})
-		if err != nil {
-			e.errorf("%v", err)
-			return exitFailed
-		}
-		what := fmt.Sprintf("%d skill(s)", len(items))
-		if shard.Count > 1 {
-			what += fmt.Sprintf(" in shard %s of %d", shard, len(skills))
-		}
-		fmt.Fprintf(e.stderr, "sandboxctl: sweep %s: %s, %d to trace, %d at a time\n", runID, what, queued, f.parallel)
+		fmt.Fprintf(e.stderr, "sandboxctl: resuming sweep %s\n", latest.ID)
+		return latest.ID, exitClean, true
 	}
+	var items []sweep.Item
+	for _, s := range skills {
+		if !f.shardOf.Holds(s) {
+			continue
+		}
+		items = append(items, sweep.NewItem(s, planHash, imageID))
+	}
+	now := time.Now()
+	runID = newTraceID(now)
+	queued, err := st.Begin(ctx, sweep.RunInfo{ID: runID, Started: now, Sources: f.srcs, PlanHash: planHash, Image: imageID,
+		Shard: f.shardOf.String(), Version: version(), Driver: plan.Driver.Kind, Model: plan.Driver.Model}, items, sweep.BeginOptions{Force: f.force})
+	if err != nil {
+		e.errorf("%v", err)
+		return "", exitFailed, false
+	}
+	what := fmt.Sprintf("%d skill(s)", len(items))
+	if f.shardOf.Count > 1 {
+		what += fmt.Sprintf(" in shard %s of %d", f.shardOf, len(skills))
+	}
+	fmt.Fprintf(e.stderr, "sandboxctl: sweep %s: %s, %d to trace, %d at a time\n", runID, what, queued, f.parallel)
+	return runID, exitClean, true
+}
 
+// run traces the sweep runID's skills, writes its outputs whatever
+// happened, prints its summary and returns sweep's exit code.
+func (f *sweepFlags) run(ctx context.Context, e env, st *sweep.Store, eng engine, plan orchestrator.Plan, runID string) int {
 	host, _ := os.Hostname()
 	tty := e.isTerminal != nil && e.isTerminal()
 	ui := newSweepUI(e.stderr, tty)
-	runner := &orchestrator.Runner{Runtime: rt, Binary: bin, Version: version(), Log: debugLog(e), EngineDiff: f.trace.engineDiff}
+	runner := &orchestrator.Runner{Runtime: eng.rt, Binary: eng.bin, Version: version(), Log: debugLog(e), EngineDiff: f.trace.engineDiff}
 	if f.warm > 0 {
 		tmpl := plan
 		tmpl.TraceID = f.prefix + "-" + runID + "-warm"
@@ -299,7 +341,7 @@ func runSweep(ctx context.Context, e env, args []string) int {
 		Parallel: f.parallel, Budget: f.budget, MaxAttempts: f.attempts, Backoff: f.backoff, LeaseTTL: f.lease,
 		Owner: sweep.NewOwner(host, os.Getpid()), Dead: sweep.DeadOnHost(host), TraceIDPrefix: f.prefix,
 		Cleanup: func(ctx context.Context, traceID string) error {
-			return gcPasses(ctx, rt, traceID)
+			return gcPasses(ctx, eng.rt, traceID)
 		},
 		Progress: ui.event,
 	})
