@@ -432,7 +432,7 @@ func (p *parser) call(pid int, at time.Time, s string) {
 		p.stats.Skipped++
 		return
 	}
-	c := &sysCall{
+	c := sysCall{
 		pid:  pid,
 		at:   at,
 		name: name,

@@ -14,7 +14,7 @@ import (
 // arguments sit shares one handler, which asks sysCall.name. Calls not
 // here (exit_group, kill, reads, ...) carry no event of their own: process
 // ends come from the "+++" lines.
-var syscalls = map[string]func(*parser, *sysCall){
+var syscalls = map[string]func(*parser, sysCall){
 	"execve":    (*parser).sysExec,
 	"execveat":  (*parser).sysExec,
 	"open":      (*parser).sysOpen,
@@ -54,7 +54,8 @@ var syscalls = map[string]func(*parser, *sysCall){
 }
 
 // sysCall is one complete call as parser.call decoded it: what every
-// handler in syscalls reads.
+// handler in syscalls reads. Handlers take it by value: a pointer passed
+// through the table's functions would cost an allocation per line.
 type sysCall struct {
 	pid  int
 	at   time.Time
@@ -66,7 +67,7 @@ type sysCall struct {
 }
 
 // arg returns argument i, or "" when the call has fewer.
-func (c *sysCall) arg(i int) string {
+func (c sysCall) arg(i int) string {
 	if i < len(c.args) {
 		return c.args[i]
 	}
@@ -76,7 +77,7 @@ func (c *sysCall) arg(i int) string {
 // dirPath resolves the path argument at i against the dirfd argument at
 // dirfd (against the process's cwd when dirfd < 0), then follows what
 // /dev/fd/N and /proc/self/fd/N stand for.
-func (p *parser) dirPath(c *sysCall, dirfd, i int) string {
+func (p *parser) dirPath(c sysCall, dirfd, i int) string {
 	pth := stringArg(c.arg(i))
 	dir := c.pr.cwd
 	if dirfd >= 0 {
@@ -94,7 +95,7 @@ func (p *parser) dirPath(c *sysCall, dirfd, i int) string {
 // denied records a call strace refused by injection (-e inject): only the
 // syscalls mcptools asks strace to refuse are injected. The argument text
 // is cut at 256 bytes.
-func (p *parser) denied(c *sysCall) {
+func (p *parser) denied(c sysCall) {
 	a := c.raw
 	if len(a) > 256 {
 		a = a[:256] + "..."
@@ -105,7 +106,7 @@ func (p *parser) denied(c *sysCall) {
 // sysExec records execve and execveat. An exec that succeeds says whether
 // the process is now the tool server itself (Options.Agentd), whose execs
 // are noise.
-func (p *parser) sysExec(c *sysCall) {
+func (p *parser) sysExec(c sysCall) {
 	d := &trace.Exec{Cwd: c.pr.cwd, Errno: c.res.errno}
 	if c.name == "execve" {
 		d.Path, d.Argv = p.dirPath(c, -1, 0), argvArg(c.arg(1))
@@ -125,7 +126,7 @@ func (p *parser) sysExec(c *sysCall) {
 // sysOpen records open, creat, openat and openat2, remembering the path of
 // the descriptor returned so that a later /dev/fd/N names the file. Start-up
 // noise is dropped unless Options.KeepNoise.
-func (p *parser) sysOpen(c *sysCall) {
+func (p *parser) sysOpen(c sysCall) {
 	d := &trace.File{Errno: c.res.errno}
 	p.openArgs(c, d)
 	d.Write = writeFlags(d.Flags)
@@ -146,7 +147,7 @@ func (p *parser) sysOpen(c *sysCall) {
 
 // openArgs fills in d's path, flags and mode from wherever the open
 // syscall c.name keeps them (creat's flags are implied).
-func (p *parser) openArgs(c *sysCall, d *trace.File) {
+func (p *parser) openArgs(c sysCall, d *trace.File) {
 	switch c.name {
 	case "open":
 		d.Path, d.Flags, d.Mode = p.dirPath(c, -1, 0), c.arg(1), c.arg(2)
@@ -169,7 +170,7 @@ func (p *parser) openArgs(c *sysCall, d *trace.File) {
 // is the tool server. Either name counts, the one asked for or the
 // kernel's: the noise folders are root's, so no name there can lead into
 // the home.
-func (p *parser) openNoise(c *sysCall, d *trace.File) bool {
+func (p *parser) openNoise(c sysCall, d *trace.File) bool {
 	eff := d.Path
 	if d.Resolved != "" {
 		eff = d.Resolved
@@ -179,13 +180,13 @@ func (p *parser) openNoise(c *sysCall, d *trace.File) bool {
 }
 
 // sysLink records link(old, new).
-func (p *parser) sysLink(c *sysCall) {
+func (p *parser) sysLink(c sysCall) {
 	p.emit(c.pid, c.at, trace.TypeLink, &trace.File{Path: p.dirPath(c, -1, 0), NewPath: p.dirPath(c, -1, 1), Errno: c.res.errno})
 }
 
 // sysLinkat records linkat, keeping its flags; with AT_EMPTY_PATH and an
 // empty path the file linked is the descriptor's own.
-func (p *parser) sysLinkat(c *sysCall) {
+func (p *parser) sysLinkat(c sysCall) {
 	d := &trace.File{Path: p.dirPath(c, 0, 1), NewPath: p.dirPath(c, 2, 3), Errno: c.res.errno}
 	if f := c.arg(4); f != "" && f != "0" {
 		d.Flags = f
@@ -198,7 +199,7 @@ func (p *parser) sysLinkat(c *sysCall) {
 
 // sysSymlink records symlink and symlinkat as a link event flagged
 // "symlink", from the target to the link.
-func (p *parser) sysSymlink(c *sysCall) {
+func (p *parser) sysSymlink(c sysCall) {
 	target := stringArg(c.arg(0))
 	var lp string
 	if c.name == "symlink" {
@@ -214,12 +215,12 @@ func (p *parser) sysSymlink(c *sysCall) {
 }
 
 // sysUnlink records unlink and rmdir.
-func (p *parser) sysUnlink(c *sysCall) {
+func (p *parser) sysUnlink(c sysCall) {
 	p.emit(c.pid, c.at, trace.TypeUnlink, &trace.File{Path: p.dirPath(c, -1, 0), Errno: c.res.errno})
 }
 
 // sysUnlinkat records unlinkat, keeping its flags (AT_REMOVEDIR).
-func (p *parser) sysUnlinkat(c *sysCall) {
+func (p *parser) sysUnlinkat(c sysCall) {
 	d := &trace.File{Path: p.dirPath(c, 0, 1), Errno: c.res.errno}
 	if f := c.arg(2); f != "0" {
 		d.Flags = f
@@ -228,12 +229,12 @@ func (p *parser) sysUnlinkat(c *sysCall) {
 }
 
 // sysRename records rename(old, new).
-func (p *parser) sysRename(c *sysCall) {
+func (p *parser) sysRename(c sysCall) {
 	p.emit(c.pid, c.at, trace.TypeRename, &trace.File{Path: p.dirPath(c, -1, 0), NewPath: p.dirPath(c, -1, 1), Errno: c.res.errno})
 }
 
 // sysRenameat records renameat and renameat2, keeping renameat2's flags.
-func (p *parser) sysRenameat(c *sysCall) {
+func (p *parser) sysRenameat(c sysCall) {
 	d := &trace.File{Path: p.dirPath(c, 0, 1), NewPath: p.dirPath(c, 2, 3), Errno: c.res.errno}
 	if f := c.arg(4); f != "" && f != "0" {
 		d.Flags = f
@@ -242,35 +243,35 @@ func (p *parser) sysRenameat(c *sysCall) {
 }
 
 // sysChmod records chmod(path, mode).
-func (p *parser) sysChmod(c *sysCall) {
+func (p *parser) sysChmod(c sysCall) {
 	p.emit(c.pid, c.at, trace.TypeChmod, &trace.File{Path: p.dirPath(c, -1, 0), Mode: c.arg(1), Errno: c.res.errno})
 }
 
 // sysFchmod records fchmod, on the path strace annotated its descriptor
 // with.
-func (p *parser) sysFchmod(c *sysCall) {
+func (p *parser) sysFchmod(c sysCall) {
 	_, ann := fdArg(c.arg(0))
 	p.emit(c.pid, c.at, trace.TypeChmod, &trace.File{Path: ann, Mode: c.arg(1), Errno: c.res.errno})
 }
 
 // sysFchmodat records fchmodat(dirfd, path, mode).
-func (p *parser) sysFchmodat(c *sysCall) {
+func (p *parser) sysFchmodat(c sysCall) {
 	p.emit(c.pid, c.at, trace.TypeChmod, &trace.File{Path: p.dirPath(c, 0, 1), Mode: c.arg(2), Errno: c.res.errno})
 }
 
 // sysMkdir records mkdir(path, mode).
-func (p *parser) sysMkdir(c *sysCall) {
+func (p *parser) sysMkdir(c sysCall) {
 	p.emit(c.pid, c.at, trace.TypeMkdir, &trace.File{Path: p.dirPath(c, -1, 0), Mode: c.arg(1), Errno: c.res.errno})
 }
 
 // sysMkdirat records mkdirat(dirfd, path, mode).
-func (p *parser) sysMkdirat(c *sysCall) {
+func (p *parser) sysMkdirat(c sysCall) {
 	p.emit(c.pid, c.at, trace.TypeMkdir, &trace.File{Path: p.dirPath(c, 0, 1), Mode: c.arg(2), Errno: c.res.errno})
 }
 
 // sysChdir follows a chdir that worked, for the relative paths to come;
 // it is no event.
-func (p *parser) sysChdir(c *sysCall) {
+func (p *parser) sysChdir(c sysCall) {
 	if c.res.known && c.res.val == 0 {
 		p.setCwd(c.pr, p.dirPath(c, -1, 0))
 	}
@@ -278,7 +279,7 @@ func (p *parser) sysChdir(c *sysCall) {
 
 // sysFchdir follows an fchdir that worked to the path strace annotated
 // its descriptor with; it is no event.
-func (p *parser) sysFchdir(c *sysCall) {
+func (p *parser) sysFchdir(c sysCall) {
 	if _, ann := fdArg(c.arg(0)); c.res.known && c.res.val == 0 && strings.HasPrefix(ann, "/") {
 		p.setCwd(c.pr, ann)
 	}
@@ -286,7 +287,7 @@ func (p *parser) sysFchdir(c *sysCall) {
 
 // sysConnect records connect and bind with the address asked for; a call
 // whose address cannot be read is a skipped line.
-func (p *parser) sysConnect(c *sysCall) {
+func (p *parser) sysConnect(c sysCall) {
 	n, ok := sockaddr(c.arg(1))
 	if !ok {
 		p.stats.Skipped++
@@ -303,7 +304,7 @@ func (p *parser) sysConnect(c *sysCall) {
 
 // sysSendto records sendto and sendmsg that name an address, with the
 // bytes sent.
-func (p *parser) sysSendto(c *sysCall) {
+func (p *parser) sysSendto(c sysCall) {
 	addr := c.arg(4)
 	if c.name == "sendmsg" {
 		addr, _ = structField(c.arg(1), "msg_name")
@@ -322,7 +323,7 @@ func (p *parser) sysSendto(c *sysCall) {
 
 // sysWrite records the write family's writes that reached a file (not a
 // pipe, socket or device), folded by parser.write.
-func (p *parser) sysWrite(c *sysCall) {
+func (p *parser) sysWrite(c sysCall) {
 	_, ann := fdArg(c.arg(0))
 	if !strings.HasPrefix(ann, "/") || strings.HasPrefix(ann, "/dev/") || c.res.val <= 0 {
 		return
@@ -333,7 +334,7 @@ func (p *parser) sysWrite(c *sysCall) {
 // sysClone records clone, clone3, fork and vfork: the child's state
 // inherits the cwd; a new thread joins its parent's thread group and is
 // counted, a new process is a clone event.
-func (p *parser) sysClone(c *sysCall) {
+func (p *parser) sysClone(c sysCall) {
 	if !c.res.known || c.res.val <= 0 || c.res.val > 1<<30 {
 		return
 	}
