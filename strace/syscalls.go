@@ -11,9 +11,11 @@ import (
 // syscalls maps the name of a traced syscall to the handler that turns a
 // complete call into events (or into the parser's state: cwd, fds,
 // processes). A family of syscalls that differ only in where their
-// arguments sit shares one handler, which asks sysCall.name. Calls not
-// here (exit_group, kill, reads, ...) carry no event of their own: process
-// ends come from the "+++" lines.
+// arguments sit, or in the type of their event, shares one handler, which
+// asks sysCall.name. Calls not here (exit_group, kill, reads, ...) carry
+// no event of their own: process ends come from the "+++" lines. What
+// mcptools asks strace to trace is mcptools.TracedSyscalls: a syscall
+// added there needs a handler here, or its calls are read and dropped.
 var syscalls = map[string]func(*parser, sysCall){
 	"execve":    (*parser).sysExec,
 	"execveat":  (*parser).sysExec,
