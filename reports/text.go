@@ -127,16 +127,35 @@ func severityColor(s rules.Severity) string {
 	return ansiDim
 }
 
-// WriteText writes the human summary of a report.
+// WriteText writes the human summary of a report: its sections in the
+// fixed order of the text output policy above, one function each.
 func WriteText(w io.Writer, r *Report, opt TextOptions) error {
 	t := &textWriter{w: bufio.NewWriter(w), width: opt.Width, color: opt.Color}
 	if t.width <= 0 {
 		t.width = 80
 	}
-	maxEv := opt.MaxEvidence
-	if maxEv <= 0 {
-		maxEv = 2
+	writeBannerText(t, r)
+	writeRunText(t, r)
+	writeReasonsText(t, r)
+	writeNarrativeText(t, r)
+	writePassesText(t, r)
+	writeBaselineText(t, r)
+	writeIncidentsText(t, r)
+	writeFindingsText(t, r, opt)
+	writeCoverageText(t, r)
+	writeNetworkText(t, r)
+	writeFlowsText(t, r)
+	writeTwinsText(t, r)
+	writeCanariesText(t, r, opt.Verbose)
+	if err := t.w.Flush(); err != nil {
+		return fmt.Errorf("write text report: %w", err)
 	}
+	return nil
+}
+
+// writeBannerText writes the verdict between two rules, in the verdict's
+// colour, with how many incidents and findings and the worst severity.
+func writeBannerText(t *textWriter, r *Report) {
 	rule := strings.Repeat("=", t.width)
 	t.line(rule)
 	banner := " VERDICT: " + strings.ToUpper(string(r.Verdict))
@@ -148,6 +167,11 @@ func WriteText(w io.Writer, r *Report, opt TextOptions) error {
 	}
 	t.painted(verdictColor(r.Verdict), banner)
 	t.line(rule)
+}
+
+// writeRunText writes what was run and how: the skill, the trace and its
+// driver, when it started and for how long, and the run's error if any.
+func writeRunText(t *textWriter, r *Report) {
 	name := r.Skill.Name
 	if name == "" {
 		name = "(unnamed)"
@@ -167,12 +191,21 @@ func WriteText(w io.Writer, r *Report, opt TextOptions) error {
 	if r.Error != "" {
 		t.para("Error     ", "          ", r.Error)
 	}
-	writeReasonsText(t, r)
-	if r.Narrative != "" {
-		t.line("")
-		t.painted(ansiBold, "What happened")
-		t.para("  ", "  ", r.Narrative)
+}
+
+// writeNarrativeText writes the story of the run, when the report has one.
+func writeNarrativeText(t *textWriter, r *Report) {
+	if r.Narrative == "" {
+		return
 	}
+	t.line("")
+	t.painted(ansiBold, "What happened")
+	t.para("  ", "  ", r.Narrative)
+}
+
+// writePassesText writes one line per pass of a trace run again (watched
+// and unwatched): its verdict, why it ran and where its own report is.
+func writePassesText(t *textWriter, r *Report) {
 	for _, p := range r.Passes {
 		s := fmt.Sprintf("%s pass, tracer %s: %s, %d finding(s), status %s", p.Name, p.Tracer, p.Verdict, p.FindingCount, p.Status)
 		if p.Reason != "" {
@@ -183,24 +216,34 @@ func WriteText(w io.Writer, r *Report, opt TextOptions) error {
 		}
 		t.para("Pass      ", "          ", s)
 	}
-	if fp := r.Fingerprint; fp != nil {
-		s := fmt.Sprintf("%s after %d run(s), %d clean in a row; this run %s", fp.State, fp.Invocations, fp.CleanStreak,
-			map[bool]string{true: "absorbed", false: "kept out of the baseline"}[fp.Absorbed])
-		if len(fp.Anomalies) > 0 {
-			var types []string
-			for _, a := range fp.Anomalies {
-				if !slices.Contains(types, a.Type) {
-					types = append(types, a.Type)
-				}
-			}
-			s += fmt.Sprintf("; %d anomal%s against the %s baseline: %s", len(fp.Anomalies),
-				map[bool]string{true: "y", false: "ies"}[len(fp.Anomalies) == 1], fp.Baseline, strings.Join(types, ", "))
-		}
-		t.para("Baseline  ", "          ", "fingerprint "+s)
+}
+
+// writeBaselineText writes what the run did to the skill's fingerprint,
+// when it has one: its state, whether this run joined the baseline, and
+// the kinds of anomaly found against it.
+func writeBaselineText(t *textWriter, r *Report) {
+	fp := r.Fingerprint
+	if fp == nil {
+		return
 	}
+	s := fmt.Sprintf("%s after %d run(s), %d clean in a row; this run %s", fp.State, fp.Invocations, fp.CleanStreak,
+		map[bool]string{true: "absorbed", false: "kept out of the baseline"}[fp.Absorbed])
+	if len(fp.Anomalies) > 0 {
+		var types []string
+		for _, a := range fp.Anomalies {
+			if !slices.Contains(types, a.Type) {
+				types = append(types, a.Type)
+			}
+		}
+		s += fmt.Sprintf("; %d anomal%s against the %s baseline: %s", len(fp.Anomalies),
+			map[bool]string{true: "y", false: "ies"}[len(fp.Anomalies) == 1], fp.Baseline, strings.Join(types, ", "))
+	}
+	t.para("Baseline  ", "          ", "fingerprint "+s)
+}
 
-	writeIncidentsText(t, r)
-
+// writeFindingsText writes the findings section: counted by rule, or with
+// Verbose each finding with its evidence.
+func writeFindingsText(t *textWriter, r *Report, opt TextOptions) {
 	t.line("")
 	t.painted(ansiBold, "Findings")
 	if len(r.Findings) == 0 {
@@ -208,43 +251,54 @@ func WriteText(w io.Writer, r *Report, opt TextOptions) error {
 	}
 	if !opt.Verbose {
 		writeFindingCounts(t, r)
+		return
+	}
+	maxEv := opt.MaxEvidence
+	if maxEv <= 0 {
+		maxEv = 2
 	}
 	for _, f := range r.Findings {
-		if !opt.Verbose {
+		writeFindingText(t, f, maxEv)
+	}
+}
+
+// writeFindingText writes one finding: its severity, rule and title, its
+// message, where in the skill and which tool call it came from, and its
+// first maxEv evidence events.
+func writeFindingText(t *textWriter, f rules.Finding, maxEv int) {
+	tag := fmt.Sprintf("[%s]", strings.ToUpper(string(f.Severity)))
+	title := f.Title
+	if f.Pass != "" {
+		title += " (" + f.Pass + " pass)"
+	}
+	head := safetext.Line(tag+" "+f.RuleID+" "+title, t.width)
+	t.w.WriteString(t.paint(severityColor(f.Severity), tag) + strings.TrimPrefix(head, tag) + "\n")
+	t.para("  ", "  ", f.Message)
+	var where []string
+	if f.SkillFile != "" {
+		loc := f.SkillFile
+		if f.SkillLine > 0 {
+			loc += fmt.Sprintf(":%d", f.SkillLine)
+		}
+		where = append(where, "at "+loc)
+	}
+	if f.ToolCallID != "" {
+		where = append(where, "tool call "+f.ToolCallID)
+	}
+	where = append(where, fmt.Sprintf("confidence %s, ATT&CK %s", f.Confidence, f.Technique))
+	t.para("  ", "  ", strings.Join(where, "; "))
+	for i, e := range f.Evidence {
+		if i == maxEv {
+			t.para("    ", "      ", fmt.Sprintf("… %d more event%s", len(f.Evidence)-maxEv+f.More, plural(len(f.Evidence)-maxEv+f.More)))
 			break
 		}
-		tag := fmt.Sprintf("[%s]", strings.ToUpper(string(f.Severity)))
-		title := f.Title
-		if f.Pass != "" {
-			title += " (" + f.Pass + " pass)"
-		}
-		head := safetext.Line(tag+" "+f.RuleID+" "+title, t.width)
-		t.w.WriteString(t.paint(severityColor(f.Severity), tag) + strings.TrimPrefix(head, tag) + "\n")
-		t.para("  ", "  ", f.Message)
-		var where []string
-		if f.SkillFile != "" {
-			loc := f.SkillFile
-			if f.SkillLine > 0 {
-				loc += fmt.Sprintf(":%d", f.SkillLine)
-			}
-			where = append(where, "at "+loc)
-		}
-		if f.ToolCallID != "" {
-			where = append(where, "tool call "+f.ToolCallID)
-		}
-		where = append(where, fmt.Sprintf("confidence %s, ATT&CK %s", f.Confidence, f.Technique))
-		t.para("  ", "  ", strings.Join(where, "; "))
-		for i, e := range f.Evidence {
-			if i == maxEv {
-				t.para("    ", "      ", fmt.Sprintf("… %d more event%s", len(f.Evidence)-maxEv+f.More, plural(len(f.Evidence)-maxEv+f.More)))
-				break
-			}
-			t.para(fmt.Sprintf("    #%d ", e.Seq), "      ", e.Summary)
-		}
+		t.para(fmt.Sprintf("    #%d ", e.Seq), "      ", e.Summary)
 	}
+}
 
-	writeCoverageText(t, r)
-
+// writeNetworkText writes the network section: the names queried, the
+// first HTTP requests, and the other connections by destination.
+func writeNetworkText(t *textWriter, r *Report) {
 	t.line("")
 	t.painted(ansiBold, "Network")
 	var names []string
@@ -277,11 +331,20 @@ func WriteText(w io.Writer, r *Report, opt TextOptions) error {
 		}
 	}
 	t.para("  Other   ", "          ", fmt.Sprintf("%d connection%s", len(r.Network.Connections), plural(len(r.Network.Connections)))+listTail(conns, 5))
-	writeFlowsText(t, r)
-	writeTwinsText(t, r)
+}
 
+// writeCanariesText writes the canaries section: the tokens planted and
+// those seen leaving the sandbox.
+func writeCanariesText(t *textWriter, r *Report, verbose bool) {
 	t.line("")
 	t.painted(ansiBold, "Canaries")
+	writePlantedText(t, r, verbose)
+	writeLeakedText(t, r, verbose)
+}
+
+// writePlantedText writes how many tokens were planted and of which kinds
+// (the kinds listed only with verbose).
+func writePlantedText(t *textWriter, r *Report, verbose bool) {
 	kinds := map[string]int{}
 	var korder []string
 	for _, p := range r.Canaries.Planted {
@@ -299,13 +362,18 @@ func WriteText(w io.Writer, r *Report, opt TextOptions) error {
 			ks = append(ks, k)
 		}
 	}
-	if opt.Verbose {
+	if verbose {
 		t.para("  Planted ", "          ", fmt.Sprintf("%d token%s", len(r.Canaries.Planted), plural(len(r.Canaries.Planted)))+listTail(ks, 100))
 	} else {
 		t.para("  Planted ", "          ", fmt.Sprintf("%d token%s of %d kind%s", len(r.Canaries.Planted), plural(len(r.Canaries.Planted)), len(ks), plural(len(ks))))
 	}
-	type leak struct{ id, text string }
-	var leaks []leak
+}
+
+// writeLeakedText writes how many tokens leaked and, each once, how they
+// left: with verbose always, without it only when no incident carries
+// tokens (the incidents named say it then).
+func writeLeakedText(t *textWriter, r *Report, verbose bool) {
+	var leaks []string
 	for _, h := range r.Canaries.Hits {
 		if !h.Leaked {
 			continue
@@ -314,35 +382,31 @@ func WriteText(w io.Writer, r *Report, opt TextOptions) error {
 		if h.Pass == rules.PassUnwatched {
 			s += " (unwatched pass)"
 		}
-		if !slices.ContainsFunc(leaks, func(l leak) bool { return l.text == s }) {
-			leaks = append(leaks, leak{h.TokenID, s})
+		if !slices.Contains(leaks, s) {
+			leaks = append(leaks, s)
 		}
 	}
 	if len(leaks) == 0 {
 		t.para("  Leaked  ", "          ", "none seen leaving the sandbox")
-	} else {
-		var in []string
-		for _, i := range r.Incidents {
-			if len(i.Tokens) > 0 {
-				in = append(in, i.ID)
-			}
-		}
-		more := ""
-		if !opt.Verbose && len(in) > 0 {
-			more = " (incident " + strings.Join(in, ", ") + ")"
-		}
-		t.w.WriteString("  Leaked  " + t.paint(ansiRed, fmt.Sprintf("%d token%s", r.Summary.LeakedTokens, plural(r.Summary.LeakedTokens))) + more + "\n")
-		for _, l := range leaks {
-			if !opt.Verbose && len(in) > 0 {
-				break
-			}
-			t.para("          ", "            ", l.text)
+		return
+	}
+	var in []string
+	for _, i := range r.Incidents {
+		if len(i.Tokens) > 0 {
+			in = append(in, i.ID)
 		}
 	}
-	if err := t.w.Flush(); err != nil {
-		return fmt.Errorf("write text report: %w", err)
+	more := ""
+	if !verbose && len(in) > 0 {
+		more = " (incident " + strings.Join(in, ", ") + ")"
 	}
-	return nil
+	t.w.WriteString("  Leaked  " + t.paint(ansiRed, fmt.Sprintf("%d token%s", r.Summary.LeakedTokens, plural(r.Summary.LeakedTokens))) + more + "\n")
+	if !verbose && len(in) > 0 {
+		return
+	}
+	for _, l := range leaks {
+		t.para("          ", "            ", l)
+	}
 }
 
 func severityCounts(fs []rules.Finding) string {

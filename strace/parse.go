@@ -412,7 +412,9 @@ func parseResult(s string) result {
 	return r
 }
 
-// call decodes one complete "name(args) = result" line.
+// call decodes one complete "name(args) = result" line and hands it to
+// the handler its syscall has in syscalls; a call strace refused by
+// injection is a denied event whatever the syscall.
 func (p *parser) call(pid int, at time.Time, s string) {
 	name, rest, ok := strings.Cut(s, "(")
 	if !ok || !validName(name) {
@@ -424,216 +426,27 @@ func (p *parser) call(pid int, at time.Time, s string) {
 		p.stats.Skipped++
 		return
 	}
-	args := splitArgs(rest[:end])
 	after := strings.TrimSpace(rest[end+1:])
 	resText, ok := strings.CutPrefix(after, "=")
 	if !ok {
 		p.stats.Skipped++
 		return
 	}
-	res := parseResult(resText)
-	pr := p.getProc(pid)
-	arg := func(i int) string {
-		if i < len(args) {
-			return args[i]
-		}
-		return ""
+	c := sysCall{
+		pid:  pid,
+		at:   at,
+		name: name,
+		raw:  rest[:end],
+		args: splitArgs(rest[:end]),
+		res:  parseResult(resText),
+		pr:   p.getProc(pid),
 	}
-	// dirPath resolves the path argument at i against the dirfd at i-1
-	// (or the cwd when dirfd < 0).
-	dirPath := func(dirfd, i int) string {
-		pth := stringArg(arg(i))
-		dir := pr.cwd
-		if dirfd >= 0 {
-			fd, ann := fdArg(arg(dirfd))
-			switch {
-			case ann != "":
-				dir = ann
-			case fd != "AT_FDCWD":
-				dir = ""
-			}
-		}
-		return p.fdPath(pr, resolve(dir, pth))
-	}
-	if res.injected && res.errno != "" {
-		// Only the syscalls mcptools asks strace to refuse are injected.
-		a := rest[:end]
-		if len(a) > 256 {
-			a = a[:256] + "..."
-		}
-		p.emit(pid, at, trace.TypeDenied, &trace.Denied{Syscall: name, Args: a, Errno: res.errno})
+	if c.res.injected && c.res.errno != "" {
+		p.denied(c)
 		return
 	}
-	switch name {
-	case "execve", "execveat":
-		d := &trace.Exec{Cwd: pr.cwd, Errno: res.errno}
-		if name == "execve" {
-			d.Path, d.Argv = dirPath(-1, 0), argvArg(arg(1))
-		} else {
-			d.Path, d.Argv = dirPath(0, 1), argvArg(arg(2))
-		}
-		if res.known && res.val == 0 {
-			p.lead(pr).agentd = p.opts.Agentd != "" && d.Path == p.opts.Agentd
-		}
-		if !p.opts.KeepNoise && p.lead(pr).agentd {
-			p.stats.Noise++
-			return
-		}
-		p.emit(pid, at, trace.TypeExec, d)
-	case "open", "creat", "openat", "openat2":
-		d := &trace.File{Errno: res.errno}
-		switch name {
-		case "open":
-			d.Path, d.Flags, d.Mode = dirPath(-1, 0), arg(1), arg(2)
-		case "creat":
-			d.Path, d.Flags, d.Mode = dirPath(-1, 0), "O_CREAT|O_WRONLY|O_TRUNC", arg(1)
-		case "openat":
-			d.Path, d.Flags, d.Mode = dirPath(0, 1), arg(2), arg(3)
-		case "openat2":
-			d.Path = dirPath(0, 1)
-			d.Flags, _ = structField(arg(2), "flags")
-			if m, ok := structField(arg(2), "mode"); ok && m != "0" {
-				d.Mode = m
-			}
-		}
-		d.Write = writeFlags(d.Flags)
-		if strings.HasPrefix(res.ann, "/") {
-			// The kernel's name for what was opened: symlinks, ".." and
-			// /proc/self/root resolved, /dev/fd/N followed.
-			if res.ann != d.Path {
-				d.Resolved = res.ann
-			}
-			p.rememberFD(pr, res.val, res.ann)
-		}
-		// Start-up noise by either name: the noise folders are root's, so
-		// no name there can lead into the home.
-		eff := d.Path
-		if d.Resolved != "" {
-			eff = d.Resolved
-		}
-		if !p.opts.KeepNoise && (eff == "/dev/null" || !d.Write && (res.errno == "" || res.errno == "ENOENT") &&
-			(noise(d.Path) || noise(eff) || p.lead(pr).agentd && (goRuntimeOpen(d.Path) || goRuntimeOpen(eff)))) {
-			p.stats.Noise++
-			return
-		}
-		p.emit(pid, at, trace.TypeOpen, d)
-	case "link":
-		p.emit(pid, at, trace.TypeLink, &trace.File{Path: dirPath(-1, 0), NewPath: dirPath(-1, 1), Errno: res.errno})
-	case "linkat":
-		d := &trace.File{Path: dirPath(0, 1), NewPath: dirPath(2, 3), Errno: res.errno}
-		if f := arg(4); f != "" && f != "0" {
-			d.Flags = f
-			if strings.Contains(f, "AT_EMPTY_PATH") && stringArg(arg(1)) == "" {
-				_, d.Path = fdArg(arg(0))
-			}
-		}
-		p.emit(pid, at, trace.TypeLink, d)
-	case "symlink", "symlinkat":
-		target := stringArg(arg(0))
-		var lp string
-		if name == "symlink" {
-			lp = dirPath(-1, 1)
-		} else {
-			lp = dirPath(1, 2)
-		}
-		// A relative target is relative to the link's folder.
-		if !strings.HasPrefix(target, "/") && strings.HasPrefix(lp, "/") {
-			target = resolve(path.Dir(lp), target)
-		}
-		p.emit(pid, at, trace.TypeLink, &trace.File{Path: p.fdPath(pr, resolve("", target)), NewPath: lp, Flags: "symlink", Errno: res.errno})
-	case "unlink", "rmdir":
-		p.emit(pid, at, trace.TypeUnlink, &trace.File{Path: dirPath(-1, 0), Errno: res.errno})
-	case "unlinkat":
-		d := &trace.File{Path: dirPath(0, 1), Errno: res.errno}
-		if f := arg(2); f != "0" {
-			d.Flags = f
-		}
-		p.emit(pid, at, trace.TypeUnlink, d)
-	case "rename":
-		p.emit(pid, at, trace.TypeRename, &trace.File{Path: dirPath(-1, 0), NewPath: dirPath(-1, 1), Errno: res.errno})
-	case "renameat", "renameat2":
-		d := &trace.File{Path: dirPath(0, 1), NewPath: dirPath(2, 3), Errno: res.errno}
-		if f := arg(4); f != "" && f != "0" {
-			d.Flags = f
-		}
-		p.emit(pid, at, trace.TypeRename, d)
-	case "chmod":
-		p.emit(pid, at, trace.TypeChmod, &trace.File{Path: dirPath(-1, 0), Mode: arg(1), Errno: res.errno})
-	case "fchmod":
-		_, ann := fdArg(arg(0))
-		p.emit(pid, at, trace.TypeChmod, &trace.File{Path: ann, Mode: arg(1), Errno: res.errno})
-	case "fchmodat":
-		p.emit(pid, at, trace.TypeChmod, &trace.File{Path: dirPath(0, 1), Mode: arg(2), Errno: res.errno})
-	case "mkdir":
-		p.emit(pid, at, trace.TypeMkdir, &trace.File{Path: dirPath(-1, 0), Mode: arg(1), Errno: res.errno})
-	case "mkdirat":
-		p.emit(pid, at, trace.TypeMkdir, &trace.File{Path: dirPath(0, 1), Mode: arg(2), Errno: res.errno})
-	case "chdir":
-		if res.known && res.val == 0 {
-			p.setCwd(pr, dirPath(-1, 0))
-		}
-	case "fchdir":
-		if _, ann := fdArg(arg(0)); res.known && res.val == 0 && strings.HasPrefix(ann, "/") {
-			p.setCwd(pr, ann)
-		}
-	case "connect", "bind":
-		n, ok := sockaddr(arg(1))
-		if !ok {
-			p.stats.Skipped++
-			return
-		}
-		_, ann := fdArg(arg(0))
-		n.Proto, n.Errno = protoOf(ann), res.errno
-		typ := trace.TypeConnect
-		if name == "bind" {
-			typ = trace.TypeBind
-		}
-		p.emit(pid, at, typ, n)
-	case "sendto", "sendmsg":
-		addr := arg(4)
-		if name == "sendmsg" {
-			addr, _ = structField(arg(1), "msg_name")
-		}
-		n, ok := sockaddr(addr)
-		if !ok {
-			return // a connected socket: its connect was the event
-		}
-		_, ann := fdArg(arg(0))
-		n.Proto, n.Errno = protoOf(ann), res.errno
-		if res.val > 0 {
-			n.Bytes = res.val
-		}
-		p.emit(pid, at, trace.TypeSendto, n)
-	case "write", "pwrite64", "writev", "pwritev", "pwritev2":
-		_, ann := fdArg(arg(0))
-		if !strings.HasPrefix(ann, "/") || strings.HasPrefix(ann, "/dev/") || res.val <= 0 {
-			return
-		}
-		p.write(pid, at, ann, res.val)
-	case "clone", "clone3", "fork", "vfork":
-		if !res.known || res.val <= 0 || res.val > 1<<30 {
-			return
-		}
-		child := int(res.val)
-		thread := strings.Contains(rest[:end], "CLONE_THREAD")
-		cp := p.procs[child]
-		if cp == nil {
-			cp = &proc{tgid: child, cwd: pr.cwd}
-			if len(p.procs) < maxProcs {
-				p.procs[child] = cp
-			}
-		}
-		if thread {
-			cp.tgid = pr.tgid
-			p.stats.Threads++
-			return
-		}
-		cp.tgid, cp.ppid = child, pr.tgid
-		p.stats.Processes++
-		p.emit(pid, at, trace.TypeClone, &trace.Process{ChildPID: child})
-	default:
-		// exit_group, kill and other traced calls carry no event of their
-		// own: process ends come from the "+++" lines.
+	if handle := syscalls[name]; handle != nil {
+		handle(p, c)
 	}
 }
 
