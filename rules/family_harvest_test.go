@@ -123,3 +123,31 @@ func TestStoreClass(t *testing.T) {
 		})
 	}
 }
+
+// TestAgentConfigRead: the agent's own ~/.claude.json read (its settings
+// and MCP servers, which skills about the agent look at) is reported with
+// low confidence, like a project's .mcp.json; its OAuth credentials file
+// is a credential file.
+func TestAgentConfigRead(t *testing.T) {
+	withAgentFiles := func(in *rules.Input) {
+		in.Canaries = canary.NewSet(append(in.Canaries.Tokens(),
+			canary.Token{ID: "cj-1", Kind: canary.GenericAPIKey, Value: "mcp-srv-Qm3vT8kZp2LwYc9RfXn4HsJdAg", Location: "~/.claude.json"},
+			canary.Token{ID: "cc-1", Kind: canary.AnthropicOAuth, Value: "sk-ant-oat01-Zp2LwYc9RfXn4HsJdQm3vT8k-AA", Location: "~/.claude/.credentials.json"},
+		)...)
+	}
+	tests := []struct {
+		name, file string
+		want       rules.Verdict
+	}{
+		{"settings and MCP servers", home + "/.claude.json", rules.Clean},
+		{"OAuth credentials", home + "/.claude/.credentials.json", rules.Suspicious},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			res := eval(newTL().bash("python3 check.py", "").child("python3", "check.py").read(tt.file), withAgentFiles)
+			if !slices.Contains(ruleIDs(res), "SBX-CRED-001") || res.Verdict != tt.want {
+				t.Errorf("read of %s: rules %v, verdict %s; want SBX-CRED-001 and %s", tt.file, ruleIDs(res), res.Verdict, tt.want)
+			}
+		})
+	}
+}
