@@ -78,6 +78,7 @@ func credRules() {
 			"credentials, .env files, tokens, shell history with secrets) under the home, or a file a " +
 			"canary was planted in. Listing a folder, reading public keys, certificates in package " +
 			"caches, git hashing the working tree of one of the home's repositories (git add, commit, status), " +
+			"programs that print a file's type, checksum or counts (file, sha256sum, wc), " +
 			"or a tool reading its own configuration (git reading .gitconfig, ssh its keys, " +
 			"Python requests and pip the .netrc) does not count. On its own this is suspicious; followed by " +
 			"egress it is exfiltration (SBX-EXFIL-004). Reading only .env files, a project's .mcp.json or the agent's ~/.claude.json, which applications and agents " +
@@ -86,7 +87,7 @@ func credRules() {
 		func(c *ctx, r *Rule) {
 			planted := c.tokenLocations()
 			for _, f := range c.files {
-				if f.op != opRead || f.failed && !askedFor(f) || isPublicKey(f.path) || c.underSkill(f.path) || envTemplate(f.path) || gitWorktreeRead(f) || c.gitRepoRead(f) {
+				if f.op != opRead || f.failed && !askedFor(f) || isPublicKey(f.path) || c.underSkill(f.path) || envTemplate(f.path) || gitWorktreeRead(f) || c.gitRepoRead(f) || inspector(f.proc) {
 					continue
 				}
 				_, ok := c.matchPath(planted, f.path)
@@ -140,7 +141,7 @@ func credRules() {
 			"Wallet theft is the most common goal of malicious skills."},
 		func(c *ctx, r *Rule) {
 			for _, f := range c.files {
-				if (f.op == opRead) && (!f.failed || askedFor(f)) && !c.underSkill(f.path) {
+				if (f.op == opRead) && (!f.failed || askedFor(f)) && !c.underSkill(f.path) && !inspector(f.proc) {
 					if _, ok := c.matchPath(walletPaths, f.path); ok {
 						c.hitPath(r, "wallet file", f)
 					}
@@ -167,7 +168,7 @@ func credRules() {
 			"Firefox logins.json/key4.db/cookies.sqlite), which no skill needs."},
 		func(c *ctx, r *Rule) {
 			for _, f := range c.files {
-				if f.op == opRead && (!f.failed || askedFor(f)) {
+				if f.op == opRead && (!f.failed || askedFor(f)) && !inspector(f.proc) {
 					if _, ok := c.matchPath(browserPaths, f.path); ok && underDir(c.home, f.path) {
 						c.hitPath(r, "browser credential store", f)
 					}
@@ -435,6 +436,18 @@ func selfRules() {
 // skill's user cannot write: only such a program is "a tool reading its
 // own file". A program bundled with the skill, or in the home, /tmp or
 // another place the user writes, is the skill's code whatever its name.
+// inspector reports the system programs that read a file to print
+// something else than its content: its type (file, which reads the first
+// bytes), a checksum, counts. Organising or deduplicating the home runs
+// them over every file; what they print holds no secret.
+func inspector(proc string) bool {
+	switch proc {
+	case "file", "md5sum", "sha1sum", "sha224sum", "sha256sum", "sha384sum", "sha512sum", "b2sum", "cksum", "wc":
+		return true
+	}
+	return false
+}
+
 func systemProgram(p string) bool {
 	for _, d := range []string{"/usr/", "/bin/", "/sbin/", "/lib/", "/lib64/", "/opt/", "/snap/"} {
 		if strings.HasPrefix(p, d) {

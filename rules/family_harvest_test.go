@@ -151,3 +151,25 @@ func TestAgentConfigRead(t *testing.T) {
 		})
 	}
 }
+
+// TestInspectorsRead: file, checksums and counts run over the home (an
+// organiser, a deduplicator) read wallets and keys to print their type or
+// hash: not credential reads; cat is.
+func TestInspectorsRead(t *testing.T) {
+	for _, tt := range []struct {
+		prog string
+		want bool
+	}{{"file", false}, {"sha256sum", false}, {"wc", false}, {"cat", true}} {
+		t.Run(tt.prog, func(t *testing.T) {
+			b := newTL().bash("find ~ -type f -exec "+tt.prog+" {} +", "").child(tt.prog, home+"/.bitcoin/wallet.dat", home+"/.ssh/id_ed25519").
+				read(home + "/.bitcoin/wallet.dat").read(home + "/.ssh/id_ed25519").
+				read(home + "/.mozilla/firefox/x1.default-release/logins.json")
+			ids := ruleIDs(eval(b, withHarvestStores))
+			for _, id := range []string{"SBX-CRED-001", "SBX-CRED-002", "SBX-CRED-004"} {
+				if slices.Contains(ids, id) != tt.want {
+					t.Errorf("%s over the home: %s fired %v, want %v", tt.prog, id, !tt.want, tt.want)
+				}
+			}
+		})
+	}
+}
