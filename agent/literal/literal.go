@@ -151,6 +151,9 @@ type planner struct {
 	// and text (dataLangs)
 	notShell, untagged []string
 	data               int
+	// madeInputs are the example inputs made so far (makeInputs), by
+	// working directory and path
+	madeInputs map[string]bool
 	// inContainer are the bundled scripts that run inside a container the
 	// skill defines (containerScripts)
 	inContainer map[string]bool
@@ -321,6 +324,9 @@ func (p *planner) bash(cmd, file string, line int, reason string) {
 	text := p.carryState(alternativesFirst(p.repoPaths(f.text)))
 	text = makeMissingDirs(text)
 	refs := p.scriptRefs(text)
+	if in := p.exampleInputs(f.text); len(in) > 0 {
+		p.makeInputs(in, file, line)
+	}
 	var reads []string
 	for _, r := range refs {
 		p.ran[r] = true
