@@ -228,18 +228,37 @@ func skipped(text string, p placeholder) bool {
 	if strings.Contains(strings.ToLower(prefix), "usage:") {
 		return true
 	}
-	sq, dq := false, false
+	return quotingAt(prefix).comment
+}
+
+// shellQuoting says where the end of a shell line prefix is.
+type shellQuoting struct {
+	single  bool // inside '...'
+	double  bool // inside "..."
+	comment bool // after a # that began a comment
+}
+
+// quotingAt reads prefix, a shell line up to a placeholder, and says
+// whether the placeholder is inside single or double quotes or in a
+// comment. It reads the quoting only: a backslash outside single quotes
+// escapes the next byte, and a # outside quotes begins a comment at the
+// start of the line or after a space or tab. The text is a documented
+// command with its placeholders still in (<input.pptx>, [--flag]) and is
+// often cut inside $( or a for loop, so a shell parser (mvdan.cc/sh, which
+// rules/shell.go uses) rejects much of it.
+func quotingAt(prefix string) shellQuoting {
+	var q shellQuoting
 	for i := 0; i < len(prefix); i++ {
 		switch c := prefix[i]; {
-		case c == '\\' && !sq:
+		case c == '\\' && !q.single:
 			i++
-		case c == '\'' && !dq:
-			sq = !sq
-		case c == '"' && !sq:
-			dq = !dq
-		case c == '#' && !sq && !dq && (i == 0 || prefix[i-1] == ' ' || prefix[i-1] == '\t'):
-			return true
+		case c == '\'' && !q.double:
+			q.single = !q.single
+		case c == '"' && !q.single:
+			q.double = !q.double
+		case c == '#' && !q.single && !q.double && (i == 0 || prefix[i-1] == ' ' || prefix[i-1] == '\t'):
+			q.comment = true
 		}
 	}
-	return false
+	return q
 }

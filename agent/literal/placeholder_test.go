@@ -169,3 +169,53 @@ func FuzzParseHelp(f *testing.F) {
 		testValues().render(args, "")
 	})
 }
+
+func TestQuotingAt(t *testing.T) {
+	tests := []struct {
+		prefix string
+		want   shellQuoting
+	}{
+		{prefix: `curl -H 'Authorization: Bearer `, want: shellQuoting{single: true}},
+		{prefix: `echo "Hello, `, want: shellQuoting{double: true}},
+		{prefix: `echo "it's `, want: shellQuoting{double: true}},
+		{prefix: `echo 'say "hi' `},
+		{prefix: `echo \" \' `},
+		{prefix: `echo 'a\' `}, // no escapes inside single quotes
+		{prefix: `echo "a\" `, want: shellQuoting{double: true}},
+		{prefix: `# run it with `, want: shellQuoting{comment: true}},
+		{prefix: `ls  # list `, want: shellQuoting{comment: true}},
+		{prefix: `# "note `, want: shellQuoting{double: true, comment: true}},
+		{prefix: `echo a#b `},
+		{prefix: `echo '# not a comment' `},
+		{prefix: `echo \# `},
+	}
+	for _, tc := range tests {
+		if got := quotingAt(tc.prefix); got != tc.want {
+			t.Errorf("quotingAt(%q) = %+v, want %+v", tc.prefix, got, tc.want)
+		}
+	}
+}
+
+func FuzzQuotingAt(f *testing.F) {
+	for _, s := range []string{`curl -H 'k: `, `echo "a \"b\" `, `ls # "x `, `a\`, `'"'"'`} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		q := quotingAt(s)
+		if q.single && q.double {
+			t.Errorf("quotingAt(%q) is inside single and double quotes at once", s)
+		}
+		if !strings.ContainsAny(s, `'"#`) && q != (shellQuoting{}) {
+			t.Errorf("quotingAt(%q) = %+v with no quote or #", s, q)
+		}
+		// A closed quote, after text that ends outside quotes and escapes,
+		// leaves the quoting as it was.
+		if !q.single && !q.double && !strings.HasSuffix(s, `\`) {
+			for _, closed := range []string{` 'a b'`, ` "a b"`} {
+				if got := quotingAt(s + closed); got.single || got.double {
+					t.Errorf("quotingAt(%q) = %+v after a closed quote", s+closed, got)
+				}
+			}
+		}
+	})
+}

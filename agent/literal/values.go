@@ -525,7 +525,11 @@ func (v *values) fill(orig string, shell bool) filled {
 		} else {
 			lineEnd += p.end
 		}
-		site := fillSite{shell: shell, line: text[lineStart:lineEnd], singleQuote: shell && inSingleQuotes(text[lineStart:p.start])}
+		var q shellQuoting
+		if shell {
+			q = quotingAt(text[lineStart:p.start])
+		}
+		site := fillSite{shell: shell, line: text[lineStart:lineEnd], singleQuote: q.single}
 		val, why := v.value(p, site)
 		if why != "" {
 			out.unfilled = append(out.unfilled, p.raw+": "+why)
@@ -538,7 +542,7 @@ func (v *values) fill(orig string, shell bool) filled {
 			}
 		}
 		b.WriteString(text[last:start])
-		if shell && p.style != styleOptional && !site.singleQuote && strings.ContainsAny(val, " ") && !inDoubleQuotes(text[lineStart:p.start]) {
+		if shell && p.style != styleOptional && !q.single && !q.double && strings.ContainsAny(val, " ") {
 			val = shellQuote(val)
 		}
 		b.WriteString(val)
@@ -548,38 +552,6 @@ func (v *values) fill(orig string, shell bool) filled {
 	b.WriteString(text[last:])
 	out.text = b.String()
 	return out
-}
-
-// inSingleQuotes reports whether a shell line prefix ends inside '...'.
-func inSingleQuotes(prefix string) bool {
-	in, dq := false, false
-	for i := 0; i < len(prefix); i++ {
-		switch c := prefix[i]; {
-		case c == '\\' && !in:
-			i++
-		case c == '\'' && !dq:
-			in = !in
-		case c == '"' && !in:
-			dq = !dq
-		}
-	}
-	return in
-}
-
-// inDoubleQuotes reports whether a shell line prefix ends inside "...".
-func inDoubleQuotes(prefix string) bool {
-	sq, dq := false, false
-	for i := 0; i < len(prefix); i++ {
-		switch c := prefix[i]; {
-		case c == '\\' && !sq:
-			i++
-		case c == '\'' && !dq:
-			sq = !sq
-		case c == '"' && !sq:
-			dq = !dq
-		}
-	}
-	return dq
 }
 
 var alternativeRE = regexp.MustCompile(`^[A-Za-z][\w-]*/[A-Za-z][\w-]*$`)
