@@ -1,6 +1,7 @@
 package strace
 
 import (
+	"iter"
 	"path"
 	"strconv"
 	"strings"
@@ -8,55 +9,57 @@ import (
 	"github.com/sandboxctl/sandboxctl/trace"
 )
 
-// scanner state for splitting strace's argument text. strace prints
-// arguments as C-like literals: "quoted strings" with backslash escapes,
-// [arrays], {structs}, (calls) and, with -y, fd annotations such as
-// 3</etc/hosts> or 4<TCP:[1.2.3.4:5->6.7.8.9:10]>. A '>' closes an
-// annotation only when the innermost open bracket is '<', so the "->" of a
-// socket annotation and the "=>" of clone3 do not.
+// strace prints arguments as C-like literals: "quoted strings" with
+// backslash escapes, [arrays], {structs}, (calls) and, with -y, fd
+// annotations such as 3</etc/hosts> or 4<TCP:[1.2.3.4:5->6.7.8.9:10]>.
+// topLevel is the one scanner of that syntax; closeParen and splitArgs
+// look at what it yields.
+
+// topLevel yields the index of each byte of s that is outside every quoted
+// string and bracket, before that byte opens or closes one. A closing
+// bracket closes only an open bracket of its own kind on top, so the "->"
+// of a socket annotation and the "=>" of clone3 close nothing. Nesting is
+// followed 256 deep; brackets deeper than that are not counted.
+func topLevel(s string) iter.Seq[int] {
+	return func(yield func(int) bool) {
+		var stack []byte
+		inQuote := false
+		for i := 0; i < len(s); i++ {
+			c := s[i]
+			if inQuote {
+				switch c {
+				case '\\':
+					i++
+				case '"':
+					inQuote = false
+				}
+				continue
+			}
+			if len(stack) == 0 && !yield(i) {
+				return
+			}
+			switch c {
+			case '"':
+				inQuote = true
+			case '(', '[', '{', '<':
+				if len(stack) < 256 {
+					stack = append(stack, c)
+				}
+			case ')', ']', '}', '>':
+				if len(stack) > 0 && stack[len(stack)-1] == opener(c) {
+					stack = stack[:len(stack)-1]
+				}
+			}
+		}
+	}
+}
 
 // closeParen returns the index in s of the ')' that closes a call whose '('
 // came just before s, or -1.
 func closeParen(s string) int {
-	var stack []byte
-	inQuote := false
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if inQuote {
-			switch c {
-			case '\\':
-				i++
-			case '"':
-				inQuote = false
-			}
-			continue
-		}
-		switch c {
-		case '"':
-			inQuote = true
-		case '(', '[', '{', '<':
-			if len(stack) < 256 {
-				stack = append(stack, c)
-			}
-		case ')':
-			if len(stack) == 0 {
-				return i
-			}
-			if stack[len(stack)-1] == '(' {
-				stack = stack[:len(stack)-1]
-			}
-		case ']':
-			if len(stack) > 0 && stack[len(stack)-1] == '[' {
-				stack = stack[:len(stack)-1]
-			}
-		case '}':
-			if len(stack) > 0 && stack[len(stack)-1] == '{' {
-				stack = stack[:len(stack)-1]
-			}
-		case '>':
-			if len(stack) > 0 && stack[len(stack)-1] == '<' {
-				stack = stack[:len(stack)-1]
-			}
+	for i := range topLevel(s) {
+		if s[i] == ')' {
+			return i
 		}
 	}
 	return -1
@@ -64,39 +67,12 @@ func closeParen(s string) int {
 
 // splitArgs splits s at its top-level commas and trims each part.
 func splitArgs(s string) []string {
-	var (
-		out     []string
-		stack   []byte
-		inQuote bool
-		start   int
-	)
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if inQuote {
-			switch c {
-			case '\\':
-				i++
-			case '"':
-				inQuote = false
-			}
-			continue
-		}
-		switch c {
-		case '"':
-			inQuote = true
-		case '(', '[', '{', '<':
-			if len(stack) < 256 {
-				stack = append(stack, c)
-			}
-		case ')', ']', '}', '>':
-			if len(stack) > 0 && stack[len(stack)-1] == opener(c) {
-				stack = stack[:len(stack)-1]
-			}
-		case ',':
-			if len(stack) == 0 {
-				out = append(out, strings.TrimSpace(s[start:i]))
-				start = i + 1
-			}
+	var out []string
+	start := 0
+	for i := range topLevel(s) {
+		if s[i] == ',' {
+			out = append(out, strings.TrimSpace(s[start:i]))
+			start = i + 1
 		}
 	}
 	if rest := strings.TrimSpace(s[start:]); rest != "" || len(out) > 0 {
@@ -105,6 +81,7 @@ func splitArgs(s string) []string {
 	return out
 }
 
+// opener returns the bracket that the closing bracket c closes.
 func opener(c byte) byte {
 	switch c {
 	case ')':
@@ -124,17 +101,28 @@ func unquote(s string) (val string, cut bool, rest string, ok bool) {
 	if len(s) == 0 || s[0] != '"' {
 		return "", false, s, false
 	}
+	val, end := decode(s[1:], true)
+	if end < 0 {
+		return val, true, "", false
+	}
+	rest = s[1+end+1:]
+	if strings.HasPrefix(rest, "...") {
+		cut = true
+		rest = rest[3:]
+	}
+	return val, cut, rest, true
+}
+
+// decode decodes the C escapes of s. When quoted, it stops at the first
+// '"' that no backslash escapes and returns the text before it and its
+// index; otherwise, or when there is no such quote, it returns all of s
+// decoded and -1.
+func decode(s string, quoted bool) (string, int) {
 	var b strings.Builder
-	i := 1
-	for i < len(s) {
+	for i := 0; i < len(s); {
 		c := s[i]
-		if c == '"' {
-			rest = s[i+1:]
-			if strings.HasPrefix(rest, "...") {
-				cut = true
-				rest = rest[3:]
-			}
-			return b.String(), cut, rest, true
+		if c == '"' && quoted {
+			return b.String(), i
 		}
 		if c != '\\' {
 			b.WriteByte(c)
@@ -145,7 +133,7 @@ func unquote(s string) (val string, cut bool, rest string, ok bool) {
 		b.WriteByte(n)
 		i += adv
 	}
-	return b.String(), true, "", false
+	return b.String(), -1
 }
 
 // unescape decodes one backslash escape at the start of s (s[0] == '\\'),
@@ -211,18 +199,8 @@ func unescapeBare(s string) string {
 	if !strings.Contains(s, `\`) {
 		return s
 	}
-	var b strings.Builder
-	for i := 0; i < len(s); {
-		if s[i] != '\\' {
-			b.WriteByte(s[i])
-			i++
-			continue
-		}
-		c, n := unescape(s[i:])
-		b.WriteByte(c)
-		i += n
-	}
-	return b.String()
+	v, _ := decode(s, false)
+	return v
 }
 
 // stringArg decodes an argument that should be a string literal; NULL and
@@ -293,13 +271,17 @@ func resolve(dir, p string) string {
 // structField returns the value text of key=... inside a struct literal,
 // up to the next top-level comma or the struct's end.
 func structField(s, key string) (string, bool) {
-	s = strings.TrimPrefix(strings.TrimSuffix(s, "}"), "{")
-	for _, f := range splitArgs(s) {
+	for _, f := range structFields(s) {
 		if v, ok := strings.CutPrefix(f, key+"="); ok {
 			return v, true
 		}
 	}
 	return "", false
+}
+
+// structFields splits a struct literal {a=1, b={...}} into its fields.
+func structFields(s string) []string {
+	return splitArgs(strings.TrimPrefix(strings.TrimSuffix(s, "}"), "{"))
 }
 
 // sockaddr decodes a struct sockaddr as strace prints it.
@@ -322,8 +304,7 @@ func sockaddr(s string) (*trace.Net, bool) {
 		}
 	case "AF_INET6":
 		n.Port = htons(s, "sin6_port")
-		inner := strings.TrimPrefix(strings.TrimSuffix(s, "}"), "{")
-		for _, f := range splitArgs(inner) {
+		for _, f := range structFields(s) {
 			if in, ok := strings.CutPrefix(f, "inet_pton(AF_INET6, "); ok {
 				n.Addr = stringArg(in)
 			}
