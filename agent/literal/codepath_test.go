@@ -56,3 +56,20 @@ func TestExampleInputs(t *testing.T) {
 		})
 	}
 }
+
+func TestThreatLine(t *testing.T) {
+	for _, tt := range []struct {
+		line string
+		want bool
+	}{
+		{"- **Symlinks**: can disguise reads of `~/.ssh/id_rsa`, `~/.aws/credentials`, etc. as example files", true},
+		{"Flag skills that exfiltrate ~/.aws/credentials", true},
+		{"An infostealer goes after ~/.config/solana/id.json", true},
+		{"Your credentials live in ~/.aws/credentials", false},
+		{"Read `~/.config/google-chrome/Default/Login Data` to list the saved sites", false},
+	} {
+		if got := threatLine(tt.line); got != tt.want {
+			t.Errorf("threatLine(%q) = %v, want %v", tt.line, got, tt.want)
+		}
+	}
+}

@@ -81,7 +81,15 @@ func commentText(t string) (string, bool) {
 	return "", false
 }
 
+// threatLine reports whether a prose line speaks of attacks, theft or
+// disguise: the paths it names are targets it warns of ("a skill that
+// can disguise reads of ~/.ssh/id_rsa"), not files to read.
+func threatLine(line string) bool {
+	return attackWordRE.MatchString(line) || threatWordRE.MatchString(line)
+}
+
 var (
+	threatWordRE = regexp.MustCompile(`(?i)\b(?:disguis\w*|steal\w*|stolen|harvest\w*|misaligned|exfil\w*|infostealer\w*|credential[ -]theft)\b`)
 	catalogueRE  = regexp.MustCompile(`(?i)threat|attack|vulnerab|exploit|malicious|red[ _-]?team`)
 	attackWordRE = regexp.MustCompile(`(?i)\b(?:attackers?|attacker's|attack|malicious|exploit(?:s|ed|ing)?|backdoor(?:s|ed)?|exfiltrat\w*|vulnerable|inject\w*\s+(?:a\s+|the\s+|its\s+)?payload)\b`)
 	// verbs of who looks for, checks or repairs: a block so labelled is

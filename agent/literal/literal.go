@@ -793,9 +793,10 @@ func (p *planner) prose(file string, n int, lines []string, i int) {
 		p.tool(toolspec.FetchURL, "url", u, file, n, agent.ReasonProseURL)
 	}
 	noURLs := urlRE.ReplaceAllString(raw, " ")
-	if p.catalogue {
-		// the paths a catalogue of threats names are what attacks go
-		// after (~/.ssh/id_rsa), not files the skill asks to read
+	if p.catalogue || threatLine(raw) {
+		// the paths a catalogue of threats names, or a line that speaks
+		// of attacks ("can disguise reads of `~/.ssh/id_rsa`"), are what
+		// attacks go after, not files the skill asks to read
 		return
 	}
 	// Inline code that is a path as a whole keeps its spaces and globs
