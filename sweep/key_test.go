@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/sandboxctl/sandboxctl/orchestrator"
 )
@@ -38,6 +39,24 @@ func TestPlanHash(t *testing.T) {
 				t.Errorf("hash changed %v, want %v", h != h0, tc.changes)
 			}
 		})
+	}
+	// The hash of a plan is stored in sweep databases: the same settings
+	// must keep their hash.
+	if h0 != "da846749a1490deb34b4724a0a404eeb0417482866ed64fdcb1468119ce7ef5b" {
+		t.Errorf("plan hash of the default plan changed: %s", h0)
+	}
+	full := base
+	full.Driver = orchestrator.Driver{Kind: orchestrator.DriverLLM, Provider: "openai", Model: "m-1", BaseURL: "https://api.example/v1", APIKey: "sk-secret", Transcript: "t.jsonl"}
+	full.Prompt, full.SkillID, full.Image, full.User, full.Hostname = "do it", "pub/x", "img:1", "ann", "box"
+	full.TraceID, full.SkillPath = "golden-trace", "/skills/x"
+	full.Limits = orchestrator.Limits{Timeout: time.Minute, ToolTimeout: 2 * time.Second, Turns: 3, Tokens: 4, OutputBytes: 5, Memory: 6,
+		PIDs: 7, NanoCPUs: 8, HomeSize: 9, TmpSize: 10, Grace: 11, EventBytes: 12, SpoolBytes: 13, TimelineBytes: 14}
+	full.TimeZone, full.Clock, full.Monitoring, full.DNS = "Asia/Tokyo", "+3d", orchestrator.MonitoringVisible, orchestrator.DNSNone
+	full.Seed, full.Keep, full.Persona, full.Stealth, full.Unwatched, full.Twins = []byte("seed"), true, "macos", orchestrator.StealthAlways, true, orchestrator.TwinsOff
+	full.Twin = &orchestrator.TwinSpec{Role: "other", Start: time.Date(2026, 1, 2, 3, 4, 5, 6, time.UTC), Entropy: []byte{1}, Key: []byte{2}, Grow: 16}
+	full.Restore = []orchestrator.RestoreFile{{Path: "/home/ann/a", Mode: 0o644, Content: []byte("x")}}
+	if h, err := PlanHash(full, "v1"); err != nil || h != "278538384955059b8a702e8a40ece82aee3488ef7461f7203bcb7b4a728a0a29" {
+		t.Errorf("plan hash of a filled-in plan changed: %s, %v", h, err)
 	}
 	if ResultKey("a", "b", "c") == ResultKey("a", "b", "d") || ResultKey("ab", "", "c") == ResultKey("a", "b", "c") {
 		t.Error("result keys collide")
