@@ -44,12 +44,14 @@ var internalRules = map[string][]string{
 	"fingerprint": {"trace", "rules", "canary", "skill", "internal/sqlitedb"},
 	"safetext":    {},
 	// monitor compares the reports of traces a Tracer given by cmd/ runs.
-	"monitor":   {"fingerprint", "reports", "rules", "safetext"},
-	"toolspec":  {},
+	"monitor":  {"fingerprint", "reports", "rules", "safetext"},
+	"toolspec": {},
+	// traceplan is the plan of a trace as plain data: no engine.
+	"traceplan": {"persona"},
 	"userrules": {"trace", "rules", "reports"},
 	// server runs traces through a Tracer given by cmd/ (no engine of
 	// its own) and reuses sweep's result key, archive limits and outcome.
-	"server": {"orchestrator", "reports", "rules", "skill", "sweep", "internal/sqlitedb", "fingerprint"},
+	"server": {"traceplan", "reports", "rules", "skill", "sweep", "internal/sqlitedb", "fingerprint"},
 	// internal/capbuf is a leaf; internal/testenv is test support (no
 	// production package may import it: see TestLayering).
 	"internal/capbuf": {},

@@ -11,6 +11,7 @@ import (
 	"github.com/sandboxctl/sandboxctl/internal/testenv"
 	"github.com/sandboxctl/sandboxctl/orchestrator"
 	"github.com/sandboxctl/sandboxctl/rules"
+	"github.com/sandboxctl/sandboxctl/traceplan"
 )
 
 // The CI sample: fixed, stratified, the same skills on every run.
@@ -62,10 +63,10 @@ func runSample(t *testing.T, cases []evaluation.Case) {
 	image := testenv.Image(t)
 	bin := testenv.SandboxctlBinary(t)
 
-	plan := orchestrator.Plan{
+	plan := traceplan.Plan{
 		SkillPath: "-", TraceID: "set-per-case",
-		Driver: orchestrator.Driver{Kind: orchestrator.DriverLiteral},
-		Limits: orchestrator.DefaultLimits(),
+		Driver: traceplan.Driver{Kind: traceplan.DriverLiteral},
+		Limits: traceplan.DefaultLimits(),
 		Image:  image,
 	}
 	plan.Limits.Timeout = 3 * time.Minute

@@ -19,6 +19,7 @@ import (
 	"github.com/sandboxctl/sandboxctl/reports"
 	"github.com/sandboxctl/sandboxctl/rules"
 	"github.com/sandboxctl/sandboxctl/sweep"
+	"github.com/sandboxctl/sandboxctl/traceplan"
 )
 
 // A Tracer runs one skill and returns its report. dir is the run folder to
@@ -36,7 +37,7 @@ type PipelineTracer struct {
 	Runner *orchestrator.Runner
 	// Plan is the template of every trace (driver, limits, image, ...):
 	// SkillPath and TraceID are set per case.
-	Plan orchestrator.Plan
+	Plan traceplan.Plan
 	// TraceIDPrefix starts every trace id ("" for "eval"), so that the
 	// containers of an evaluation can be told apart and collected.
 	TraceIDPrefix string

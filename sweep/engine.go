@@ -16,6 +16,7 @@ import (
 	"github.com/sandboxctl/sandboxctl/orchestrator"
 	"github.com/sandboxctl/sandboxctl/reports"
 	"github.com/sandboxctl/sandboxctl/rules"
+	"github.com/sandboxctl/sandboxctl/traceplan"
 )
 
 // A Job is one trace to run.
@@ -57,7 +58,7 @@ type PipelineTracer struct {
 	Runner *orchestrator.Runner
 	// Plan is the template of every trace: SkillPath and TraceID are set
 	// per job.
-	Plan orchestrator.Plan
+	Plan traceplan.Plan
 }
 
 // Trace implements Tracer.

@@ -19,6 +19,7 @@ import (
 	"github.com/sandboxctl/sandboxctl/reports"
 	"github.com/sandboxctl/sandboxctl/skill"
 	"github.com/sandboxctl/sandboxctl/sweep"
+	"github.com/sandboxctl/sandboxctl/traceplan"
 )
 
 func init() {
@@ -435,7 +436,7 @@ type fingerprintRun struct {
 // driver, and the environment cell (the persona, and the network
 // configuration's hash when one is given). Where the skill lies on disk is
 // not in it (docs/fingerprints.md).
-func fingerprintKey(p orchestrator.Plan, name, id string) (fingerprint.Key, error) {
+func fingerprintKey(p traceplan.Plan, name, id string) (fingerprint.Key, error) {
 	id, err := fingerprint.Identity(id)
 	if err != nil {
 		return fingerprint.Key{}, err
@@ -461,7 +462,7 @@ func fingerprintKey(p orchestrator.Plan, name, id string) (fingerprint.Key, erro
 
 // openFingerprintRun opens the store of trace --store and reads the
 // skill's baseline under fingerprintKey (--skill-id its identity).
-func openFingerprintRun(ctx context.Context, e env, f *traceFlags, p orchestrator.Plan, sk *skill.Skill) (*fingerprintRun, error) {
+func openFingerprintRun(ctx context.Context, e env, f *traceFlags, p traceplan.Plan, sk *skill.Skill) (*fingerprintRun, error) {
 	k, err := fingerprintKey(p, sk.Name, f.skillID)
 	if err != nil {
 		return nil, err
@@ -499,7 +500,7 @@ func (fr *fingerprintRun) record(ctx context.Context, r *reports.Report) error {
 // the same history (docs/fingerprints.md).
 type fingerprintTracer struct {
 	runner *orchestrator.Runner
-	plan   orchestrator.Plan
+	plan   traceplan.Plan
 	fp     fingerprinted
 }
 
@@ -521,7 +522,7 @@ type fingerprinted struct {
 
 // run traces p with runner against the skill's fingerprint and records the
 // run (in the report's fingerprint section and the run folder too).
-func (fp fingerprinted) run(ctx context.Context, runner *orchestrator.Runner, p orchestrator.Plan, runDir string) (orchestrator.Outcome, error) {
+func (fp fingerprinted) run(ctx context.Context, runner *orchestrator.Runner, p traceplan.Plan, runDir string) (orchestrator.Outcome, error) {
 	sk, err := skill.Load(p.SkillPath, skill.Options{})
 	if err != nil {
 		// The pipeline reports a skill it cannot load as it does without

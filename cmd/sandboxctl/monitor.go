@@ -20,6 +20,7 @@ import (
 	"github.com/sandboxctl/sandboxctl/orchestrator"
 	"github.com/sandboxctl/sandboxctl/skill"
 	"github.com/sandboxctl/sandboxctl/trace"
+	"github.com/sandboxctl/sandboxctl/traceplan"
 )
 
 func init() {
@@ -75,7 +76,7 @@ func (f *monitorFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.format, "format", "text", "what goes to stdout: text or json")
 	// The tool calls are the same in every run: literal or replayed.
 	f.trace.register(fs, withScope(scopeMonitor),
-		withDrivers(orchestrator.DriverLiteral, orchestrator.DriverLiteral, orchestrator.DriverReplay),
+		withDrivers(traceplan.DriverLiteral, traceplan.DriverLiteral, traceplan.DriverReplay),
 		onlyFlags("driver", "transcript", "prompt", "image", "seed", "time-zone", "timeout"))
 }
 
@@ -111,7 +112,7 @@ func runMonitor(ctx context.Context, e env, args []string) int {
 	}
 	// One pass per run: an unwatched second pass, or twin traces, would
 	// run the skill again and move its state on.
-	base.Stealth, base.Twins = orchestrator.StealthOff, orchestrator.TwinsOff
+	base.Stealth, base.Twins = traceplan.StealthOff, traceplan.TwinsOff
 	return c.run(ctx, e, base, sk.Name)
 }
 
@@ -154,7 +155,7 @@ func parseMonitor(e env, args []string) (c monitorCmd, code int, ok bool) {
 		e.errorf("monitor needs --out DIR")
 	case c.format != "text" && c.format != "json":
 		e.errorf("unknown format %q (want text or json)", c.format)
-	case c.trace.driver != orchestrator.DriverLiteral && c.trace.driver != orchestrator.DriverReplay:
+	case c.trace.driver != traceplan.DriverLiteral && c.trace.driver != traceplan.DriverReplay:
 		e.errorf("monitor holds the tool calls fixed across runs: --driver literal or replay, not %q", c.trace.driver)
 	case c.candidates < 1:
 		e.errorf("--candidates must be at least 1")
@@ -175,7 +176,7 @@ func monitorVary(vary string) ([]monitor.Condition, error) {
 		}
 		c, err := monitor.ParseCondition(v)
 		if err == nil && c.Name == monitor.CondClock {
-			_, err = orchestrator.ClockOffset(c.Value, time.Now(), nil)
+			_, err = traceplan.ClockOffset(c.Value, time.Now(), nil)
 		}
 		if err != nil {
 			return nil, err
@@ -187,7 +188,7 @@ func monitorVary(vary string) ([]monitor.Condition, error) {
 
 // run runs the monitor with the engine from the plan base, writes its
 // folder, prints its report and returns monitor's exit code.
-func (c *monitorCmd) run(ctx context.Context, e env, base orchestrator.Plan, skillName string) int {
+func (c *monitorCmd) run(ctx context.Context, e env, base traceplan.Plan, skillName string) int {
 	rt, ok := openDocker(ctx, e)
 	if !ok {
 		return exitFailed
@@ -248,7 +249,7 @@ func (c *monitorCmd) run(ctx context.Context, e env, base orchestrator.Plan, ski
 // under its condition and from its carried state, recorded in the audit
 // log.
 type monitorTracer struct {
-	base   orchestrator.Plan
+	base   traceplan.Plan
 	runner *orchestrator.Runner
 	ui     *progressUI
 	alog   *audit.Log
@@ -277,7 +278,7 @@ func (t *monitorTracer) trace(ctx context.Context, s monitor.Spec) (monitor.Resu
 		return monitor.Result{}, err
 	}
 	for _, r := range s.Restore {
-		p.Restore = append(p.Restore, orchestrator.RestoreFile{Path: r.Path, Mode: r.Mode, Content: r.Content})
+		p.Restore = append(p.Restore, traceplan.RestoreFile{Path: r.Path, Mode: r.Mode, Content: r.Content})
 	}
 	dir := filepath.Join(t.out, "runs", s.Label)
 	t.ui.Phase("monitor", s.Label)

@@ -15,6 +15,7 @@ import (
 	"github.com/sandboxctl/sandboxctl/orchestrator"
 	"github.com/sandboxctl/sandboxctl/reports"
 	"github.com/sandboxctl/sandboxctl/server"
+	"github.com/sandboxctl/sandboxctl/traceplan"
 )
 
 func init() {
@@ -82,7 +83,7 @@ func runServe(ctx context.Context, e env, args []string) int {
 		return exitFailed
 	}
 	defer eng.rt.Close()
-	plan := orchestrator.Plan{Image: eng.image, Limits: f.trace.limits()}
+	plan := traceplan.Plan{Image: eng.image, Limits: f.trace.limits()}
 	var logMu sync.Mutex
 	logf := func(s string) {
 		logMu.Lock()
@@ -104,13 +105,13 @@ func runServe(ctx context.Context, e env, args []string) int {
 			return exitFailed
 		}
 		defer fp.st.Close()
-		trace = func(ctx context.Context, p orchestrator.Plan, dir string) (orchestrator.Outcome, error) {
+		trace = func(ctx context.Context, p traceplan.Plan, dir string) (orchestrator.Outcome, error) {
 			return fp.run(ctx, runner, p, dir)
 		}
 	}
 	srv, err := server.New(ctx, server.Config{
 		DataDir: f.data,
-		Tracer: server.TracerFunc(func(ctx context.Context, p orchestrator.Plan, dir string) (*reports.Report, error) {
+		Tracer: server.TracerFunc(func(ctx context.Context, p traceplan.Plan, dir string) (*reports.Report, error) {
 			out, err := trace(ctx, p, dir)
 			return out.Report, err
 		}),
