@@ -43,15 +43,20 @@ var internalRules = map[string][]string{
 	// fingerprint.
 	"fingerprint": {"trace", "rules", "canary", "skill", "internal/sqlitedb"},
 	"safetext":    {},
-	// monitor compares the reports of traces a Tracer given by cmd/ runs.
-	"monitor":  {"fingerprint", "reports", "rules", "safetext"},
+	// monitor compares the reports of traces a tracing.Tracer given by
+	// cmd/ runs, and carries the state a run left (its file changes).
+	"monitor":  {"fingerprint", "reports", "rules", "safetext", "trace", "traceplan", "tracing"},
 	"toolspec": {},
 	// traceplan is the plan of a trace as plain data: no engine.
 	"traceplan": {"persona"},
+	// tracing is the one contract between the engine and the packages
+	// that run traces without one: a plan in, a report out.
+	"tracing":   {"traceplan", "reports"},
 	"userrules": {"trace", "rules", "reports"},
-	// server runs traces through a Tracer given by cmd/ (no engine of
-	// its own) and reuses sweep's result key, archive limits and outcome.
-	"server": {"traceplan", "reports", "rules", "skill", "sweep", "internal/sqlitedb", "fingerprint"},
+	// server runs traces through a tracing.Tracer given by cmd/ (no engine
+	// of its own) and reuses sweep's result key, archive limits and
+	// outcome.
+	"server": {"traceplan", "tracing", "reports", "rules", "skill", "sweep", "internal/sqlitedb", "fingerprint"},
 	// internal/capbuf is a leaf; internal/testenv is test support (no
 	// production package may import it: see TestLayering).
 	"internal/capbuf": {},

@@ -76,11 +76,6 @@ func runSample(t *testing.T, cases []evaluation.Case) {
 		ids[c.ID()] = id
 		testenv.CleanupLabel(t, id)
 	}
-	tracer := &evaluation.PipelineTracer{
-		Runner:  &orchestrator.Runner{Runtime: rt, Binary: bin, Version: "test"},
-		Plan:    plan,
-		TraceID: func(c evaluation.Case) string { return ids[c.ID()] }, // read-only from here on
-	}
 
 	// A bound on the sample, under make test's own 40 minutes: it takes 12
 	// minutes beside the other packages' tests on a 2-core machine, and
@@ -89,7 +84,10 @@ func runSample(t *testing.T, cases []evaluation.Case) {
 	defer cancel()
 	start := time.Now()
 	results, err := evaluation.Run(ctx, cases, evaluation.Options{
-		Tracer: tracer, Parallel: samplePar,
+		Tracer:   &orchestrator.Runner{Runtime: rt, Binary: bin, Version: "test"},
+		Plan:     plan,
+		TraceID:  func(c evaluation.Case) string { return ids[c.ID()] }, // read-only from here on
+		Parallel: samplePar,
 		Progress: func(done, total int, r evaluation.Result) {
 			t.Logf("[%d/%d] %s/%s %s: %s %v (%.0fs)", done, total, r.Corpus, r.Slug, r.Label, r.Verdict, r.Deciding, float64(r.DurationMS)/1000)
 		},

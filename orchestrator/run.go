@@ -187,6 +187,14 @@ func (r *Runner) Run(ctx context.Context, p traceplan.Plan, dir string) (Outcome
 	return out, err
 }
 
+// Trace runs p as Run does and returns its report alone: a Runner is the
+// tracing.Tracer that cmd/sandboxctl gives server, sweep, evaluation and
+// monitor, which run traces without naming the engine.
+func (r *Runner) Trace(ctx context.Context, p traceplan.Plan, dir string) (*reports.Report, error) {
+	out, err := r.Run(ctx, p, dir)
+	return out.Report, err
+}
+
 // pass runs one pass of a trace through the stages Run lists and returns
 // its state for Run. When a stage fails, the stages after it that can
 // still run do: the containers are removed and a report is built from

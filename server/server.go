@@ -16,24 +16,8 @@ import (
 	"github.com/sandboxctl/sandboxctl/reports"
 	"github.com/sandboxctl/sandboxctl/sweep"
 	"github.com/sandboxctl/sandboxctl/traceplan"
+	"github.com/sandboxctl/sandboxctl/tracing"
 )
-
-// A Tracer runs one trace of plan, writing its run folder to runDir. As
-// with orchestrator.Runner, a non-nil error means the trace could not
-// observe; findings are never errors. It must be safe for concurrent use
-// and must remove the trace's containers before it returns, cancellation
-// included.
-type Tracer interface {
-	Trace(ctx context.Context, p traceplan.Plan, runDir string) (*reports.Report, error)
-}
-
-// TracerFunc is a function as a Tracer.
-type TracerFunc func(ctx context.Context, p traceplan.Plan, runDir string) (*reports.Report, error)
-
-// Trace implements Tracer.
-func (f TracerFunc) Trace(ctx context.Context, p traceplan.Plan, runDir string) (*reports.Report, error) {
-	return f(ctx, p, runDir)
-}
 
 // Defaults of Config.
 const (
@@ -53,7 +37,9 @@ type Config struct {
 	// DataDir holds the database, the unpacked skills and the run
 	// folders; nothing is written outside it.
 	DataDir string
-	Tracer  Tracer
+	// Tracer runs each trace of Plan (as a submission sets it), writing
+	// its run folder in DataDir.
+	Tracer tracing.Tracer
 	// Cleanup removes what a trace left (its containers, by trace id)
 	// after a cancellation or an interruption; nil: nothing.
 	Cleanup func(ctx context.Context, traceID string) error

@@ -254,7 +254,7 @@ func evalRun(ctx context.Context, e env, f *evalFlags, plan traceplan.Plan, extr
 	}
 	fmt.Fprintf(e.stderr, "sandboxctl: rescoring %d skill(s) from %s\n", len(cases), f.rescore)
 	results, err := evaluation.Run(ctx, cases, evaluation.Options{
-		Tracer:   &evaluation.RescoreTracer{From: f.rescore, Extra: extra},
+		Rescore:  &evaluation.Rescorer{From: f.rescore, Extra: extra},
 		Parallel: f.parallel,
 		KeepRuns: f.keepRuns,
 		Progress: progress,

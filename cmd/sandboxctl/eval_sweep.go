@@ -103,10 +103,8 @@ func evalSweepOptions(e env, f *evalFlags, plan traceplan.Plan, extra rules.Extr
 	return evaluation.SweepOptions{
 		Engine: sweep.Options{
 			Dir: dir, Store: st,
-			Tracer: &sweep.PipelineTracer{
-				Runner: &orchestrator.Runner{Runtime: eng.rt, Binary: eng.bin, Version: version(), Log: debugLog(e), EngineDiff: f.trace.engineDiff, Extra: extra},
-				Plan:   plan,
-			},
+			Tracer:   &orchestrator.Runner{Runtime: eng.rt, Binary: eng.bin, Version: version(), Log: debugLog(e), EngineDiff: f.trace.engineDiff, Extra: extra},
+			Plan:     plan,
 			Parallel: f.parallel, Budget: orchestrator.AttemptBudget(plan), MaxAttempts: f.attempts, Backoff: f.backoff,
 			Owner: sweep.NewOwner(host, os.Getpid()), Dead: sweep.DeadOnHost(host), TraceIDPrefix: "eval",
 			Cleanup: func(ctx context.Context, traceID string) error {

@@ -18,8 +18,8 @@ import (
 	"github.com/sandboxctl/sandboxctl/orchestrator"
 	"github.com/sandboxctl/sandboxctl/reports"
 	"github.com/sandboxctl/sandboxctl/skill"
-	"github.com/sandboxctl/sandboxctl/sweep"
 	"github.com/sandboxctl/sandboxctl/traceplan"
+	"github.com/sandboxctl/sandboxctl/tracing"
 )
 
 func init() {
@@ -492,26 +492,6 @@ func (fr *fingerprintRun) record(ctx context.Context, r *reports.Report) error {
 	return nil
 }
 
-// fingerprintTracer is a sweep's tracer with --store: each skill is traced
-// against its fingerprint and its run recorded in the store under its name
-// and its path inside its source (sweep.Identity: publisher/skill in a
-// mirror), never the folder it was unpacked to nor the source's own name,
-// so a nightly sweep of a new archive of the same mirror goes on learning
-// the same history (docs/fingerprints.md).
-type fingerprintTracer struct {
-	runner *orchestrator.Runner
-	plan   traceplan.Plan
-	fp     fingerprinted
-}
-
-// Trace implements sweep.Tracer.
-func (t *fingerprintTracer) Trace(ctx context.Context, j sweep.Job) (*reports.Report, error) {
-	p := t.plan
-	p.SkillPath, p.TraceID, p.SkillID = j.SkillPath, j.TraceID, sweep.Identity(j.SkillID)
-	out, err := t.fp.run(ctx, t.runner, p, j.RunDir)
-	return out.Report, err
-}
-
 // fingerprinted runs traces against a fingerprint store (sweep --store,
 // serve --store): the skill's fingerprint, under its name and the plan's
 // SkillID, is checked by the rules and the run recorded in it.
@@ -554,6 +534,20 @@ func (fp fingerprinted) run(ctx context.Context, runner *orchestrator.Runner, p 
 		}
 	}
 	return out, nil
+}
+
+// tracer is runner's tracer with --store, for sweep and serve: each skill
+// is traced against its fingerprint and its run recorded in the store
+// under its name and the plan's SkillID. A sweep's SkillID is the skill's
+// path inside its source (sweep.Identity: publisher/skill in a mirror),
+// never the folder it was unpacked to nor the source's own name, so a
+// nightly sweep of a new archive of the same mirror goes on learning the
+// same history (docs/fingerprints.md).
+func (fp fingerprinted) tracer(runner *orchestrator.Runner) tracing.Tracer {
+	return tracing.Func(func(ctx context.Context, p traceplan.Plan, dir string) (*reports.Report, error) {
+		out, err := fp.run(ctx, runner, p, dir)
+		return out.Report, err
+	})
 }
 
 // openFingerprinted opens the store of --store PATH for sweep and serve.

@@ -18,6 +18,7 @@ import (
 	"github.com/sandboxctl/sandboxctl/rules"
 	"github.com/sandboxctl/sandboxctl/sweep"
 	"github.com/sandboxctl/sandboxctl/traceplan"
+	"github.com/sandboxctl/sandboxctl/tracing"
 )
 
 func init() {
@@ -326,7 +327,7 @@ func (f *sweepFlags) run(ctx context.Context, e env, st *sweep.Store, eng engine
 		}()
 		runner.Pool = pool
 	}
-	var tracer sweep.Tracer = &sweep.PipelineTracer{Runner: runner, Plan: plan}
+	var tracer tracing.Tracer = runner
 	if f.trace.store != "" {
 		fp, err := openFingerprinted(ctx, e, f.trace.store, f.trace.stableAfter)
 		if err != nil {
@@ -334,11 +335,11 @@ func (f *sweepFlags) run(ctx context.Context, e env, st *sweep.Store, eng engine
 			return exitFailed
 		}
 		defer fp.st.Close()
-		tracer = &fingerprintTracer{runner: runner, plan: plan, fp: fp}
+		tracer = fp.tracer(runner)
 	}
 	runErr := sweep.Run(ctx, sweep.Options{
 		Dir: f.out, Store: st, RunID: runID,
-		Tracer:   tracer,
+		Tracer: tracer, Plan: plan,
 		Parallel: f.parallel, Budget: f.budget, MaxAttempts: f.attempts, Backoff: f.backoff, LeaseTTL: f.lease,
 		Owner: sweep.NewOwner(host, os.Getpid()), Dead: sweep.DeadOnHost(host), TraceIDPrefix: f.prefix,
 		Cleanup: func(ctx context.Context, traceID string) error {
