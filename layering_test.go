@@ -43,13 +43,29 @@ var internalRules = map[string][]string{
 	// fingerprint.
 	"fingerprint": {"trace", "rules", "canary", "skill", "internal/sqlitedb"},
 	"safetext":    {},
-	// monitor compares the reports of traces a Tracer given by cmd/ runs.
-	"monitor":   {"fingerprint", "reports", "rules", "safetext"},
-	"toolspec":  {},
+	// monitor compares the reports of traces a tracing.Tracer given by
+	// cmd/ runs, and carries the state a run left (its file changes).
+	"monitor":  {"fingerprint", "reports", "rules", "safetext", "trace", "traceplan", "tracing"},
+	"toolspec": {},
+	// traceplan is the plan of a trace as plain data: no engine.
+	"traceplan": {"persona"},
+	// tracing is the one contract between the engine and the packages
+	// that run traces without one: a plan in, a report out.
+	"tracing":   {"traceplan", "reports"},
 	"userrules": {"trace", "rules", "reports"},
-	// server runs traces through a Tracer given by cmd/ (no engine of
-	// its own) and reuses sweep's result key, archive limits and outcome.
-	"server": {"orchestrator", "reports", "rules", "skill", "sweep", "internal/sqlitedb", "fingerprint"},
+	// server runs traces through a tracing.Tracer given by cmd/ (no engine
+	// of its own) and reuses sweep's result key, archive limits and
+	// outcome.
+	"server": {"traceplan", "tracing", "reports", "rules", "skill", "sweep", "internal/sqlitedb", "fingerprint"},
+	// sweep and evaluation run traces through a tracing.Tracer given by
+	// cmd/, as server does: none of them names the engine.
+	"sweep":      {"traceplan", "tracing", "reports", "rules", "skill", "internal/fsutil", "internal/sqlitedb"},
+	"evaluation": {"traceplan", "tracing", "reports", "rules", "sweep"},
+	// orchestrator is the engine: it runs a traceplan.Plan through the
+	// agent, the jail, the tracers and the rules. orchestrator/docker
+	// (under the same key) wraps the Docker SDK.
+	"orchestrator": {"traceplan", "agent", "canary", "canaryfs", "persona", "skill", "trace", "strace", "netcapture", "mcptools",
+		"rules", "reports", "internal/capbuf", "internal/fsutil"},
 	// internal/capbuf is a leaf; internal/testenv is test support (no
 	// production package may import it: see TestLayering).
 	"internal/capbuf": {},
@@ -58,6 +74,15 @@ var internalRules = map[string][]string{
 	// fingerprint/store.
 	"internal/sqlitedb": {},
 }
+
+// engineFree are the packages that run traces without an engine of their
+// own, and the plan and the contract they share; engine are the packages
+// that run a trace. No engine-free package depends on one, even through
+// another package: cmd/ gives them the engine (a tracing.Tracer).
+var (
+	engineFree = []string{"server", "sweep", "evaluation", "monitor", "traceplan", "tracing"}
+	engine     = []string{"orchestrator", "agent", "canaryfs", "netcapture", "mcptools", "strace"}
+)
 
 // rulesFor returns the internalRules entry of pkg: the longest key it is
 // under.
@@ -129,6 +154,32 @@ func TestLayering(t *testing.T) {
 	})
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestEngineFree fails when an engine-free package depends on the engine,
+// directly or not (go list -deps ./server names none of it).
+func TestEngineFree(t *testing.T) {
+	args := []string{"list", "-f", "{{.ImportPath}} {{join .Deps \" \"}}"}
+	for _, p := range engineFree {
+		args = append(args, "./"+p)
+	}
+	out, err := exec.Command("go", args...).Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	sc := bufio.NewScanner(bytes.NewReader(out))
+	for sc.Scan() {
+		f := strings.Fields(sc.Text())
+		if len(f) == 0 {
+			continue
+		}
+		pkg := strings.TrimPrefix(f[0], module+"/")
+		for _, dep := range f[1:] {
+			if d, ok := strings.CutPrefix(dep, module+"/"); ok && underAny(d, engine) {
+				t.Errorf("%s depends on %s, which runs traces: take a tracing.Tracer instead", pkg, d)
+			}
+		}
 	}
 }
 

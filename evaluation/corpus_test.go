@@ -11,6 +11,7 @@ import (
 	"github.com/sandboxctl/sandboxctl/internal/testenv"
 	"github.com/sandboxctl/sandboxctl/orchestrator"
 	"github.com/sandboxctl/sandboxctl/rules"
+	"github.com/sandboxctl/sandboxctl/traceplan"
 )
 
 // The CI sample: fixed, stratified, the same skills on every run.
@@ -62,10 +63,10 @@ func runSample(t *testing.T, cases []evaluation.Case) {
 	image := testenv.Image(t)
 	bin := testenv.SandboxctlBinary(t)
 
-	plan := orchestrator.Plan{
+	plan := traceplan.Plan{
 		SkillPath: "-", TraceID: "set-per-case",
-		Driver: orchestrator.Driver{Kind: orchestrator.DriverLiteral},
-		Limits: orchestrator.DefaultLimits(),
+		Driver: traceplan.Driver{Kind: traceplan.DriverLiteral},
+		Limits: traceplan.DefaultLimits(),
 		Image:  image,
 	}
 	plan.Limits.Timeout = 3 * time.Minute
@@ -75,11 +76,6 @@ func runSample(t *testing.T, cases []evaluation.Case) {
 		ids[c.ID()] = id
 		testenv.CleanupLabel(t, id)
 	}
-	tracer := &evaluation.PipelineTracer{
-		Runner:  &orchestrator.Runner{Runtime: rt, Binary: bin, Version: "test"},
-		Plan:    plan,
-		TraceID: func(c evaluation.Case) string { return ids[c.ID()] }, // read-only from here on
-	}
 
 	// A bound on the sample, under make test's own 40 minutes: it takes 12
 	// minutes beside the other packages' tests on a 2-core machine, and
@@ -88,7 +84,10 @@ func runSample(t *testing.T, cases []evaluation.Case) {
 	defer cancel()
 	start := time.Now()
 	results, err := evaluation.Run(ctx, cases, evaluation.Options{
-		Tracer: tracer, Parallel: samplePar,
+		Tracer:   &orchestrator.Runner{Runtime: rt, Binary: bin, Version: "test"},
+		Plan:     plan,
+		TraceID:  func(c evaluation.Case) string { return ids[c.ID()] }, // read-only from here on
+		Parallel: samplePar,
 		Progress: func(done, total int, r evaluation.Result) {
 			t.Logf("[%d/%d] %s/%s %s: %s %v (%.0fs)", done, total, r.Corpus, r.Slug, r.Label, r.Verdict, r.Deciding, float64(r.DurationMS)/1000)
 		},

@@ -1,7 +1,8 @@
 // Package evaluation measures sandboxctl's verdicts on labelled corpora of
 // skills: it reads a corpus manifest, runs every skill (or a fixed,
-// stratified sample) through the real pipeline, the same orchestrator.Runner
-// that `sandboxctl trace` uses, and scores the verdicts against the labels:
+// stratified sample) through the real pipeline (a tracing.Tracer, which
+// cmd/sandboxctl backs with the same orchestrator.Runner that `sandboxctl
+// trace` uses), and scores the verdicts against the labels:
 // recall on malicious skills, false-malicious and false-suspicious rates on
 // benign ones, inconclusive rates, dual-use reported apart, and the skills
 // that disagree with their label with the rule ids that decided.
@@ -11,10 +12,10 @@
 // could not observe are retried, a stopped evaluation resumes, and a case
 // judged before under the same key in the same sweep folder is reused; its
 // results map back to Result. Run is the plain worker loop that rescoring
-// (RescoreTracer, which reads a kept sweep folder or the older
-// <corpus>/<slug> layout) and the corpus sample tests use.
+// (Rescorer, which reads a kept sweep folder or the older <corpus>/<slug>
+// layout) and the corpus sample tests use.
 //
-// It sits above the orchestrator: it runs traces and reads their reports,
+// It never names the engine: it runs traces and reads their reports,
 // and never judges a trace itself (the verdict is the rules' alone). It never
 // reads flags or the environment and never prints: cmd/sandboxctl's eval
 // command does, and writes the JSON and docs/detection.md it renders.

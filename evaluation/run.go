@@ -15,45 +15,12 @@ import (
 	"sync"
 	"time"
 
-	"github.com/sandboxctl/sandboxctl/orchestrator"
 	"github.com/sandboxctl/sandboxctl/reports"
 	"github.com/sandboxctl/sandboxctl/rules"
 	"github.com/sandboxctl/sandboxctl/sweep"
+	"github.com/sandboxctl/sandboxctl/traceplan"
+	"github.com/sandboxctl/sandboxctl/tracing"
 )
-
-// A Tracer runs one skill and returns its report. dir is the run folder to
-// write ("" for none). As with orchestrator.Runner, a non-nil error means
-// the trace could not observe; the report, when not nil, is then partial.
-// Tracers must be safe for concurrent use.
-type Tracer interface {
-	Trace(ctx context.Context, c Case, dir string) (*reports.Report, error)
-}
-
-// PipelineTracer traces through an orchestrator.Runner, the pipeline of
-// `sandboxctl trace`: it is sweep.PipelineTracer, the one place a trace is
-// run for a corpus, with an evaluation's trace ids.
-type PipelineTracer struct {
-	Runner *orchestrator.Runner
-	// Plan is the template of every trace (driver, limits, image, ...):
-	// SkillPath and TraceID are set per case.
-	Plan orchestrator.Plan
-	// TraceIDPrefix starts every trace id ("" for "eval"), so that the
-	// containers of an evaluation can be told apart and collected.
-	TraceIDPrefix string
-	// TraceID, when set, chooses each trace's id instead (tests use it to
-	// clean up by label before and after).
-	TraceID func(Case) string
-}
-
-// Trace implements Tracer.
-func (t *PipelineTracer) Trace(ctx context.Context, c Case, dir string) (*reports.Report, error) {
-	id := traceID(cmp.Or(t.TraceIDPrefix, "eval"), c.Slug)
-	if t.TraceID != nil {
-		id = t.TraceID(c)
-	}
-	pt := sweep.PipelineTracer{Runner: t.Runner, Plan: t.Plan}
-	return pt.Trace(ctx, sweep.Job{TraceID: id, SkillPath: c.Dir, RunDir: dir})
-}
 
 var unsafeIDRe = regexp.MustCompile(`[^a-z0-9]+`)
 
@@ -76,7 +43,22 @@ const DefaultParallel = 2
 
 // Options are the settings of Run.
 type Options struct {
-	Tracer Tracer
+	// Tracer runs each case's trace: a plan made from Plan, with the
+	// case's folder as SkillPath and a trace id of its own. Not used when
+	// Rescore is set.
+	Tracer tracing.Tracer
+	// Plan is the template of every trace (driver, limits, image, ...):
+	// SkillPath and TraceID are set per case.
+	Plan traceplan.Plan
+	// TraceIDPrefix starts every trace id ("" for "eval"), so that the
+	// containers of an evaluation can be told apart and collected.
+	TraceIDPrefix string
+	// TraceID, when set, chooses each trace's id instead (tests use it to
+	// clean up by label before and after).
+	TraceID func(Case) string
+	// Rescore, when set, scores the run folders an earlier evaluation
+	// kept instead of tracing (Rescorer).
+	Rescore *Rescorer
 	// Parallel bounds the traces run at once (0: DefaultParallel).
 	Parallel int
 	// KeepRuns, when set, is a folder that receives each trace's run folder
@@ -126,13 +108,18 @@ type Result struct {
 // VerdictError is Result.Verdict for a trace that produced no report.
 const VerdictError = "error"
 
-// Run traces every case, at most Options.Parallel at once, and returns one
+// Run traces every case through Options.Tracer (or rescores its kept run,
+// with Options.Rescore), at most Options.Parallel at once, and returns one
 // Result per case in the order of cases. A trace that fails is a Result
 // (verdict error, or its partial report's verdict), not an error: Run
 // returns an error only when ctx ends first (with the results so far,
 // untraced cases left out) or a run folder cannot be made.
 func Run(ctx context.Context, cases []Case, opt Options) ([]Result, error) {
-	if opt.Tracer == nil {
+	judge := opt.trace
+	switch {
+	case opt.Rescore != nil:
+		judge = opt.Rescore.rescore
+	case opt.Tracer == nil:
 		return nil, errors.New("evaluation: no tracer")
 	}
 	par := opt.Parallel
@@ -182,7 +169,7 @@ func Run(ctx context.Context, cases []Case, opt Options) ([]Result, error) {
 				}
 			}
 			start := now()
-			rep, err := opt.Tracer.Trace(ctx, c, dir)
+			rep, err := judge(ctx, c, dir)
 			if ctx.Err() != nil {
 				// Cancelled: the verdict of a cut trace would skew the
 				// figures, so the case counts as not traced.
@@ -215,6 +202,18 @@ func Run(ctx context.Context, cases []Case, opt Options) ([]Result, error) {
 		errs = append(errs, fmt.Errorf("evaluation stopped after %d of %d skills: %w", len(out), len(cases), context.Cause(ctx)))
 	}
 	return out, errors.Join(errs...)
+}
+
+// trace runs the trace of c through opt.Tracer, writing its run folder to
+// dir ("" for none).
+func (opt Options) trace(ctx context.Context, c Case, dir string) (*reports.Report, error) {
+	id := traceID(cmp.Or(opt.TraceIDPrefix, "eval"), c.Slug)
+	if opt.TraceID != nil {
+		id = opt.TraceID(c)
+	}
+	p := opt.Plan
+	p.SkillPath, p.TraceID = c.Dir, id
+	return opt.Tracer.Trace(ctx, p, dir)
 }
 
 // resultOf turns a trace's report (nil when it failed before one existed)
@@ -251,7 +250,7 @@ func resultOf(c Case, rep *reports.Report, err error) Result {
 	return r
 }
 
-// RescoreTracer scores the run folders an earlier evaluation kept
+// Rescorer scores the run folders an earlier evaluation kept
 // (--keep-runs) instead of tracing: the rules run again on each stored
 // timeline (reports.Reprocess), nothing is executed. It measures a change
 // to the rules on the very same traces, in seconds; a change to the
@@ -262,7 +261,7 @@ func resultOf(c Case, rep *reports.Report, err error) Result {
 // the latest run that judged it winning) or a folder of the older layout,
 // <From>/<corpus>/<slug>, which earlier evaluations and rescores with
 // KeepRuns wrote.
-type RescoreTracer struct {
+type Rescorer struct {
 	From  string      // the earlier evaluation's KeepRuns folder
 	Extra rules.Extra // the user's rules, besides the built-in ones (nil: none)
 
@@ -272,7 +271,7 @@ type RescoreTracer struct {
 }
 
 // runDir is the kept run folder of c.
-func (t *RescoreTracer) runDir(ctx context.Context, c Case) (string, error) {
+func (t *Rescorer) runDir(ctx context.Context, c Case) (string, error) {
 	t.once.Do(func() { t.runs, t.index = KeptRuns(ctx, t.From) })
 	if t.index != nil {
 		return "", t.index
@@ -318,10 +317,10 @@ func KeptRuns(ctx context.Context, dir string) (map[string]string, error) {
 	return out, nil
 }
 
-// Trace implements Tracer. The earlier run folder is never changed: it is
-// copied to dir (or to a temporary folder when dir is "") and rescored
-// there.
-func (t *RescoreTracer) Trace(ctx context.Context, c Case, dir string) (*reports.Report, error) {
+// rescore scores the kept run of c. The earlier run folder is never
+// changed: it is copied to dir (or to a temporary folder when dir is "")
+// and rescored there.
+func (t *Rescorer) rescore(ctx context.Context, c Case, dir string) (*reports.Report, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}

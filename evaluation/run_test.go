@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -16,6 +18,8 @@ import (
 	"github.com/sandboxctl/sandboxctl/evaluation"
 	"github.com/sandboxctl/sandboxctl/reports"
 	"github.com/sandboxctl/sandboxctl/rules"
+	"github.com/sandboxctl/sandboxctl/traceplan"
+	"github.com/sandboxctl/sandboxctl/tracing"
 )
 
 // fakeTracer answers each slug with a scripted report, counting how many
@@ -30,7 +34,14 @@ type fakeTracer struct {
 	dirs    []string
 }
 
-func (f *fakeTracer) Trace(ctx context.Context, c evaluation.Case, dir string) (*reports.Report, error) {
+// slugOf is the slug in a trace id Run made: eval-<slug>-<random>.
+func slugOf(id string) string {
+	id = strings.TrimPrefix(id, "eval-")
+	return id[:strings.LastIndex(id, "-")]
+}
+
+func (f *fakeTracer) Trace(ctx context.Context, p traceplan.Plan, dir string) (*reports.Report, error) {
+	slug := slugOf(p.TraceID)
 	n := f.running.Add(1)
 	defer f.running.Add(-1)
 	for {
@@ -49,11 +60,11 @@ func (f *fakeTracer) Trace(ctx context.Context, c evaluation.Case, dir string) (
 		f.dirs = append(f.dirs, dir)
 		f.mu.Unlock()
 	}
-	rep, ok := f.reports[c.Slug]
-	if !ok && f.errs[c.Slug] == nil {
+	rep, ok := f.reports[slug]
+	if !ok && f.errs[slug] == nil {
 		rep = report(rules.Clean)
 	}
-	return rep, f.errs[c.Slug]
+	return rep, f.errs[slug]
 }
 
 func finding(id string, sev rules.Severity, conf rules.Confidence) rules.Finding {
@@ -172,6 +183,37 @@ func TestRunCancelled(t *testing.T) {
 	}
 }
 
+// TestRunPlans: each case is traced with the template plan, its folder as
+// the skill and a trace id of its own, with the prefix asked for.
+func TestRunPlans(t *testing.T) {
+	var mu sync.Mutex
+	plans := map[string]traceplan.Plan{}
+	tr := tracing.Func(func(ctx context.Context, p traceplan.Plan, dir string) (*reports.Report, error) {
+		mu.Lock()
+		plans[p.SkillPath] = p
+		mu.Unlock()
+		return report(rules.Clean), nil
+	})
+	tmpl := traceplan.Plan{Driver: traceplan.Driver{Kind: traceplan.DriverLiteral}, Limits: traceplan.DefaultLimits(), Image: "img:1",
+		TraceID: "template", SkillPath: "/template"}
+	cases := []evaluation.Case{{Corpus: "c", Slug: "Weather API", Label: "benign", Dir: "/corpus/weather"},
+		{Corpus: "c", Slug: "stealer", Label: "malicious", Dir: "/corpus/stealer"}}
+	if _, err := evaluation.Run(t.Context(), cases, evaluation.Options{Tracer: tr, Plan: tmpl, TraceIDPrefix: "Night"}); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range cases {
+		p := plans[c.Dir]
+		if !regexp.MustCompile(`^night-` + strings.ReplaceAll(strings.ToLower(c.Slug), " ", "-") + `-[0-9a-f]{8}$`).MatchString(p.TraceID) {
+			t.Errorf("%s: trace id %q", c.Slug, p.TraceID)
+		}
+		want := tmpl
+		want.SkillPath, want.TraceID = c.Dir, p.TraceID
+		if diff := cmp.Diff(want, p); diff != "" {
+			t.Errorf("%s: plan mismatch (-want +got):\n%s", c.Slug, diff)
+		}
+	}
+}
+
 func TestRunNeedsTracer(t *testing.T) {
 	if _, err := evaluation.Run(t.Context(), nil, evaluation.Options{}); err == nil {
 		t.Error("Run without a tracer: no error")
@@ -203,7 +245,7 @@ func TestRescore(t *testing.T) {
 	}
 	cases := []evaluation.Case{{Corpus: "c", Slug: "leaky", Label: "malicious"}, {Corpus: "c", Slug: "never-kept", Label: "benign"}}
 	for _, keep := range []string{"", t.TempDir()} {
-		got, err := evaluation.Run(t.Context(), cases, evaluation.Options{Tracer: &evaluation.RescoreTracer{From: from}, KeepRuns: keep})
+		got, err := evaluation.Run(t.Context(), cases, evaluation.Options{Rescore: &evaluation.Rescorer{From: from}, KeepRuns: keep})
 		if err != nil {
 			t.Fatal(err)
 		}

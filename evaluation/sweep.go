@@ -23,8 +23,9 @@ var (
 
 // SweepOptions are the settings of RunSweep.
 type SweepOptions struct {
-	// Engine is the sweep's engine: Dir, Store and Tracer are required;
-	// RunID and Progress are set by RunSweep.
+	// Engine is the sweep's engine: Dir, Store and Tracer are required,
+	// and Plan is the template of every case's trace; RunID and Progress
+	// are set by RunSweep.
 	Engine sweep.Options
 	// PlanHash and Image (the image's content id) make the result keys
 	// with each skill's content digest (sweep.ResultKey).

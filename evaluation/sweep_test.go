@@ -17,9 +17,11 @@ import (
 	"github.com/sandboxctl/sandboxctl/reports"
 	"github.com/sandboxctl/sandboxctl/rules"
 	"github.com/sandboxctl/sandboxctl/sweep"
+	"github.com/sandboxctl/sandboxctl/traceplan"
+	"github.com/sandboxctl/sandboxctl/tracing"
 )
 
-// sweepTracer is a fake sweep.Tracer: it answers each skill (by its
+// sweepTracer is a fake tracer of a sweep: it answers each skill (by its
 // folder's name) with a scripted report, fails[name] times first with an
 // error (the trace could not observe), and writes the report to the run
 // folder.
@@ -31,8 +33,8 @@ type sweepTracer struct {
 	calls   map[string]int
 }
 
-func (f *sweepTracer) Trace(ctx context.Context, j sweep.Job) (*reports.Report, error) {
-	name := filepath.Base(j.SkillPath)
+func (f *sweepTracer) Trace(ctx context.Context, p traceplan.Plan, dir string) (*reports.Report, error) {
+	name := filepath.Base(p.SkillPath)
 	f.mu.Lock()
 	if f.calls == nil {
 		f.calls = map[string]int{}
@@ -56,8 +58,8 @@ func (f *sweepTracer) Trace(ctx context.Context, j sweep.Job) (*reports.Report, 
 		rep = report(rules.Clean)
 	}
 	cp := *rep
-	cp.TraceID = j.TraceID
-	if err := reports.WriteRunDir(j.RunDir, &cp, nil); err != nil {
+	cp.TraceID = p.TraceID
+	if err := reports.WriteRunDir(dir, &cp, nil); err != nil {
 		return nil, err
 	}
 	return &cp, nil
@@ -106,7 +108,7 @@ func sortedKeys(m map[string]string) []string {
 }
 
 // sweepOpts are the options of an evaluation through a sweep in dir.
-func sweepOpts(t *testing.T, dir string, tr sweep.Tracer) evaluation.SweepOptions {
+func sweepOpts(t *testing.T, dir string, tr tracing.Tracer) evaluation.SweepOptions {
 	t.Helper()
 	st, err := sweep.OpenStore(t.Context(), filepath.Join(dir, sweep.DBFile))
 	if err != nil {
@@ -317,7 +319,7 @@ func TestRescoreSweepFolder(t *testing.T) {
 	if err != nil || len(runs) != 1 {
 		t.Fatalf("KeptRuns: %v %v", runs, err)
 	}
-	got, err := evaluation.Run(t.Context(), cases, evaluation.Options{Tracer: &evaluation.RescoreTracer{From: dir}})
+	got, err := evaluation.Run(t.Context(), cases, evaluation.Options{Rescore: &evaluation.Rescorer{From: dir}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,6 +14,8 @@
 // runs did outside it (envelope.go), the risk tier and its policy
 // (tier.go), and the report as JSON, text and one HTML page (html.go).
 //
-// It runs no trace itself: a Tracer given by cmd/ runs each one, so the
-// plan, the comparison and the confirmation are tested with fakes.
+// It runs no trace itself: each run is a trace of the plan it is given
+// (Options.Plan, under the run's condition and from its carried state),
+// which a tracing.Tracer given by cmd/ runs, so the plan, the comparison
+// and the confirmation are tested with fakes.
 package monitor

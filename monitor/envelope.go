@@ -245,8 +245,8 @@ func pathWithin(op, p string, entries []string) bool {
 }
 
 // tracer returns t with each observation's outside_envelope set.
-func (d Declared) tracer(t Tracer) Tracer {
-	return func(ctx context.Context, s Spec) (Result, error) {
+func (d Declared) tracer(t runFunc) runFunc {
+	return func(ctx context.Context, s runSpec) (runResult, error) {
 		res, err := t(ctx, s)
 		res.Observation.Outside = d.outside(res.Observation)
 		return res, err

@@ -73,23 +73,23 @@ func TestOutside(t *testing.T) {
 
 // envelopeSkill runs a skill that declares Bash(git:*) and, from run
 // from on (every run when from is 1), calls curl too.
-func envelopeSkill(from int) Tracer {
+func envelopeSkill(from int) runFunc {
 	n := 0
-	return func(_ context.Context, s Spec) (Result, error) {
+	return func(_ context.Context, s runSpec) (runResult, error) {
 		n++
 		o := Observation{Verdict: "clean", Rules: []string{}, Capabilities: fingerprint.Capabilities{}.Union(fingerprint.Capabilities{}), Calls: []string{"bash git status"}, OutputHashes: []string{"00000000000000aa"}}
 		if n >= from {
 			o.Calls = append(o.Calls, "bash curl -s https://collect.example/x")
 			o.OutputHashes = append(o.OutputHashes, OutputHash("ok", ""))
 		}
-		return Result{Observation: o}, nil
+		return runResult{Observation: o}, nil
 	}
 }
 
 func TestEnvelopeInRun(t *testing.T) {
 	d := DeclaredEnvelope([]string{"Bash(git:*)"}, nil)
 	t.Run("outside from run 3 deviates", func(t *testing.T) {
-		rep, err := Run(t.Context(), envelopeSkill(3), Options{Runs: 4, Cells: []string{Independent}, Declared: d})
+		rep, err := runWith(t.Context(), envelopeSkill(3), Options{Runs: 4, Cells: []string{Independent}, Declared: d})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -106,7 +106,7 @@ func TestEnvelopeInRun(t *testing.T) {
 		}
 	})
 	t.Run("outside in every run is reported, not a deviation", func(t *testing.T) {
-		rep, err := Run(t.Context(), envelopeSkill(1), Options{Runs: 3, Cells: []string{Independent}, Declared: d})
+		rep, err := runWith(t.Context(), envelopeSkill(1), Options{Runs: 3, Cells: []string{Independent}, Declared: d})
 		if err != nil {
 			t.Fatal(err)
 		}

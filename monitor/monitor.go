@@ -12,6 +12,7 @@ import (
 	"github.com/sandboxctl/sandboxctl/fingerprint"
 	"github.com/sandboxctl/sandboxctl/reports"
 	"github.com/sandboxctl/sandboxctl/rules"
+	"github.com/sandboxctl/sandboxctl/traceplan"
 )
 
 // Verdicts of a cell and of a monitor.
@@ -93,8 +94,8 @@ type File struct {
 	Content []byte `json:"-"`
 }
 
-// Spec is one trace the monitor asks for.
-type Spec struct {
+// runSpec is one trace the monitor asks for.
+type runSpec struct {
 	Cell string // the cell's kind
 	// Condition is the vary cell's condition (zero for other cells).
 	Condition Condition
@@ -105,8 +106,8 @@ type Spec struct {
 	Restore []File
 }
 
-// Result is what one trace gave the monitor.
-type Result struct {
+// runResult is what one trace gave the monitor.
+type runResult struct {
 	Observation Observation
 	// Changed are the files the run created or changed, with their
 	// content: the state it leaves.
@@ -116,8 +117,8 @@ type Result struct {
 	Deleted []string
 }
 
-// Tracer runs one trace.
-type Tracer func(ctx context.Context, s Spec) (Result, error)
+// runFunc runs one trace.
+type runFunc func(ctx context.Context, s runSpec) (runResult, error)
 
 // Observation is what the monitor compares of one run, from its report.
 type Observation struct {
@@ -182,6 +183,19 @@ type Options struct {
 	// Tier is the risk tier asked for (ParseTier): "" or TierAuto
 	// computes it from what the runs did.
 	Tier string
+
+	// Plan is the plan of every run: each run traces a copy with a trace
+	// id of its own (TraceID), its condition (a vary cell's) and the
+	// state it starts from (Plan.Restore).
+	Plan traceplan.Plan
+	// Dir is the monitor's folder: each run's folder is Dir/runs/<label>.
+	Dir string
+	// TraceID makes each run's trace id.
+	TraceID func() string
+	// Observed, when set, receives each run's observation as the monitor
+	// saw it, before any comparison (cmd/sandboxctl appends it to the
+	// audit log); its error ends the monitor.
+	Observed func(Observation) error
 }
 
 // Validate reports the first problem with o.
@@ -206,9 +220,10 @@ func (o Options) Validate() error {
 	return nil
 }
 
-// Run runs the plan through t and returns the report. A trace that fails
-// ends the monitor with the cells done so far and the error.
-func Run(ctx context.Context, t Tracer, o Options) (Report, error) {
+// runWith runs the cells of o, each run through t, and returns the
+// report. A trace that fails ends the monitor with the cells done so far
+// and the error.
+func runWith(ctx context.Context, t runFunc, o Options) (Report, error) {
 	if err := o.Validate(); err != nil {
 		return Report{}, err
 	}
@@ -247,10 +262,10 @@ func Run(ctx context.Context, t Tracer, o Options) (Report, error) {
 // what the independent cell's runs did together. The cell's own runs
 // confirm a deviation: a trigger is the condition when every run under it
 // deviates the same way and no independent run did.
-func runVaried(ctx context.Context, t Tracer, o Options, cond Condition, base *Cell) (Cell, error) {
+func runVaried(ctx context.Context, t runFunc, o Options, cond Condition, base *Cell) (Cell, error) {
 	c := Cell{Kind: Varied, Condition: cond.String()}
 	for i := 1; i <= o.Runs; i++ {
-		spec := Spec{Cell: Varied, Condition: cond, Label: fmt.Sprintf("vary-%s-%02d", labelSafe(cond.String()), i)}
+		spec := runSpec{Cell: Varied, Condition: cond, Label: fmt.Sprintf("vary-%s-%02d", labelSafe(cond.String()), i)}
 		res, err := t(ctx, spec)
 		if err != nil {
 			return c, fmt.Errorf("monitor %s: %w", spec.Label, err)
@@ -376,13 +391,13 @@ func (s state) apply(changed []File, deleted []string) {
 	}
 }
 
-func runCell(ctx context.Context, t Tracer, o Options, kind string) (Cell, error) {
+func runCell(ctx context.Context, t runFunc, o Options, kind string) (Cell, error) {
 	c := Cell{Kind: kind}
 	st := state{}
 	var before []state // the state each run started from
 	var changed [][]string
 	for i := 1; i <= o.Runs; i++ {
-		spec := Spec{Cell: kind, Label: fmt.Sprintf("%s-%02d", kind, i)}
+		spec := runSpec{Cell: kind, Label: fmt.Sprintf("%s-%02d", kind, i)}
 		if kind == Chained {
 			spec.Restore = st.files("")
 		}
@@ -444,13 +459,13 @@ func candidates(st state, changed [][]string, n int) []string {
 // the deviation recur?), then from that state without each candidate file
 // (which one, deleted, resets it?), and without any carried state when no
 // single file does.
-func (c *Cell) confirm(ctx context.Context, t Tracer, st state, cands []string) error {
+func (c *Cell) confirm(ctx context.Context, t runFunc, st state, cands []string) error {
 	k := c.Deviation.Run
 	base := c.baseline(k)
 	conf := &Confirmation{}
 	c.Confirmation = conf
 	run := func(label string, restore []File) (Observation, bool, error) {
-		res, err := t(ctx, Spec{Cell: c.Kind, Label: label, Restore: restore})
+		res, err := t(ctx, runSpec{Cell: c.Kind, Label: label, Restore: restore})
 		if err != nil {
 			return Observation{}, false, fmt.Errorf("monitor %s: %w", label, err)
 		}
@@ -491,7 +506,7 @@ func (c *Cell) confirm(ctx context.Context, t Tracer, st state, cands []string) 
 
 // replay runs 1..K again as a fresh chain (the carried state reset) and
 // records whether the deviation came back at run K and not before.
-func (c *Cell) replay(ctx context.Context, t Tracer) error {
+func (c *Cell) replay(ctx context.Context, t runFunc) error {
 	k := c.Deviation.Run
 	base := c.baseline(k)
 	conf := c.Confirmation
@@ -500,7 +515,7 @@ func (c *Cell) replay(ctx context.Context, t Tracer) error {
 	for i := 1; i <= k; i++ {
 		label := fmt.Sprintf("replay-%s-%02d", c.Kind, i)
 		restore := st.files("")
-		res, err := t(ctx, Spec{Cell: c.Kind, Label: label, Restore: restore})
+		res, err := t(ctx, runSpec{Cell: c.Kind, Label: label, Restore: restore})
 		if err != nil {
 			return fmt.Errorf("monitor %s: %w", label, err)
 		}

@@ -26,11 +26,11 @@ type fakeSkill struct {
 	fail    int // the trace number that fails (0: none)
 }
 
-func (f *fakeSkill) tracer(traces *[]Spec) Tracer {
-	return func(_ context.Context, s Spec) (Result, error) {
+func (f *fakeSkill) tracer(traces *[]runSpec) runFunc {
+	return func(_ context.Context, s runSpec) (runResult, error) {
 		*traces = append(*traces, s)
 		if f.fail == len(*traces) {
-			return Result{}, errors.New("engine down")
+			return runResult{}, errors.New("engine down")
 		}
 		count := 1
 		for _, r := range s.Restore {
@@ -62,7 +62,7 @@ func (f *fakeSkill) tracer(traces *[]Spec) Tracer {
 			o.Resources.CPUSeconds = f.cpu(count)
 		}
 		o.Capabilities = o.Capabilities.Union(fingerprint.Capabilities{})
-		return Result{Observation: o, Changed: changed}, nil
+		return runResult{Observation: o, Changed: changed}, nil
 	}
 }
 
@@ -132,8 +132,8 @@ func TestRun(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			var traces []Spec
-			rep, err := Run(t.Context(), tc.skill.tracer(&traces), tc.opts)
+			var traces []runSpec
+			rep, err := runWith(t.Context(), tc.skill.tracer(&traces), tc.opts)
 			if (err != nil) != tc.wantErr {
 				t.Fatalf("err = %v, want error %v", err, tc.wantErr)
 			}
@@ -175,9 +175,9 @@ func TestRun(t *testing.T) {
 // TestChainedRestore: a chained run starts from every file the runs
 // before it left, the latest content of each; an independent run fresh.
 func TestChainedRestore(t *testing.T) {
-	var traces []Spec
+	var traces []runSpec
 	f := fakeSkill{counter: "/home/u/.cache/counter", noise: []string{"/tmp/x."}}
-	if _, err := Run(t.Context(), f.tracer(&traces), Options{Runs: 3, Cells: []string{Chained, Independent}}); err != nil {
+	if _, err := runWith(t.Context(), f.tracer(&traces), Options{Runs: 3, Cells: []string{Chained, Independent}}); err != nil {
 		t.Fatal(err)
 	}
 	want := [][]string{nil, {"/home/u/.cache/counter=1", "/tmp/x.1="}, {"/home/u/.cache/counter=2", "/tmp/x.1=", "/tmp/x.2="}, nil, nil, nil}

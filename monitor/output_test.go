@@ -109,16 +109,16 @@ func TestOutputVaried(t *testing.T) {
 // makes a cell MARGINAL, never VARIANT.
 func TestOutputVariesMarginal(t *testing.T) {
 	n := 0
-	tr := func(_ context.Context, s Spec) (Result, error) {
+	tr := func(_ context.Context, s runSpec) (runResult, error) {
 		n++
 		h := "aaaa"
 		if n == 2 {
 			h = "bbbb"
 		}
-		return Result{Observation: Observation{Verdict: "clean", Rules: []string{}, Calls: []string{"bash curl -s https://api.example/quote"},
+		return runResult{Observation: Observation{Verdict: "clean", Rules: []string{}, Calls: []string{"bash curl -s https://api.example/quote"},
 			OutputHashes: []string{h}}}, nil
 	}
-	rep, err := Run(t.Context(), tr, Options{Runs: 3, Cells: []string{Independent}})
+	rep, err := runWith(t.Context(), tr, Options{Runs: 3, Cells: []string{Independent}})
 	if err != nil {
 		t.Fatal(err)
 	}

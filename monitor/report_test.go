@@ -18,10 +18,10 @@ var update = flag.Bool("update", false, "rewrite the golden files")
 // counter it keeps, through the fake tracer.
 func activationReport(t *testing.T) Report {
 	t.Helper()
-	var traces []Spec
+	var traces []runSpec
 	f := fakeSkill{counter: "/home/u/.cache/counter", active: func(n int) bool { return n >= 3 }, cpu: func(n int) float64 { return 0.1 + 0.2*float64(n) }}
 	d := DeclaredEnvelope([]string{"Bash(python3:*)"}, map[string]any{"metadata": map[string]any{"domains": []any{"api.example.com"}}})
-	r, err := Run(t.Context(), f.tracer(&traces), Options{Runs: 3, Cells: []string{Chained, Independent}, Declared: d})
+	r, err := runWith(t.Context(), f.tracer(&traces), Options{Runs: 3, Cells: []string{Chained, Independent}, Declared: d})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -43,18 +43,18 @@ func TestSchema(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var benign []Spec
-	consistent, err := Run(t.Context(), (&fakeSkill{}).tracer(&benign), Options{Runs: 2, Cells: []string{Independent}})
+	var benign []runSpec
+	consistent, err := runWith(t.Context(), (&fakeSkill{}).tracer(&benign), Options{Runs: 2, Cells: []string{Independent}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	var tz []Spec
-	vary, err := Run(t.Context(), (&fakeSkill{when: Condition{"tz", "Asia/Tokyo"}}).tracer(&tz),
+	var tz []runSpec
+	vary, err := runWith(t.Context(), (&fakeSkill{when: Condition{"tz", "Asia/Tokyo"}}).tracer(&tz),
 		Options{Runs: 2, Cells: []string{Independent}, Vary: []Condition{{"tz", "Asia/Tokyo"}}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	outside, err := Run(t.Context(), envelopeSkill(2), Options{Runs: 3, Cells: []string{Independent}, Tier: TierHigh,
+	outside, err := runWith(t.Context(), envelopeSkill(2), Options{Runs: 3, Cells: []string{Independent}, Tier: TierHigh,
 		Declared: DeclaredEnvelope([]string{"Bash(git:*)"}, map[string]any{"network": "none"})})
 	if err != nil {
 		t.Fatal(err)

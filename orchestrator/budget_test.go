@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/sandboxctl/sandboxctl/trace"
+	"github.com/sandboxctl/sandboxctl/traceplan"
 )
 
 // deepLog is an strace log of a process nesting n directories, working
@@ -108,7 +109,7 @@ tmpfs         536870912 536000000    870912     100% /home
 // user's.
 func TestUserTmpfsSized(t *testing.T) {
 	for _, home := range []string{"/home/ann", "/Users/ann"} {
-		m := userTmpfs(DefaultLimits(), home)
+		m := userTmpfs(traceplan.DefaultLimits(), home)
 		for _, p := range userPlaces(home) {
 			if p == "/dev/shm" {
 				continue
@@ -118,7 +119,7 @@ func TestUserTmpfsSized(t *testing.T) {
 			}
 		}
 	}
-	if o := userTmpfs(DefaultLimits(), "/home/ann")[RuntimeDir]; !strings.Contains(o, fmt.Sprintf("uid=%d", UserUID)) || RuntimeDir != fmt.Sprintf("/run/user/%d", UserUID) {
+	if o := userTmpfs(traceplan.DefaultLimits(), "/home/ann")[RuntimeDir]; !strings.Contains(o, fmt.Sprintf("uid=%d", UserUID)) || RuntimeDir != fmt.Sprintf("/run/user/%d", UserUID) {
 		t.Errorf("runtime folder %s mounted %q", RuntimeDir, o)
 	}
 }

@@ -22,6 +22,7 @@ import (
 	"github.com/sandboxctl/sandboxctl/persona"
 	"github.com/sandboxctl/sandboxctl/strace"
 	"github.com/sandboxctl/sandboxctl/trace"
+	"github.com/sandboxctl/sandboxctl/traceplan"
 )
 
 // Caps on what is read back from the sandbox: its contents are untrusted.
@@ -413,7 +414,7 @@ type logParams struct {
 func newCallLogs(lp logParams, log interface{ Warn(string, ...any) }) *callLogs {
 	budget := lp.Budget
 	if budget <= 0 {
-		budget = DefaultTimelineBytes
+		budget = traceplan.DefaultTimelineBytes
 	}
 	return &callLogs{lp: lp, budget: budget, log: log}
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/sandboxctl/sandboxctl/internal/testenv"
 	"github.com/sandboxctl/sandboxctl/orchestrator"
 	"github.com/sandboxctl/sandboxctl/reports"
+	"github.com/sandboxctl/sandboxctl/traceplan"
 )
 
 // expected reads an example's expect.json verdict.
@@ -46,7 +47,7 @@ func TestConcurrentTracesAreIndependent(t *testing.T) {
 	for i, ex := range examples {
 		p := basePlan(filepath.Join("..", "examples", "skills", ex))
 		p.User = "" // each trace its own plausible user
-		p.Stealth = orchestrator.StealthOff
+		p.Stealth = traceplan.StealthOff
 		p.TraceID = testenv.TraceID(t)
 		ids[i] = p.TraceID
 		testenv.CleanupLabel(t, p.TraceID)

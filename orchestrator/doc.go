@@ -5,6 +5,8 @@
 // sandbox.go, drive.go, collect.go, teardown.go, analyse.go, report.go);
 // stealth.go adds the unwatched pass. The orchestrator calls the rules
 // (rules.Evaluate) and then the report builder (reports.Build) itself.
+// The plan it runs is a traceplan.Plan: plain data, which the packages that
+// run traces without an engine of their own share.
 //
 // It declares the Runtime and Sandbox it needs; orchestrator/docker
 // implements them on the Docker Engine API and orchestrator/runtimetest fakes

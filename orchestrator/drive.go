@@ -18,6 +18,7 @@ import (
 	"github.com/sandboxctl/sandboxctl/internal/capbuf"
 	"github.com/sandboxctl/sandboxctl/mcptools"
 	"github.com/sandboxctl/sandboxctl/trace"
+	"github.com/sandboxctl/sandboxctl/traceplan"
 )
 
 // runAgent is the drive stage of a pass: it starts sampling the sandbox's
@@ -164,7 +165,7 @@ func (s *toolServer) stop() {
 // mcpArgv is the tool server's command line; an unwatched pass runs the
 // tools without the syscall tracer (--direct: the skill can read this
 // command line, and must find no "strace" in it).
-func mcpArgv(p Plan, home *canaryfs.Home) []string {
+func mcpArgv(p traceplan.Plan, home *canaryfs.Home) []string {
 	argv := []string{AgentBin, "__mcp",
 		"--user", home.User, "--uid", strconv.Itoa(UserUID), "--gid", strconv.Itoa(UserGID),
 		"--home", home.HomeDir, "--max-output", strconv.FormatInt(p.Limits.OutputBytes, 10),
@@ -178,15 +179,15 @@ func mcpArgv(p Plan, home *canaryfs.Home) []string {
 func (r *Runner) driver(st *run) (agent.Driver, error) {
 	p := st.plan
 	switch p.Driver.Kind {
-	case DriverLiteral:
+	case traceplan.DriverLiteral:
 		return literal.New(st.skill, literalConfig(st)), nil
-	case DriverReplay:
+	case traceplan.DriverReplay:
 		d, err := replay.Open(p.Driver.Transcript)
 		if err != nil {
 			return nil, fmt.Errorf("replay driver: %w", err)
 		}
 		return d, nil
-	case DriverLLM:
+	case traceplan.DriverLLM:
 		d, err := llm.New(llm.Config{
 			Provider: p.Driver.Provider, BaseURL: p.Driver.BaseURL, Model: p.Driver.Model,
 			APIKey: p.Driver.APIKey, Prompt: p.Prompt, Skill: st.skill, SkillDir: st.skillDir,

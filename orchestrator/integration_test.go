@@ -18,6 +18,7 @@ import (
 	"github.com/sandboxctl/sandboxctl/reports"
 	"github.com/sandboxctl/sandboxctl/rules"
 	"github.com/sandboxctl/sandboxctl/trace"
+	"github.com/sandboxctl/sandboxctl/traceplan"
 )
 
 // writeSkill writes a SKILL.md whose bash blocks are the given commands.
@@ -40,7 +41,7 @@ func writeSkill(t *testing.T, name string, blocks ...string) string {
 
 // realRun runs a trace on the real engine and checks that nothing labelled
 // with its id is left afterwards.
-func realRun(t *testing.T, p orchestrator.Plan) orchestrator.Outcome {
+func realRun(t *testing.T, p traceplan.Plan) orchestrator.Outcome {
 	t.Helper()
 	rt := testenv.RequireDocker(t)
 	testenv.Image(t)
@@ -61,11 +62,11 @@ func realRun(t *testing.T, p orchestrator.Plan) orchestrator.Outcome {
 	return out
 }
 
-func basePlan(skillDir string) orchestrator.Plan {
-	p := orchestrator.Plan{
+func basePlan(skillDir string) traceplan.Plan {
+	p := traceplan.Plan{
 		SkillPath: skillDir,
-		Driver:    orchestrator.Driver{Kind: orchestrator.DriverLiteral},
-		Limits:    orchestrator.DefaultLimits(),
+		Driver:    traceplan.Driver{Kind: traceplan.DriverLiteral},
+		Limits:    traceplan.DefaultLimits(),
 		User:      "jdoe",
 	}
 	p.Limits.Timeout = 3 * time.Minute

@@ -21,6 +21,7 @@ import (
 	"github.com/sandboxctl/sandboxctl/netcapture"
 	"github.com/sandboxctl/sandboxctl/rules"
 	"github.com/sandboxctl/sandboxctl/trace"
+	"github.com/sandboxctl/sandboxctl/traceplan"
 )
 
 // Jail evidence policy: the jail's events never travel through the
@@ -250,7 +251,7 @@ func spoolOf(e trace.Event) string {
 	return ""
 }
 
-func (r *Runner) jailConfig(p Plan) (netcapture.Config, error) {
+func (r *Runner) jailConfig(p traceplan.Plan) (netcapture.Config, error) {
 	cfg := netcapture.DefaultConfig()
 	if p.NetworkConfig != "" {
 		b, err := os.ReadFile(p.NetworkConfig)
@@ -271,8 +272,8 @@ func (r *Runner) jailConfig(p Plan) (netcapture.Config, error) {
 	cfg.DNSMode = cmp.Or(p.DNS, cfg.DNSMode)
 	// Evidence goes to the jail's own log, within the trace's budgets.
 	cfg.EventLog, cfg.SpoolDir = jailLog, jailSpool
-	cfg.LogBudget = cmp.Or(p.Limits.EventBytes, DefaultEventBytes)
-	cfg.SpoolBudget = cmp.Or(p.Limits.SpoolBytes, DefaultSpoolBytes)
+	cfg.LogBudget = cmp.Or(p.Limits.EventBytes, traceplan.DefaultEventBytes)
+	cfg.SpoolBudget = cmp.Or(p.Limits.SpoolBytes, traceplan.DefaultSpoolBytes)
 	if err := cfg.Validate(); err != nil {
 		return cfg, fmt.Errorf("network config: %w", err)
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/sandboxctl/sandboxctl/internal/capbuf"
 	"github.com/sandboxctl/sandboxctl/netcapture"
 	"github.com/sandboxctl/sandboxctl/skill"
+	"github.com/sandboxctl/sandboxctl/traceplan"
 )
 
 // Pool policy: a Pool keeps Size jail + sandbox pairs ready for the plans
@@ -38,7 +39,7 @@ import (
 // concurrent use.
 type Pool struct {
 	r    Runner // the Runner's copy that makes the pairs (no progress)
-	tmpl Plan
+	tmpl traceplan.Plan
 	size int
 	id   string
 
@@ -55,7 +56,7 @@ type Pool struct {
 // NewPool returns a pool of size warm pairs for r, made for plans like
 // tmpl (its TraceID is the prefix of the pairs' trace ids). It starts
 // filling at once, until Close; ctx bounds the filling.
-func NewPool(ctx context.Context, r *Runner, tmpl Plan, size int) (*Pool, error) {
+func NewPool(ctx context.Context, r *Runner, tmpl traceplan.Plan, size int) (*Pool, error) {
 	if size < 1 {
 		return nil, fmt.Errorf("pool size must be positive, got %d", size)
 	}
@@ -137,15 +138,15 @@ func (p *Pool) make(ctx context.Context) (*run, error) {
 }
 
 // warmKey is what of a plan shapes its pair.
-func warmKey(p Plan) Plan {
-	return Plan{Limits: p.Limits, Image: p.Image, User: p.User, Hostname: p.Hostname, TimeZone: p.TimeZone, Clock: p.Clock, Monitoring: strings.TrimPrefix(p.Monitoring, MonitoringHidden), DNS: p.DNS, Seed: p.Seed,
+func warmKey(p traceplan.Plan) traceplan.Plan {
+	return traceplan.Plan{Limits: p.Limits, Image: p.Image, User: p.User, Hostname: p.Hostname, TimeZone: p.TimeZone, Clock: p.Clock, Monitoring: strings.TrimPrefix(p.Monitoring, traceplan.MonitoringHidden), DNS: p.DNS, Seed: p.Seed,
 		NetworkConfig: p.NetworkConfig, Persona: p.Persona, Keep: p.Keep, Unwatched: p.Unwatched}
 }
 
 // claim hands out a warm pair for plan, waiting for one while the pool
 // fills, or returns nil when plan is not made like the pool's template, p
 // is nil or closed. The pair is then the caller's to remove.
-func (p *Pool) claim(ctx context.Context, plan Plan) (*run, error) {
+func (p *Pool) claim(ctx context.Context, plan traceplan.Plan) (*run, error) {
 	if p == nil || len(plan.Restore) > 0 || !reflect.DeepEqual(warmKey(plan), warmKey(p.tmpl)) || pinsPackages(plan.SkillPath) {
 		return nil, nil
 	}

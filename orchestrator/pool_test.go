@@ -13,6 +13,7 @@ import (
 	"github.com/sandboxctl/sandboxctl/orchestrator"
 	"github.com/sandboxctl/sandboxctl/orchestrator/docker"
 	"github.com/sandboxctl/sandboxctl/reports"
+	"github.com/sandboxctl/sandboxctl/traceplan"
 )
 
 // poolLeft returns what is left of the pool's pairs on the engine, removing it.
@@ -49,7 +50,7 @@ func TestPoolWarmTraces(t *testing.T) {
 	testenv.Image(t)
 	r := &orchestrator.Runner{Runtime: rt, Binary: testenv.SandboxctlBinary(t)}
 	tmpl := basePlan(writeSkill(t, "tmpl", "true"))
-	tmpl.Stealth = orchestrator.StealthOff
+	tmpl.Stealth = traceplan.StealthOff
 	tmpl.TraceID = testenv.TraceID(t)
 	pool, err := orchestrator.NewPool(t.Context(), r, tmpl, 2)
 	if err != nil {

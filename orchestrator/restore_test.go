@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/sandboxctl/sandboxctl/canaryfs"
+	"github.com/sandboxctl/sandboxctl/traceplan"
 )
 
 func TestWriteRestoreTar(t *testing.T) {
@@ -33,23 +34,23 @@ func TestWriteRestoreTar(t *testing.T) {
 	}
 	tests := []struct {
 		name    string
-		files   []RestoreFile
+		files   []traceplan.RestoreFile
 		want    []entry // every entry, in order
 		wantErr string
 	}{
 		{name: "none", files: nil, want: nil},
-		{name: "file in a new folder of the home", files: []RestoreFile{{Path: "/home/jdoe/.cache/x/n", Mode: 0o600, Content: []byte("3")}},
+		{name: "file in a new folder of the home", files: []traceplan.RestoreFile{{Path: "/home/jdoe/.cache/x/n", Mode: 0o600, Content: []byte("3")}},
 			want: []entry{{name: "home/jdoe/.cache/x/", dir: true, mode: 0o755}, {name: "home/jdoe/.cache/x/n", mode: 0o600, body: "3"}}},
-		{name: "replaces a planted file", files: []RestoreFile{{Path: "/home/jdoe/.bashrc", Content: []byte("alias x=y\n")}},
+		{name: "replaces a planted file", files: []traceplan.RestoreFile{{Path: "/home/jdoe/.bashrc", Content: []byte("alias x=y\n")}},
 			want: []entry{{name: "home/jdoe/.bashrc", mode: 0o644, body: "alias x=y\n"}}},
-		{name: "temp folders, a folder made once", files: []RestoreFile{{Path: "/tmp/a/1", Mode: 0o755, Content: []byte("1")}, {Path: "/tmp/a/2", Content: []byte("2")}, {Path: "/dev/shm/s", Content: nil}},
+		{name: "temp folders, a folder made once", files: []traceplan.RestoreFile{{Path: "/tmp/a/1", Mode: 0o755, Content: []byte("1")}, {Path: "/tmp/a/2", Content: []byte("2")}, {Path: "/dev/shm/s", Content: nil}},
 			want: []entry{{name: "tmp/a/", dir: true, mode: 0o755}, {name: "tmp/a/1", mode: 0o755, body: "1"}, {name: "tmp/a/2", mode: 0o644, body: "2"}, {name: "dev/shm/s", mode: 0o644}}},
-		{name: "outside the home", files: []RestoreFile{{Path: "/etc/passwd", Content: []byte("x")}}, wantErr: "not a clean path"},
-		{name: "another user's home", files: []RestoreFile{{Path: "/home/jdoe2/x", Content: []byte("x")}}, wantErr: "not a clean path"},
-		{name: "unclean", files: []RestoreFile{{Path: "/home/jdoe/../../etc/passwd", Content: []byte("x")}}, wantErr: "not a clean path"},
-		{name: "the root itself", files: []RestoreFile{{Path: "/tmp", Content: []byte("x")}}, wantErr: "not a clean path"},
-		{name: "through a planted link", files: []RestoreFile{{Path: link + "/x", Content: []byte("x")}}, wantErr: "not a folder of the home"},
-		{name: "over a planted folder", files: []RestoreFile{{Path: "/home/jdoe/.ssh", Content: []byte("x")}}, wantErr: "folder or link"},
+		{name: "outside the home", files: []traceplan.RestoreFile{{Path: "/etc/passwd", Content: []byte("x")}}, wantErr: "not a clean path"},
+		{name: "another user's home", files: []traceplan.RestoreFile{{Path: "/home/jdoe2/x", Content: []byte("x")}}, wantErr: "not a clean path"},
+		{name: "unclean", files: []traceplan.RestoreFile{{Path: "/home/jdoe/../../etc/passwd", Content: []byte("x")}}, wantErr: "not a clean path"},
+		{name: "the root itself", files: []traceplan.RestoreFile{{Path: "/tmp", Content: []byte("x")}}, wantErr: "not a clean path"},
+		{name: "through a planted link", files: []traceplan.RestoreFile{{Path: link + "/x", Content: []byte("x")}}, wantErr: "not a folder of the home"},
+		{name: "over a planted folder", files: []traceplan.RestoreFile{{Path: "/home/jdoe/.ssh", Content: []byte("x")}}, wantErr: "folder or link"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -99,10 +100,10 @@ func TestWriteRestoreTar(t *testing.T) {
 // zone than the pool's, never takes a warm pair (the pair's home and
 // system files are made before the plan is known).
 func TestRestoreSkipsPool(t *testing.T) {
-	p := &Pool{tmpl: Plan{}, done: make(chan struct{})} // no pair ready: a claim would wait
+	p := &Pool{tmpl: traceplan.Plan{}, done: make(chan struct{})} // no pair ready: a claim would wait
 	ctx, cancel := context.WithTimeout(t.Context(), time.Second)
 	defer cancel()
-	for _, plan := range []Plan{{Restore: []RestoreFile{{Path: "/tmp/x"}}}, {TimeZone: "Asia/Tokyo"}} {
+	for _, plan := range []traceplan.Plan{{Restore: []traceplan.RestoreFile{{Path: "/tmp/x"}}}, {TimeZone: "Asia/Tokyo"}} {
 		st, err := p.claim(ctx, plan)
 		if st != nil || err != nil {
 			t.Fatalf("claim = %v, %v; want a cold trace", st, err)
@@ -130,7 +131,7 @@ func FuzzWriteRestoreTar(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, p1, p2 string) {
 		var buf bytes.Buffer
-		if err := writeRestoreTar(&buf, home, []RestoreFile{{Path: p1, Content: []byte("x")}, {Path: p2}}); err != nil {
+		if err := writeRestoreTar(&buf, home, []traceplan.RestoreFile{{Path: p1, Content: []byte("x")}, {Path: p2}}); err != nil {
 			return
 		}
 		tr := tar.NewReader(&buf)

@@ -19,6 +19,7 @@ import (
 	"github.com/sandboxctl/sandboxctl/rules"
 	"github.com/sandboxctl/sandboxctl/skill"
 	"github.com/sandboxctl/sandboxctl/trace"
+	"github.com/sandboxctl/sandboxctl/traceplan"
 )
 
 // ErrTimeout is the cause of a trace that ran into its deadline.
@@ -108,7 +109,7 @@ func (r *Runner) teardown() time.Duration {
 // run is the state of one trace, filled in as its steps succeed; the report
 // is built from whatever it holds when a step fails.
 type run struct {
-	plan      Plan
+	plan      traceplan.Plan
 	dir       string // the run folder, "" for none
 	skill     *skill.Skill
 	home      *canaryfs.Home    // set once homeWait returned nil
@@ -172,7 +173,7 @@ type run struct {
 //	teardown  teardown.go  remove the containers, on every path
 //	analyse   analyse.go   one timeline, then the rules (rules.Evaluate)
 //	report    report.go    the report (reports.Build) and the run folder
-func (r *Runner) Run(ctx context.Context, p Plan, dir string) (Outcome, error) {
+func (r *Runner) Run(ctx context.Context, p traceplan.Plan, dir string) (Outcome, error) {
 	if err := p.Validate(); err != nil {
 		return Outcome{}, fmt.Errorf("plan: %w", err)
 	}
@@ -186,11 +187,19 @@ func (r *Runner) Run(ctx context.Context, p Plan, dir string) (Outcome, error) {
 	return out, err
 }
 
+// Trace runs p as Run does and returns its report alone: a Runner is the
+// tracing.Tracer that cmd/sandboxctl gives server, sweep, evaluation and
+// monitor, which run traces without naming the engine.
+func (r *Runner) Trace(ctx context.Context, p traceplan.Plan, dir string) (*reports.Report, error) {
+	out, err := r.Run(ctx, p, dir)
+	return out.Report, err
+}
+
 // pass runs one pass of a trace through the stages Run lists and returns
 // its state for Run. When a stage fails, the stages after it that can
 // still run do: the containers are removed and a report is built from
 // what was observed.
-func (r *Runner) pass(ctx context.Context, p Plan, dir string) (out Outcome, st *run, err error) {
+func (r *Runner) pass(ctx context.Context, p traceplan.Plan, dir string) (out Outcome, st *run, err error) {
 	if w, err := r.Pool.claim(ctx, p); err != nil {
 		return out, nil, err
 	} else if w != nil {

@@ -19,16 +19,17 @@ import (
 	"github.com/sandboxctl/sandboxctl/orchestrator/runtimetest"
 	"github.com/sandboxctl/sandboxctl/reports"
 	"github.com/sandboxctl/sandboxctl/trace"
+	"github.com/sandboxctl/sandboxctl/traceplan"
 )
 
 var idRe = regexp.MustCompile(`[^a-z0-9]+`)
 
-func testPlan(t *testing.T) orchestrator.Plan {
-	p := orchestrator.Plan{
+func testPlan(t *testing.T) traceplan.Plan {
+	p := traceplan.Plan{
 		TraceID:   "test-" + strings.Trim(idRe.ReplaceAllString(strings.ToLower(t.Name()), "-"), "-"),
 		SkillPath: "testdata/skill",
-		Driver:    orchestrator.Driver{Kind: orchestrator.DriverLiteral},
-		Limits:    orchestrator.DefaultLimits(),
+		Driver:    traceplan.Driver{Kind: traceplan.DriverLiteral},
+		Limits:    traceplan.DefaultLimits(),
 		Seed:      []byte("seed"),
 	}
 	p.Limits.Timeout = 20 * time.Second
@@ -161,44 +162,6 @@ func TestRunKeepLeavesContainers(t *testing.T) {
 		t.Errorf("kept %d (%q), live %d; want 2 containers kept", len(out.Kept), out.Kept, live)
 	}
 	rt.GC(context.Background(), p.TraceID)
-}
-
-func TestPlanValidate(t *testing.T) {
-	good := orchestrator.Plan{TraceID: "abc-123", SkillPath: "x", Driver: orchestrator.Driver{Kind: "literal"}, Limits: orchestrator.DefaultLimits()}
-	tests := []struct {
-		name   string
-		mutate func(*orchestrator.Plan)
-		want   string
-	}{
-		{name: "ok", mutate: func(*orchestrator.Plan) {}},
-		{name: "no skill", mutate: func(p *orchestrator.Plan) { p.SkillPath = "" }, want: "no skill"},
-		{name: "bad id", mutate: func(p *orchestrator.Plan) { p.TraceID = "A B" }, want: "trace id"},
-		{name: "zero timeout", mutate: func(p *orchestrator.Plan) { p.Limits.Timeout = 0 }, want: "timeout"},
-		{name: "tiny memory", mutate: func(p *orchestrator.Plan) { p.Limits.Memory = 1 << 20 }, want: "memory"},
-		{name: "llm without model", mutate: func(p *orchestrator.Plan) { p.Driver.Kind = "llm" }, want: "--model"},
-		{name: "replay without file", mutate: func(p *orchestrator.Plan) { p.Driver.Kind = "replay" }, want: "--transcript"},
-		{name: "unknown driver", mutate: func(p *orchestrator.Plan) { p.Driver.Kind = "magic" }, want: "unknown driver"},
-		{name: "negative grace", mutate: func(p *orchestrator.Plan) { p.Limits.Grace = -time.Second }, want: "grace"},
-		{name: "grace longer than the timeout", mutate: func(p *orchestrator.Plan) { p.Limits.Grace = 2 * p.Limits.Timeout }},
-		{name: "tiny event budget", mutate: func(p *orchestrator.Plan) { p.Limits.EventBytes = 4096 }, want: "budget"},
-		{name: "persona macos", mutate: func(p *orchestrator.Plan) { p.Persona = "macos" }},
-		{name: "persona linux", mutate: func(p *orchestrator.Plan) { p.Persona = "linux" }},
-		{name: "unknown persona", mutate: func(p *orchestrator.Plan) { p.Persona = "windows" }, want: "unknown persona"},
-		{name: "time zone", mutate: func(p *orchestrator.Plan) { p.TimeZone = "America/Argentina/Buenos_Aires" }},
-		{name: "time zone UTC", mutate: func(p *orchestrator.Plan) { p.TimeZone = "UTC" }},
-		{name: "time zone escaping zoneinfo", mutate: func(p *orchestrator.Plan) { p.TimeZone = "../../etc/passwd" }, want: "time zone"},
-		{name: "time zone with dots", mutate: func(p *orchestrator.Plan) { p.TimeZone = "Asia/.." }, want: "time zone"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			p := good
-			tt.mutate(&p)
-			err := p.Validate()
-			if (err == nil) != (tt.want == "") || (err != nil && !strings.Contains(err.Error(), tt.want)) {
-				t.Errorf("Validate() = %v, want error containing %q", err, tt.want)
-			}
-		})
-	}
 }
 
 // TestRunPanicStillCleansUp: a panic inside the pipeline, on the pass's

@@ -16,6 +16,7 @@ import (
 	"github.com/sandboxctl/sandboxctl/canaryfs"
 	"github.com/sandboxctl/sandboxctl/internal/capbuf"
 	"github.com/sandboxctl/sandboxctl/skill"
+	"github.com/sandboxctl/sandboxctl/traceplan"
 )
 
 // startContainers is the jail and sandbox stages of a pass, overlapped
@@ -183,7 +184,7 @@ var securityAgents = []string{"/opt/CrowdStrike/falcond", "/opt/osquery/bin/osqu
 // writeSetupTar writes the seeded home, the files to restore (the user's)
 // and the skill, read-only and owned by root, as concatenated tar archives
 // for `tar -x -i` at "/".
-func writeSetupTar(w io.Writer, home *canaryfs.Home, restore []RestoreFile, sk *skill.Skill, skillDir string) error {
+func writeSetupTar(w io.Writer, home *canaryfs.Home, restore []traceplan.RestoreFile, sk *skill.Skill, skillDir string) error {
 	if err := home.WriteTar(w, UserUID, UserGID); err != nil {
 		return err
 	}
@@ -268,7 +269,7 @@ var restoreRoots = []string{"/tmp", "/var/tmp", "/dev/shm"}
 // the folders they need that the home does not have (owned by the user
 // too), as a tar archive for `tar -x` at "/". A path outside the home and
 // the temp folders, or through a planted symbolic link, is an error.
-func writeRestoreTar(w io.Writer, home *canaryfs.Home, files []RestoreFile) error {
+func writeRestoreTar(w io.Writer, home *canaryfs.Home, files []traceplan.RestoreFile) error {
 	if len(files) == 0 {
 		return nil
 	}

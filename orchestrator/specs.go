@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/sandboxctl/sandboxctl/traceplan"
 )
 
 // Paths inside the containers (the image and mcptools agree on them).
@@ -52,7 +54,7 @@ var sandboxCaps = []string{"CHOWN", "DAC_OVERRIDE", "FOWNER", "KILL", "SETUID", 
 // jailSpec is the network jail: it owns the network namespace (no interface
 // but loopback), runs the sinks as root with NET_ADMIN only, and carries the
 // plausible hostname (a container that joins its namespace takes it).
-func jailSpec(p Plan, image, hostname string, files []File) Spec {
+func jailSpec(p traceplan.Plan, image, hostname string, files []File) Spec {
 	return Spec{
 		Name:            "sandboxctl-" + p.TraceID + "-jail",
 		Role:            RoleJail,
@@ -84,7 +86,7 @@ func jailSpec(p Plan, image, hostname string, files []File) Spec {
 // network namespace, so every packet it sends lands in a sink. The places
 // the user can write are tmpfs mounts charged to the container's memory, so
 // a skill that fills the disk fills its own quota, not the host's disk.
-func sandboxSpec(p Plan, image, jailID, home string, files []File, seccomp []byte) Spec {
+func sandboxSpec(p traceplan.Plan, image, jailID, home string, files []File, seccomp []byte) Spec {
 	l := p.Limits
 	return Spec{
 		Name:            "sandboxctl-" + p.TraceID + "-sandbox",
@@ -126,7 +128,7 @@ func sandboxSpec(p Plan, image, jailID, home string, files []File, seccomp []byt
 // as Debian and systemd-logind mount them on a workstation (5 MiB,
 // noexec; the user's own 0700 runtime folder), which a skill would
 // otherwise miss as a sign of a container.
-func userTmpfs(l Limits, home string) map[string]string {
+func userTmpfs(l traceplan.Limits, home string) map[string]string {
 	m := map[string]string{
 		path.Dir(home):    tmpfsOpts(l.HomeSize, "755") + ",exec", // /home, or /Users for macOS
 		"/tmp":            tmpfsOpts(l.TmpSize, "1777") + ",exec",

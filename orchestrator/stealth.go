@@ -11,6 +11,7 @@ import (
 
 	"github.com/sandboxctl/sandboxctl/reports"
 	"github.com/sandboxctl/sandboxctl/rules"
+	"github.com/sandboxctl/sandboxctl/traceplan"
 )
 
 // Stealth policy (docs/sandbox.md, "Stealth pass"): a skill can see strace
@@ -27,14 +28,14 @@ import (
 // report rep, or "" when none does: the watched pass must have completed
 // (a trace that failed is not run again), and in StealthAuto the skill read
 // sandbox tells and harm was not proven already.
-func stealthReason(p Plan, rep *reports.Report) string {
-	if rep == nil || p.Unwatched || p.Stealth == StealthOff {
+func stealthReason(p traceplan.Plan, rep *reports.Report) string {
+	if rep == nil || p.Unwatched || p.Stealth == traceplan.StealthOff {
 		return ""
 	}
 	if rep.Status != reports.StatusCompleted && rep.Status != reports.StatusTimeout {
 		return ""
 	}
-	if p.Stealth == StealthAlways {
+	if p.Stealth == traceplan.StealthAlways {
 		return "--stealth"
 	}
 	tells := rules.Tells(rep.Findings)
@@ -71,12 +72,12 @@ func PassTraceIDs(id string) []string {
 // included: each of its passes that run one after the other (the watched
 // pass, the unwatched pass, two rounds of twins) may take the plan's
 // timeout, and setup and collection two minutes.
-func AttemptBudget(p Plan) time.Duration {
+func AttemptBudget(p traceplan.Plan) time.Duration {
 	passes := 1
-	if p.Stealth != StealthOff {
+	if p.Stealth != traceplan.StealthOff {
 		passes++
 	}
-	if p.Twins != TwinsOff {
+	if p.Twins != traceplan.TwinsOff {
 		passes += 2
 	}
 	return time.Duration(passes)*p.Limits.Timeout + 2*time.Minute
@@ -88,7 +89,7 @@ func AttemptBudget(p Plan) time.Duration {
 // files, persona, company domain and network addresses, so that the
 // passes' paths and destinations compare, and tokens of its own, so that a
 // sighting names its pass. Its clock is its own (no fake clock is added).
-func unwatchedPlan(p Plan, first *run) (Plan, error) {
+func unwatchedPlan(p traceplan.Plan, first *run) (traceplan.Plan, error) {
 	up := p
 	up.Unwatched = true
 	up.TraceID = derivedID(p.TraceID, unwatchedSuffix)
@@ -102,7 +103,7 @@ func unwatchedPlan(p Plan, first *run) (Plan, error) {
 	if _, err := rand.Read(key); err != nil {
 		return up, fmt.Errorf("unwatched pass: %w", err)
 	}
-	up.Twin = &TwinSpec{Role: TwinUnwatched, Key: key}
+	up.Twin = &traceplan.TwinSpec{Role: TwinUnwatched, Key: key}
 	return up, nil
 }
 
@@ -110,7 +111,7 @@ func unwatchedPlan(p Plan, first *run) (Plan, error) {
 // for the reason why, and combines both reports into out's (rewriting the
 // run folder dir). The unwatched pass's own report goes to its
 // reports.UnwatchedDir.
-func (r *Runner) unwatchedPass(ctx context.Context, p Plan, dir string, out Outcome, watched *run, why string) (Outcome, error) {
+func (r *Runner) unwatchedPass(ctx context.Context, p traceplan.Plan, dir string, out Outcome, watched *run, why string) (Outcome, error) {
 	r.phase("stealth", "unwatched pass (%s)", why)
 	up, err := unwatchedPlan(p, watched)
 	if err != nil {

@@ -15,6 +15,7 @@ import (
 	"github.com/sandboxctl/sandboxctl/reports"
 	"github.com/sandboxctl/sandboxctl/rules"
 	"github.com/sandboxctl/sandboxctl/trace"
+	"github.com/sandboxctl/sandboxctl/traceplan"
 )
 
 func TestStealthReason(t *testing.T) {
@@ -32,15 +33,15 @@ func TestStealthReason(t *testing.T) {
 		{name: "auto, tells read", rep: rep(reports.StatusCompleted, rules.Suspicious, probe), want: "tells read: SBX-PROBE-002"},
 		{name: "auto, no tells", rep: rep(reports.StatusCompleted, rules.Clean)},
 		{name: "auto, harm already proven", rep: rep(reports.StatusCompleted, rules.Malicious, probe, leak)},
-		{name: "always", stealth: StealthAlways, rep: rep(reports.StatusCompleted, rules.Clean), want: "--stealth"},
-		{name: "always, after a timeout", stealth: StealthAlways, rep: rep(reports.StatusTimeout, rules.Inconclusive), want: "--stealth"},
-		{name: "always, watched pass failed", stealth: StealthAlways, rep: rep(reports.StatusError, rules.Inconclusive)},
-		{name: "off", stealth: StealthOff, rep: rep(reports.StatusCompleted, rules.Suspicious, probe)},
-		{name: "no report", stealth: StealthAlways},
+		{name: "always", stealth: traceplan.StealthAlways, rep: rep(reports.StatusCompleted, rules.Clean), want: "--stealth"},
+		{name: "always, after a timeout", stealth: traceplan.StealthAlways, rep: rep(reports.StatusTimeout, rules.Inconclusive), want: "--stealth"},
+		{name: "always, watched pass failed", stealth: traceplan.StealthAlways, rep: rep(reports.StatusError, rules.Inconclusive)},
+		{name: "off", stealth: traceplan.StealthOff, rep: rep(reports.StatusCompleted, rules.Suspicious, probe)},
+		{name: "no report", stealth: traceplan.StealthAlways},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := stealthReason(Plan{Stealth: tt.stealth}, tt.rep); got != tt.want {
+			if got := stealthReason(traceplan.Plan{Stealth: tt.stealth}, tt.rep); got != tt.want {
 				t.Errorf("stealthReason = %q, want %q", got, tt.want)
 			}
 		})
@@ -48,8 +49,8 @@ func TestStealthReason(t *testing.T) {
 }
 
 func TestUnwatchedPlan(t *testing.T) {
-	p := Plan{TraceID: strings.Repeat("a", 50) + "-bcdefghijkl", SkillPath: "s", Driver: Driver{Kind: DriverLiteral},
-		Limits: DefaultLimits(), Seed: []byte("x"), Stealth: StealthAlways}
+	p := traceplan.Plan{TraceID: strings.Repeat("a", 50) + "-bcdefghijkl", SkillPath: "s", Driver: traceplan.Driver{Kind: traceplan.DriverLiteral},
+		Limits: traceplan.DefaultLimits(), Seed: []byte("x"), Stealth: traceplan.StealthAlways}
 	home := &canaryfs.Home{User: "mwalker", Hostname: "mw-desk", HomeDir: "/home/mwalker"}
 	up, err := unwatchedPlan(p, &run{home: home, seed: []byte("watched seed")})
 	if err != nil {
@@ -61,7 +62,7 @@ func TestUnwatchedPlan(t *testing.T) {
 	if !up.Unwatched || string(up.Seed) != "watched seed" || !strings.HasSuffix(up.TraceID, "-unwatched") || up.TraceID == p.TraceID {
 		t.Errorf("unwatchedPlan = %+v", up)
 	}
-	if up.Twin == nil || up.Twin.canaryTwin() == nil || !up.Twin.Start.IsZero() || len(up.Twin.Entropy) != 0 {
+	if up.Twin == nil || canaryTwin(up.Twin) == nil || !up.Twin.Start.IsZero() || len(up.Twin.Entropy) != 0 {
 		t.Errorf("unwatched pass's twin %+v: want other secrets, its own clock and randomness", up.Twin)
 	}
 	if err := up.Validate(); err != nil {
@@ -137,7 +138,7 @@ func TestProcSampler(t *testing.T) {
 // passes), every planted token of another value.
 func TestUnwatchedHome(t *testing.T) {
 	r := &Runner{}
-	p := Plan{TraceID: "t", SkillPath: "s", Driver: Driver{Kind: DriverLiteral}, Limits: DefaultLimits(), Stealth: StealthAlways}
+	p := traceplan.Plan{TraceID: "t", SkillPath: "s", Driver: traceplan.Driver{Kind: traceplan.DriverLiteral}, Limits: traceplan.DefaultLimits(), Stealth: traceplan.StealthAlways}
 	watched := &run{plan: p, started: time.Now()}
 	if err := r.seedIdentity(watched); err != nil {
 		t.Fatal(err)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/sandboxctl/sandboxctl/canary"
 	"github.com/sandboxctl/sandboxctl/persona"
+	"github.com/sandboxctl/sandboxctl/traceplan"
 )
 
 // system is what makes the sandbox's own system files look like one
@@ -35,7 +36,7 @@ var timeZones = []string{"America/New_York", "America/Chicago", "America/Denver"
 
 // newSystem draws the trace's system identity from crypto/rand, or from
 // seed when it is set (a seeded trace is reproducible).
-func newSystem(p Plan, hostname string, now time.Time) (system, error) {
+func newSystem(p traceplan.Plan, hostname string, now time.Time) (system, error) {
 	var r io.Reader = rand.Reader
 	if p.Seed != nil {
 		r = canary.SeededReader(append([]byte("system\x00"), p.Seed...))

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/sandboxctl/sandboxctl/persona"
+	"github.com/sandboxctl/sandboxctl/traceplan"
 )
 
 // untar reads a setup tar into name → entry.
@@ -36,7 +37,7 @@ var machineIDRe = regexp.MustCompile(`^[0-9a-f]{12}4[0-9a-f]{3}[89ab][0-9a-f]{15
 
 func TestNewSystem(t *testing.T) {
 	now := time.Date(2026, 11, 23, 10, 0, 0, 0, time.UTC)
-	seeded := Plan{Seed: []byte("x")}
+	seeded := traceplan.Plan{Seed: []byte("x")}
 	a, err := newSystem(seeded, "jdoe-xps13", now)
 	if err != nil {
 		t.Fatal(err)
@@ -47,7 +48,7 @@ func TestNewSystem(t *testing.T) {
 	}
 	ids := map[string]bool{}
 	for range 20 {
-		s, err := newSystem(Plan{}, "h", now)
+		s, err := newSystem(traceplan.Plan{}, "h", now)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -65,7 +66,7 @@ func TestNewSystem(t *testing.T) {
 	if len(ids) != 20 {
 		t.Errorf("%d distinct machine ids in 20 traces", len(ids))
 	}
-	for _, p := range []Plan{{TimeZone: "Asia/Tokyo"}, {TimeZone: "Asia/Tokyo", Seed: []byte("x")}} {
+	for _, p := range []traceplan.Plan{{TimeZone: "Asia/Tokyo"}, {TimeZone: "Asia/Tokyo", Seed: []byte("x")}} {
 		if s, err := newSystem(p, "h", now); err != nil || s.TimeZone != "Asia/Tokyo" {
 			t.Errorf("plan's time zone: %q, %v", s.TimeZone, err)
 		}

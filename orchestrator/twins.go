@@ -8,12 +8,12 @@ import (
 	"fmt"
 	"path/filepath"
 	"sync"
-	"time"
 
 	"github.com/sandboxctl/sandboxctl/canary"
 	"github.com/sandboxctl/sandboxctl/mcptools"
 	"github.com/sandboxctl/sandboxctl/reports"
 	"github.com/sandboxctl/sandboxctl/rules"
+	"github.com/sandboxctl/sandboxctl/traceplan"
 )
 
 // Twin traces (docs/sandbox.md, "Twin traces"): a skill that encrypts,
@@ -30,13 +30,6 @@ import (
 // twin with secrets of a third value (rules.TwinResult.NeedConfirm).
 // rules.CompareTwins compares what left them, and what moved with the
 // secrets is SBX-EXFIL-010.
-
-// Twins modes.
-const (
-	TwinsAuto   = ""       // when twinReason says so
-	TwinsAlways = "always" // --twins
-	TwinsOff    = "off"
-)
 
 // Twin roles.
 const (
@@ -56,23 +49,8 @@ const twinSuffix = "-twin-"
 // shows through block ciphers (16 bytes) and compression.
 const TwinGrow = 16
 
-// TwinSpec says which twin a plan is (Plan.Twin).
-type TwinSpec struct {
-	Role string `json:"role"`
-	// Start is the original trace's start: the twin's home and system
-	// files are dated from it and its clock starts there (zero: the
-	// pass's own start, its own clock).
-	Start time.Time `json:"start"`
-	// Entropy is the randomness the twins share (the tool server makes
-	// getrandom and the random devices reproducible from it).
-	Entropy []byte `json:"-"`
-	// Key and Grow make the other twin's secrets (canary.Twin).
-	Key  []byte `json:"-"`
-	Grow int    `json:"grow,omitempty"`
-}
-
 // canaryTwin is the canary.Twin of t's secrets: nil for the original's.
-func (t *TwinSpec) canaryTwin() *canary.Twin {
+func canaryTwin(t *traceplan.TwinSpec) *canary.Twin {
 	if t == nil || t.Role != TwinOther && t.Role != TwinConfirm && t.Role != TwinUnwatched {
 		return nil
 	}
@@ -82,7 +60,7 @@ func (t *TwinSpec) canaryTwin() *canary.Twin {
 // entropyEnv is what the tool server is told of the randomness twins share
 // (mcptools.EntropyEnv, in its exec's environment: the user's processes can
 // read its command line, not its environment); nil but for a twin.
-func entropyEnv(p Plan) []string {
+func entropyEnv(p traceplan.Plan) []string {
 	if p.Twin == nil || len(p.Twin.Entropy) == 0 {
 		return nil
 	}
@@ -92,14 +70,14 @@ func entropyEnv(p Plan) []string {
 // twinReason says why twin traces run after the trace p whose report is
 // rep, or "" when none do: a trace that failed, a twin, an unwatched pass
 // or a trace proven malicious already runs none.
-func twinReason(p Plan, rep *reports.Report) string {
-	if rep == nil || p.Twin != nil || p.Unwatched || p.Twins == TwinsOff {
+func twinReason(p traceplan.Plan, rep *reports.Report) string {
+	if rep == nil || p.Twin != nil || p.Unwatched || p.Twins == traceplan.TwinsOff {
 		return ""
 	}
 	if rep.Status != reports.StatusCompleted && rep.Status != reports.StatusTimeout {
 		return ""
 	}
-	if p.Twins == TwinsAlways {
+	if p.Twins == traceplan.TwinsAlways {
 		return "--twins"
 	}
 	if rep.Verdict == rules.Malicious {
@@ -109,11 +87,11 @@ func twinReason(p Plan, rep *reports.Report) string {
 }
 
 // twinPlan is p for a twin of the given role, after the original pass st.
-func twinPlan(p Plan, st *run, spec TwinSpec) Plan {
+func twinPlan(p traceplan.Plan, st *run, spec traceplan.TwinSpec) traceplan.Plan {
 	tp := p
 	tp.Twin = &spec
-	tp.Twins = TwinsOff
-	tp.Stealth = StealthOff
+	tp.Twins = traceplan.TwinsOff
+	tp.Stealth = traceplan.StealthOff
 	tp.Keep = false
 	tp.Seed = st.seed
 	if st.home != nil {
@@ -129,9 +107,9 @@ const TwinsDir = "twins"
 
 // twinPasses runs the twins of the trace whose original pass is st and
 // whose report is out's, and adds the comparison to out's report.
-func (r *Runner) twinPasses(ctx context.Context, p Plan, dir string, out Outcome, st *run, why string) (Outcome, error) {
+func (r *Runner) twinPasses(ctx context.Context, p traceplan.Plan, dir string, out Outcome, st *run, why string) (Outcome, error) {
 	r.phase("twins", "twin traces (%s)", why)
-	spec := TwinSpec{Start: st.started, Grow: TwinGrow, Entropy: make([]byte, 32), Key: make([]byte, 32)}
+	spec := traceplan.TwinSpec{Start: st.started, Grow: TwinGrow, Entropy: make([]byte, 32), Key: make([]byte, 32)}
 	if _, err := rand.Read(spec.Entropy); err != nil {
 		return out, fmt.Errorf("twin traces: %w", err)
 	}
@@ -144,7 +122,7 @@ func (r *Runner) twinPasses(ctx context.Context, p Plan, dir string, out Outcome
 		}
 		return filepath.Join(dir, TwinsDir, role)
 	}
-	specs := []TwinSpec{withRole(spec, TwinSame), withRole(spec, TwinOther)}
+	specs := []traceplan.TwinSpec{withRole(spec, TwinSame), withRole(spec, TwinOther)}
 	runs, err := r.runTwins(ctx, p, st, specs, sub)
 	roles := []string{TwinSame, TwinOther}
 	set := reports.TwinSet(out.Report, twinReports(runs), roles)
@@ -153,7 +131,7 @@ func (r *Runner) twinPasses(ctx context.Context, p Plan, dir string, out Outcome
 	// when a difference could be noise, and a confirmation (a control
 	// twin and a third set of secrets) when a dependency would decide the
 	// verdict on the strength of one run.
-	var more []TwinSpec
+	var more []traceplan.TwinSpec
 	if res.NeedControl || res.NeedConfirm {
 		more = append(more, withRole(spec, TwinControl))
 	}
@@ -179,7 +157,7 @@ func (r *Runner) twinPasses(ctx context.Context, p Plan, dir string, out Outcome
 	tw := reports.Twins{Reason: why, Units: res.Units, Dependent: res.Dependent, Noisy: len(res.Noisy),
 		Grew: rules.SecretGrowth(set)}
 	for i, t := range runs {
-		tr := reports.TwinRun{Role: roles[i], TraceID: twinPlan(p, st, TwinSpec{Role: roles[i]}).TraceID}
+		tr := reports.TwinRun{Role: roles[i], TraceID: twinPlan(p, st, traceplan.TwinSpec{Role: roles[i]}).TraceID}
 		if dir != "" {
 			tr.Dir = filepath.ToSlash(filepath.Join(TwinsDir, roles[i]))
 		}
@@ -198,7 +176,7 @@ func (r *Runner) twinPasses(ctx context.Context, p Plan, dir string, out Outcome
 	return out, errors.Join(err, writeRunDir(dir, out))
 }
 
-func withRole(s TwinSpec, role string) TwinSpec {
+func withRole(s traceplan.TwinSpec, role string) traceplan.TwinSpec {
 	s.Role = role
 	return s
 }
@@ -219,7 +197,7 @@ type twinResult struct {
 // runTwins runs the twins of specs at once, each a pass of its own into
 // sub(role). Progress is serialised: passes report from their own
 // goroutines.
-func (r *Runner) runTwins(ctx context.Context, p Plan, st *run, specs []TwinSpec, sub func(string) string) ([]twinResult, error) {
+func (r *Runner) runTwins(ctx context.Context, p traceplan.Plan, st *run, specs []traceplan.TwinSpec, sub func(string) string) ([]twinResult, error) {
 	rr := *r
 	if r.Progress != nil {
 		var mu sync.Mutex

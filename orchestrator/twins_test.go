@@ -10,6 +10,7 @@ import (
 	"github.com/sandboxctl/sandboxctl/reports"
 	"github.com/sandboxctl/sandboxctl/rules"
 	"github.com/sandboxctl/sandboxctl/trace"
+	"github.com/sandboxctl/sandboxctl/traceplan"
 )
 
 func TestTwinReason(t *testing.T) {
@@ -22,20 +23,20 @@ func TestTwinReason(t *testing.T) {
 	}
 	for _, tt := range []struct {
 		name string
-		plan Plan
+		plan traceplan.Plan
 		rep  *reports.Report
 		want string
 	}{
-		{"credentials read, opaque data sent", Plan{}, rep(reports.StatusCompleted, rules.Suspicious, nil, sent), "SBX-EXFIL-004 (Credentials read, then data sent out)"},
-		{"a high-entropy payload", Plan{}, rep(reports.StatusCompleted, rules.Clean, blob), "a high-entropy payload to x.example"},
-		{"nothing", Plan{}, rep(reports.StatusCompleted, rules.Clean, nil), ""},
-		{"harm already proven", Plan{}, rep(reports.StatusCompleted, rules.Malicious, nil, sent, leak), ""},
-		{"always", Plan{Twins: TwinsAlways}, rep(reports.StatusCompleted, rules.Clean, nil), "--twins"},
-		{"off", Plan{Twins: TwinsOff}, rep(reports.StatusCompleted, rules.Suspicious, nil, sent), ""},
-		{"the trace failed", Plan{Twins: TwinsAlways}, rep(reports.StatusError, rules.Inconclusive, nil), ""},
-		{"a twin runs no twins", Plan{Twins: TwinsAlways, Twin: &TwinSpec{Role: TwinSame}}, rep(reports.StatusCompleted, rules.Clean, nil), ""},
-		{"an unwatched pass runs no twins", Plan{Unwatched: true}, rep(reports.StatusCompleted, rules.Suspicious, nil, sent), ""},
-		{"no report", Plan{Twins: TwinsAlways}, nil, ""},
+		{"credentials read, opaque data sent", traceplan.Plan{}, rep(reports.StatusCompleted, rules.Suspicious, nil, sent), "SBX-EXFIL-004 (Credentials read, then data sent out)"},
+		{"a high-entropy payload", traceplan.Plan{}, rep(reports.StatusCompleted, rules.Clean, blob), "a high-entropy payload to x.example"},
+		{"nothing", traceplan.Plan{}, rep(reports.StatusCompleted, rules.Clean, nil), ""},
+		{"harm already proven", traceplan.Plan{}, rep(reports.StatusCompleted, rules.Malicious, nil, sent, leak), ""},
+		{"always", traceplan.Plan{Twins: traceplan.TwinsAlways}, rep(reports.StatusCompleted, rules.Clean, nil), "--twins"},
+		{"off", traceplan.Plan{Twins: traceplan.TwinsOff}, rep(reports.StatusCompleted, rules.Suspicious, nil, sent), ""},
+		{"the trace failed", traceplan.Plan{Twins: traceplan.TwinsAlways}, rep(reports.StatusError, rules.Inconclusive, nil), ""},
+		{"a twin runs no twins", traceplan.Plan{Twins: traceplan.TwinsAlways, Twin: &traceplan.TwinSpec{Role: TwinSame}}, rep(reports.StatusCompleted, rules.Clean, nil), ""},
+		{"an unwatched pass runs no twins", traceplan.Plan{Unwatched: true}, rep(reports.StatusCompleted, rules.Suspicious, nil, sent), ""},
+		{"no report", traceplan.Plan{Twins: traceplan.TwinsAlways}, nil, ""},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			if got := twinReason(tt.plan, tt.rep); got != tt.want {
@@ -50,29 +51,29 @@ func TestTwinReason(t *testing.T) {
 // twins of its own.
 func TestTwinPlan(t *testing.T) {
 	start := time.Date(2026, 11, 28, 9, 30, 0, 0, time.UTC)
-	p := Plan{TraceID: strings.Repeat("a", 60), SkillPath: "x", Keep: true, Stealth: StealthAlways, Limits: DefaultLimits(),
-		Driver: Driver{Kind: DriverLiteral}}
+	p := traceplan.Plan{TraceID: strings.Repeat("a", 60), SkillPath: "x", Keep: true, Stealth: traceplan.StealthAlways, Limits: traceplan.DefaultLimits(),
+		Driver: traceplan.Driver{Kind: traceplan.DriverLiteral}}
 	st := &run{seed: []byte("seed"), started: start, home: &canaryfs.Home{User: "jchen", Hostname: "jchen-xps13"},
 		system: system{TimeZone: "Europe/Paris"}}
 	for _, role := range []string{TwinSame, TwinOther, TwinControl} {
-		tp := twinPlan(p, st, TwinSpec{Role: role, Start: start, Key: []byte("k"), Grow: TwinGrow})
+		tp := twinPlan(p, st, traceplan.TwinSpec{Role: role, Start: start, Key: []byte("k"), Grow: TwinGrow})
 		if err := tp.Validate(); err != nil {
 			t.Fatalf("%s: %v", role, err)
 		}
 		if string(tp.Seed) != "seed" || tp.User != "jchen" || tp.Hostname != "jchen-xps13" || tp.TimeZone != "Europe/Paris" ||
-			tp.Keep || tp.Stealth != StealthOff || tp.Twins != TwinsOff || !tp.Twin.Start.Equal(start) {
+			tp.Keep || tp.Stealth != traceplan.StealthOff || tp.Twins != traceplan.TwinsOff || !tp.Twin.Start.Equal(start) {
 			t.Errorf("%s: plan %+v", role, tp)
 		}
 		if !strings.HasSuffix(tp.TraceID, "-twin-"+role) || len(tp.TraceID) > 63 {
 			t.Errorf("%s: trace id %q", role, tp.TraceID)
 		}
-		if got := tp.Twin.canaryTwin() != nil; got != (role == TwinOther) {
+		if got := canaryTwin(tp.Twin) != nil; got != (role == TwinOther) {
 			t.Errorf("%s: other secrets %v", role, got)
 		}
 	}
 	// Twins share one randomness, told to the tool server in its
 	// environment; a trace that is no twin has the real one.
-	tp := twinPlan(p, st, TwinSpec{Role: TwinSame, Start: start, Entropy: []byte{1, 2}})
+	tp := twinPlan(p, st, traceplan.TwinSpec{Role: TwinSame, Start: start, Entropy: []byte{1, 2}})
 	if got := entropyEnv(tp); len(got) != 1 || got[0] != mcptools.EntropyEnv+"=0102" {
 		t.Errorf("twin's entropy env %q", got)
 	}

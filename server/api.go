@@ -17,10 +17,10 @@ import (
 	"strings"
 	"time"
 
-	"github.com/sandboxctl/sandboxctl/orchestrator"
 	"github.com/sandboxctl/sandboxctl/reports"
 	"github.com/sandboxctl/sandboxctl/rules"
 	"github.com/sandboxctl/sandboxctl/sweep"
+	"github.com/sandboxctl/sandboxctl/traceplan"
 )
 
 // OpenAPI is the API's OpenAPI 3.1 document, served at /v1/openapi.json.
@@ -266,7 +266,7 @@ func (s *Server) submit(w http.ResponseWriter, r *http.Request, t *Token) {
 		s.fail(w, err)
 		return
 	}
-	if p.Driver.Kind != orchestrator.DriverLLM {
+	if p.Driver.Kind != traceplan.DriverLLM {
 		key = "" // not needed: not held
 	}
 	sk, err := s.unpack(r.Context(), sub.archive)

@@ -30,7 +30,7 @@
 // its traces in flight; the queue is bounded and a full queue answers 429
 // with Retry-After.
 //
-// Traces run through a Tracer (the orchestrator's pipeline in
+// Traces run through a tracing.Tracer (the orchestrator's pipeline in
 // cmd/sandboxctl, a fake in tests). The package never dials: it answers
 // through the http.Handler it returns (the caller listens), and the
 // connections a trace makes are the tracer's. Like every package outside

@@ -20,9 +20,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sandboxctl/sandboxctl/orchestrator"
 	"github.com/sandboxctl/sandboxctl/reports"
 	"github.com/sandboxctl/sandboxctl/rules"
+	"github.com/sandboxctl/sandboxctl/traceplan"
 )
 
 // fakeTracer judges a skill by its text: "exfil" anywhere in SKILL.md is
@@ -35,7 +35,7 @@ type fakeTracer struct {
 	release chan struct{}
 	started chan string
 	mu      sync.Mutex
-	plans   []orchestrator.Plan
+	plans   []traceplan.Plan
 	// fail returns this error (with the plan's key in it, to check the
 	// scrub) instead of a verdict.
 	fail bool
@@ -47,7 +47,7 @@ func newFake() *fakeTracer {
 	return &fakeTracer{release: make(chan struct{}), started: make(chan string, 100)}
 }
 
-func (f *fakeTracer) Trace(ctx context.Context, p orchestrator.Plan, dir string) (*reports.Report, error) {
+func (f *fakeTracer) Trace(ctx context.Context, p traceplan.Plan, dir string) (*reports.Report, error) {
 	f.calls.Add(1)
 	f.mu.Lock()
 	f.plans = append(f.plans, p)

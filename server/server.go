@@ -13,27 +13,11 @@ import (
 	"time"
 
 	"github.com/sandboxctl/sandboxctl/fingerprint"
-	"github.com/sandboxctl/sandboxctl/orchestrator"
 	"github.com/sandboxctl/sandboxctl/reports"
 	"github.com/sandboxctl/sandboxctl/sweep"
+	"github.com/sandboxctl/sandboxctl/traceplan"
+	"github.com/sandboxctl/sandboxctl/tracing"
 )
-
-// A Tracer runs one trace of plan, writing its run folder to runDir. As
-// with orchestrator.Runner, a non-nil error means the trace could not
-// observe; findings are never errors. It must be safe for concurrent use
-// and must remove the trace's containers before it returns, cancellation
-// included.
-type Tracer interface {
-	Trace(ctx context.Context, p orchestrator.Plan, runDir string) (*reports.Report, error)
-}
-
-// TracerFunc is a function as a Tracer.
-type TracerFunc func(ctx context.Context, p orchestrator.Plan, runDir string) (*reports.Report, error)
-
-// Trace implements Tracer.
-func (f TracerFunc) Trace(ctx context.Context, p orchestrator.Plan, runDir string) (*reports.Report, error) {
-	return f(ctx, p, runDir)
-}
 
 // Defaults of Config.
 const (
@@ -53,13 +37,15 @@ type Config struct {
 	// DataDir holds the database, the unpacked skills and the run
 	// folders; nothing is written outside it.
 	DataDir string
-	Tracer  Tracer
+	// Tracer runs each trace of Plan (as a submission sets it), writing
+	// its run folder in DataDir.
+	Tracer tracing.Tracer
 	// Cleanup removes what a trace left (its containers, by trace id)
 	// after a cancellation or an interruption; nil: nothing.
 	Cleanup func(ctx context.Context, traceID string) error
 	// Plan is the template of every trace (limits, image, stealth);
 	// a submission sets the driver, model, prompt and timeout.
-	Plan orchestrator.Plan
+	Plan traceplan.Plan
 	// Version and ImageID enter the result key with the plan, as in a
 	// sweep.
 	Version, ImageID string
@@ -95,8 +81,8 @@ func (c Config) withDefaults() Config {
 	if c.Log == nil {
 		c.Log = func(string) {}
 	}
-	if c.Plan.Limits == (orchestrator.Limits{}) {
-		c.Plan.Limits = orchestrator.DefaultLimits()
+	if c.Plan.Limits == (traceplan.Limits{}) {
+		c.Plan.Limits = traceplan.DefaultLimits()
 	}
 	return c
 }
@@ -428,7 +414,7 @@ func oneLine(s string) string {
 }
 
 // plan is the trace plan of a submission's options, or an apiError.
-func (s *Server) plan(o Options, key string) (orchestrator.Plan, error) {
+func (s *Server) plan(o Options, key string) (traceplan.Plan, error) {
 	p := s.cfg.Plan
 	p.Keep = false
 	p.Prompt = o.Prompt
@@ -454,21 +440,21 @@ func (s *Server) plan(o Options, key string) (orchestrator.Plan, error) {
 	}
 	kind := o.Driver
 	if kind == "" {
-		kind = orchestrator.DriverLiteral
+		kind = traceplan.DriverLiteral
 		if o.Model != "" || o.Provider != "" || o.BaseURL != "" {
-			kind = orchestrator.DriverLLM
+			kind = traceplan.DriverLLM
 		}
 	}
 	if o.BaseURL != "" && !s.cfg.AllowBaseURL {
 		return p, badRequest("base_url: this server does not connect where callers say (start it with --allow-base-url)")
 	}
-	p.Driver = orchestrator.Driver{Kind: kind, Provider: o.Provider, Model: o.Model, BaseURL: o.BaseURL}
+	p.Driver = traceplan.Driver{Kind: kind, Provider: o.Provider, Model: o.Model, BaseURL: o.BaseURL}
 	switch kind {
-	case orchestrator.DriverLiteral:
+	case traceplan.DriverLiteral:
 		if o.Provider != "" || o.Model != "" || o.BaseURL != "" {
 			return p, badRequest("the literal driver takes no provider, model or base_url")
 		}
-	case orchestrator.DriverLLM:
+	case traceplan.DriverLLM:
 		if p.Driver.Provider == "" {
 			p.Driver.Provider = "openai"
 			if o.BaseURL != "" {

@@ -11,10 +11,11 @@
 // the queue, so a resumed sweep finishes the work with nothing lost and a
 // skill recorded done exactly once.
 //
-// Traces run through a Tracer, the one interface a sweep needs to run a
-// trace: PipelineTracer implements it on orchestrator.Runner, the pipeline
-// of `sandboxctl trace`, and a pool of warm sandboxes can implement it
-// later without the engine changing. Infrastructure failures (the trace
+// Traces run through a tracing.Tracer, the one interface a sweep needs to
+// run a trace, each of a plan made from the sweep's template: cmd/sandboxctl
+// backs it with orchestrator.Runner, the pipeline of `sandboxctl trace`
+// (with a pool of warm sandboxes or not), and the sweep never names the
+// engine. Infrastructure failures (the trace
 // could not observe: exit 3 of trace) are retried with backoff; verdicts
 // never are. A skill that fails every attempt is marked failed with its
 // reason and skipped.

@@ -13,21 +13,11 @@ import (
 	"sync"
 	"time"
 
-	"github.com/sandboxctl/sandboxctl/orchestrator"
 	"github.com/sandboxctl/sandboxctl/reports"
 	"github.com/sandboxctl/sandboxctl/rules"
+	"github.com/sandboxctl/sandboxctl/traceplan"
+	"github.com/sandboxctl/sandboxctl/tracing"
 )
-
-// A Job is one trace to run.
-type Job struct {
-	TraceID   string // the id on the trace's containers (orchestrator.LabelTrace)
-	SkillPath string // the skill on the host
-	// SkillID is Skill.ID: the source's base name and the skill's path
-	// in it (Identity drops the source's name).
-	SkillID string
-	// RunDir is the run folder to write ("" for none).
-	RunDir string
-}
 
 // Identity is a skill's registry identity from its sweep skill ID: its path
 // inside its source (publisher/skill in a registry mirror), without the
@@ -42,33 +32,6 @@ func Identity(skillID string) string {
 	return rel
 }
 
-// A Tracer runs one trace. As with orchestrator.Runner, a non-nil error
-// means the trace could not observe (an infrastructure failure); the
-// report, when not nil, is then partial. Findings are never errors.
-// Tracers must be safe for concurrent use. PipelineTracer is the pipeline
-// of `sandboxctl trace`; a pool of warm sandboxes implements the same.
-type Tracer interface {
-	Trace(ctx context.Context, j Job) (*reports.Report, error)
-}
-
-// PipelineTracer traces through an orchestrator.Runner, a fresh sandbox
-// per trace.
-type PipelineTracer struct {
-	Runner *orchestrator.Runner
-	// Plan is the template of every trace: SkillPath and TraceID are set
-	// per job.
-	Plan orchestrator.Plan
-}
-
-// Trace implements Tracer.
-func (t *PipelineTracer) Trace(ctx context.Context, j Job) (*reports.Report, error) {
-	p := t.Plan
-	p.SkillPath = j.SkillPath
-	p.TraceID = j.TraceID
-	out, err := t.Runner.Run(ctx, p, j.RunDir)
-	return out.Report, err
-}
-
 // Defaults of Options.
 const (
 	DefaultParallel    = 2
@@ -81,10 +44,16 @@ const (
 // Options are the settings of Run.
 type Options struct {
 	// Dir is the sweep folder: run folders go to Dir/runs/.
-	Dir    string
-	Store  *Store
-	RunID  string
-	Tracer Tracer
+	Dir   string
+	Store *Store
+	RunID string
+	// Tracer runs each skill's trace: a plan made from Plan, with the
+	// skill's path, its registry identity (Identity) as SkillID and a
+	// trace id of its own.
+	Tracer tracing.Tracer
+	// Plan is the template of every trace (driver, limits, image, ...);
+	// its TraceID, SkillPath and SkillID are set per skill.
+	Plan traceplan.Plan
 	// Parallel bounds the traces run at once (0: DefaultParallel).
 	Parallel int
 	// Budget bounds each attempt's wall-clock time, setup and teardown
@@ -389,7 +358,9 @@ func (e *engine) attempt(ctx context.Context, l *Lease) error {
 		}
 	}()
 	start := e.opt.Now()
-	rep, terr := e.opt.Tracer.Trace(actx, Job{TraceID: l.TraceID, SkillPath: l.Path, SkillID: l.ID, RunDir: dir})
+	p := e.opt.Plan
+	p.TraceID, p.SkillPath, p.SkillID = l.TraceID, l.Path, Identity(l.ID)
+	rep, terr := e.opt.Tracer.Trace(actx, p, dir)
 	close(hbStop)
 	<-hbDone
 

@@ -12,8 +12,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/sandboxctl/sandboxctl/reports"
 	"github.com/sandboxctl/sandboxctl/rules"
+	"github.com/sandboxctl/sandboxctl/traceplan"
+	"github.com/sandboxctl/sandboxctl/tracing"
 )
 
 // fakeTracer judges a skill by its name: names holding "evil" are
@@ -26,9 +29,9 @@ type fakeTracer struct {
 	runs  atomic.Int32
 }
 
-func (f *fakeTracer) Trace(ctx context.Context, j Job) (*reports.Report, error) {
+func (f *fakeTracer) Trace(ctx context.Context, p traceplan.Plan, dir string) (*reports.Report, error) {
 	f.runs.Add(1)
-	name := filepath.Base(j.SkillPath)
+	name := filepath.Base(p.SkillPath)
 	f.mu.Lock()
 	if f.calls == nil {
 		f.calls = map[string]int{}
@@ -44,17 +47,17 @@ func (f *fakeTracer) Trace(ctx context.Context, j Job) (*reports.Report, error) 
 			return &reports.Report{Status: reports.StatusCancelled, Verdict: rules.Inconclusive}, ctx.Err()
 		}
 	}
-	if j.RunDir != "" {
-		if err := os.MkdirAll(j.RunDir, 0o755); err != nil {
+	if dir != "" {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
 			return nil, err
 		}
-		os.WriteFile(filepath.Join(j.RunDir, "report.json"), []byte(`{"trace_id":"`+j.TraceID+`"}`), 0o644)
+		os.WriteFile(filepath.Join(dir, "report.json"), []byte(`{"trace_id":"`+p.TraceID+`"}`), 0o644)
 	}
 	if failing {
 		return &reports.Report{Status: reports.StatusError, Verdict: rules.Inconclusive, Error: "engine went away"},
 			errors.New("create sandbox: engine went away")
 	}
-	rep := &reports.Report{Status: reports.StatusCompleted, Verdict: rules.Clean, TraceID: j.TraceID}
+	rep := &reports.Report{Status: reports.StatusCompleted, Verdict: rules.Clean, TraceID: p.TraceID}
 	if strings.Contains(name, "evil") {
 		rep.Verdict = rules.Malicious
 		rep.Findings = []rules.Finding{{RuleID: "SBX-EXFIL-001", Severity: rules.Critical, Confidence: rules.ConfHigh}}
@@ -167,6 +170,45 @@ func countFailed(status map[string]string) int {
 		}
 	}
 	return n
+}
+
+// TestRunPlans: each trace gets the sweep's plan with the skill's path,
+// its registry identity and the trace id the sweep records for it.
+func TestRunPlans(t *testing.T) {
+	st, dir := openTestStore(t)
+	items := testItems("a", "b")
+	begin(t, st, "r1", items, false)
+	var mu sync.Mutex
+	plans := map[string]traceplan.Plan{}
+	tr := tracing.Func(func(ctx context.Context, p traceplan.Plan, dir string) (*reports.Report, error) {
+		mu.Lock()
+		plans[p.SkillPath] = p
+		mu.Unlock()
+		return &reports.Report{Status: reports.StatusCompleted, Verdict: rules.Clean, TraceID: p.TraceID}, nil
+	})
+	tmpl := traceplan.Plan{Driver: traceplan.Driver{Kind: traceplan.DriverLiteral}, Limits: traceplan.DefaultLimits(), Prompt: "go",
+		SkillID: "template", TraceID: "template", SkillPath: "/template"}
+	if err := Run(t.Context(), Options{Dir: dir, Store: st, RunID: "r1", Tracer: tr, Plan: tmpl, TraceIDPrefix: "nightly"}); err != nil {
+		t.Fatal(err)
+	}
+	res, err := st.Results(t.Context(), "r1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range res {
+		p, ok := plans[r.Skill.Path]
+		if !ok {
+			t.Fatalf("%s: not traced", r.Skill.ID)
+		}
+		want := tmpl
+		want.SkillPath, want.SkillID, want.TraceID = r.Skill.Path, Identity(r.Skill.ID), r.TraceID
+		if diff := cmp.Diff(want, p); diff != "" {
+			t.Errorf("%s: plan mismatch (-want +got):\n%s", r.Skill.ID, diff)
+		}
+		if !strings.HasPrefix(p.TraceID, "nightly-") {
+			t.Errorf("%s: trace id %q, want the prefix nightly-", r.Skill.ID, p.TraceID)
+		}
+	}
 }
 
 func TestSecondRunRunsNothing(t *testing.T) {

@@ -11,7 +11,7 @@ import (
 	"strings"
 
 	"github.com/sandboxctl/sandboxctl/internal/fsutil"
-	"github.com/sandboxctl/sandboxctl/orchestrator"
+	"github.com/sandboxctl/sandboxctl/traceplan"
 )
 
 // planIdentity is what of a plan decides a verdict: everything but the
@@ -19,26 +19,26 @@ import (
 // the end; a new field changes every plan hash, so every skill is judged
 // again under it, which is what a change of settings should do.
 type planIdentity struct {
-	Driver        string              `json:"driver"`
-	Provider      string              `json:"provider,omitempty"`
-	Model         string              `json:"model,omitempty"`
-	BaseURL       string              `json:"base_url,omitempty"`
-	Prompt        string              `json:"prompt,omitempty"`
-	Limits        orchestrator.Limits `json:"limits"`
-	User          string              `json:"user,omitempty"`
-	Hostname      string              `json:"hostname,omitempty"`
-	Seed          string              `json:"seed,omitempty"`
-	Persona       string              `json:"persona,omitempty"`
-	Stealth       string              `json:"stealth,omitempty"`
-	NetworkConfig string              `json:"network_config_sha256,omitempty"`
-	Version       string              `json:"version"`
+	Driver        string           `json:"driver"`
+	Provider      string           `json:"provider,omitempty"`
+	Model         string           `json:"model,omitempty"`
+	BaseURL       string           `json:"base_url,omitempty"`
+	Prompt        string           `json:"prompt,omitempty"`
+	Limits        traceplan.Limits `json:"limits"`
+	User          string           `json:"user,omitempty"`
+	Hostname      string           `json:"hostname,omitempty"`
+	Seed          string           `json:"seed,omitempty"`
+	Persona       string           `json:"persona,omitempty"`
+	Stealth       string           `json:"stealth,omitempty"`
+	NetworkConfig string           `json:"network_config_sha256,omitempty"`
+	Version       string           `json:"version"`
 }
 
 // PlanHash is the sha256 of what of p decides a verdict (driver, model,
 // prompt, limits, identity, persona, stealth mode, the network
 // configuration's content) and of the sandboxctl version, whose rules
 // judge: a new version judges again. The API key never enters it.
-func PlanHash(p orchestrator.Plan, version string) (string, error) {
+func PlanHash(p traceplan.Plan, version string) (string, error) {
 	id := planIdentity{
 		Driver: p.Driver.Kind, Provider: p.Driver.Provider, Model: p.Driver.Model, BaseURL: p.Driver.BaseURL,
 		Prompt: p.Prompt, Limits: p.Limits, User: p.User, Hostname: p.Hostname, Persona: p.Persona,

@@ -17,6 +17,8 @@ import (
 	"github.com/sandboxctl/sandboxctl/reports"
 	"github.com/sandboxctl/sandboxctl/rules"
 	"github.com/sandboxctl/sandboxctl/skill"
+	"github.com/sandboxctl/sandboxctl/traceplan"
+	"github.com/sandboxctl/sandboxctl/tracing"
 )
 
 func TestCompare(t *testing.T) {
@@ -111,13 +113,13 @@ func TestExportAndMerge(t *testing.T) {
 		writeSkill(t, filepath.Join(src, n), skillMD(n))
 	}
 	// The tracer writes a real run folder: malicious for evil-*.
-	tracer := tracerFunc(func(ctx context.Context, j Job) (*reports.Report, error) {
+	tracer := tracing.Func(func(ctx context.Context, p traceplan.Plan, dir string) (*reports.Report, error) {
 		v := rules.Clean
-		if strings.Contains(filepath.Base(j.SkillPath), "evil") {
+		if strings.Contains(filepath.Base(p.SkillPath), "evil") {
 			v = rules.Malicious
 		}
-		fakeRunDir(t, j.RunDir, j.TraceID, j.SkillPath, v)
-		return reports.Load(j.RunDir)
+		fakeRunDir(t, dir, p.TraceID, p.SkillPath, v)
+		return reports.Load(dir)
 	})
 	sweepOnce := func(dir string, shard Shard) {
 		skills, err := Discover(t.Context(), []string{src}, DiscoverOptions{})
@@ -239,10 +241,6 @@ func TestExportAndMerge(t *testing.T) {
 		}
 	})
 }
-
-type tracerFunc func(ctx context.Context, j Job) (*reports.Report, error)
-
-func (f tracerFunc) Trace(ctx context.Context, j Job) (*reports.Report, error) { return f(ctx, j) }
 
 func readResults(t *testing.T, dir string) []Result {
 	t.Helper()

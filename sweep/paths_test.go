@@ -11,6 +11,8 @@ import (
 
 	"github.com/sandboxctl/sandboxctl/reports"
 	"github.com/sandboxctl/sandboxctl/rules"
+	"github.com/sandboxctl/sandboxctl/traceplan"
+	"github.com/sandboxctl/sandboxctl/tracing"
 )
 
 // TestArchivePathsRelative: a skill unpacked from an archive is recorded
@@ -30,14 +32,14 @@ func TestArchivePathsRelative(t *testing.T) {
 	writeSkill(t, filepath.Join(outside, "evil-loose"), skillMD("evil-loose"))
 
 	var traced []string
-	tracer := tracerFunc(func(ctx context.Context, j Job) (*reports.Report, error) {
-		traced = append(traced, j.SkillPath) // Parallel 1: one at a time
+	tracer := tracing.Func(func(ctx context.Context, p traceplan.Plan, dir string) (*reports.Report, error) {
+		traced = append(traced, p.SkillPath) // Parallel 1: one at a time
 		v := rules.Clean
-		if strings.Contains(filepath.Base(j.SkillPath), "evil") {
+		if strings.Contains(filepath.Base(p.SkillPath), "evil") {
 			v = rules.Malicious
 		}
-		fakeRunDir(t, j.RunDir, j.TraceID, j.SkillPath, v)
-		return reports.Load(j.RunDir)
+		fakeRunDir(t, dir, p.TraceID, p.SkillPath, v)
+		return reports.Load(dir)
 	})
 	plan := strings.Repeat("cd", 32)
 	// start discovers and begins a sweep in dir, shard sh, without running it.

@@ -22,6 +22,7 @@ import (
 
 	"github.com/sandboxctl/sandboxctl/orchestrator"
 	"github.com/sandboxctl/sandboxctl/orchestrator/docker"
+	"github.com/sandboxctl/sandboxctl/traceplan"
 )
 
 func main() {
@@ -60,9 +61,9 @@ func run(ctx context.Context, bin string, n, size, par int, cold bool) error {
 		}
 	}
 	stamp := time.Now().Format("150405")
-	plan := func(id string, skill string) orchestrator.Plan {
-		p := orchestrator.Plan{TraceID: id, SkillPath: skill, Driver: orchestrator.Driver{Kind: orchestrator.DriverLiteral},
-			Limits: orchestrator.DefaultLimits(), Stealth: orchestrator.StealthOff}
+	plan := func(id string, skill string) traceplan.Plan {
+		p := traceplan.Plan{TraceID: id, SkillPath: skill, Driver: traceplan.Driver{Kind: traceplan.DriverLiteral},
+			Limits: traceplan.DefaultLimits(), Stealth: traceplan.StealthOff}
 		p.Limits.Grace = 0
 		return p
 	}

@@ -13,9 +13,9 @@ import (
 	"time"
 
 	"github.com/sandboxctl/sandboxctl/evaluation"
-	"github.com/sandboxctl/sandboxctl/orchestrator"
 	"github.com/sandboxctl/sandboxctl/rules"
 	"github.com/sandboxctl/sandboxctl/sweep"
+	"github.com/sandboxctl/sandboxctl/traceplan"
 )
 
 func init() {
@@ -167,7 +167,7 @@ func parseEval(e env, args []string) (f evalFlags, code int, ok bool) {
 		e.errorf("--parallel must be at least 1, got %d", f.parallel)
 	case f.sample < 0:
 		e.errorf("--sample must be positive, got %d", f.sample)
-	case f.trace.driver == orchestrator.DriverReplay:
+	case f.trace.driver == traceplan.DriverReplay:
 		e.errorf("eval cannot replay: a transcript belongs to one skill")
 	case f.attempts < 1 || f.backoff < 0:
 		e.errorf("--attempts must be at least 1 and --backoff cannot be negative")
@@ -234,7 +234,7 @@ func evalCases(e env, f *evalFlags) ([]evaluation.Case, bool) {
 // rules alone on the runs kept before. It returns the results, an exit
 // code other than exitClean when nothing could be judged, and the error
 // that stopped the evaluation.
-func evalRun(ctx context.Context, e env, f *evalFlags, plan orchestrator.Plan, extra rules.Extra, cases []evaluation.Case) ([]evaluation.Result, int, error) {
+func evalRun(ctx context.Context, e env, f *evalFlags, plan traceplan.Plan, extra rules.Extra, cases []evaluation.Case) ([]evaluation.Result, int, error) {
 	progress := func(done, total int, r evaluation.Result) {
 		note := ""
 		if r.Cached {
@@ -254,7 +254,7 @@ func evalRun(ctx context.Context, e env, f *evalFlags, plan orchestrator.Plan, e
 	}
 	fmt.Fprintf(e.stderr, "sandboxctl: rescoring %d skill(s) from %s\n", len(cases), f.rescore)
 	results, err := evaluation.Run(ctx, cases, evaluation.Options{
-		Tracer:   &evaluation.RescoreTracer{From: f.rescore, Extra: extra},
+		Rescore:  &evaluation.Rescorer{From: f.rescore, Extra: extra},
 		Parallel: f.parallel,
 		KeepRuns: f.keepRuns,
 		Progress: progress,

@@ -13,13 +13,14 @@ import (
 	"github.com/sandboxctl/sandboxctl/orchestrator"
 	"github.com/sandboxctl/sandboxctl/rules"
 	"github.com/sandboxctl/sandboxctl/sweep"
+	"github.com/sandboxctl/sandboxctl/traceplan"
 )
 
 // evalSweep traces the cases of an evaluation as one sweep run, in the
 // --keep-runs folder or a temporary one removed at the end. It returns the
 // results, an exit code other than exitClean when nothing could be
 // traced, and the error that stopped the sweep.
-func evalSweep(ctx context.Context, e env, f *evalFlags, plan orchestrator.Plan, extra rules.Extra, manifests []string,
+func evalSweep(ctx context.Context, e env, f *evalFlags, plan traceplan.Plan, extra rules.Extra, manifests []string,
 	cases []evaluation.Case, progress func(done, total int, r evaluation.Result)) ([]evaluation.Result, int, error) {
 	dir := f.keepRuns
 	if dir == "" {
@@ -83,7 +84,7 @@ func evalSweep(ctx context.Context, e env, f *evalFlags, plan orchestrator.Plan,
 // evalSweepOptions are the options of an evaluation's sweep in dir, with
 // st its state, on the engine eng; code is other than exitClean when they
 // cannot be made, said.
-func evalSweepOptions(e env, f *evalFlags, plan orchestrator.Plan, extra rules.Extra, manifests []string,
+func evalSweepOptions(e env, f *evalFlags, plan traceplan.Plan, extra rules.Extra, manifests []string,
 	eng engine, st *sweep.Store, dir string) (evaluation.SweepOptions, int) {
 	planHash, err := sweep.PlanHash(plan, judgeVersion())
 	if err != nil {
@@ -102,10 +103,8 @@ func evalSweepOptions(e env, f *evalFlags, plan orchestrator.Plan, extra rules.E
 	return evaluation.SweepOptions{
 		Engine: sweep.Options{
 			Dir: dir, Store: st,
-			Tracer: &sweep.PipelineTracer{
-				Runner: &orchestrator.Runner{Runtime: eng.rt, Binary: eng.bin, Version: version(), Log: debugLog(e), EngineDiff: f.trace.engineDiff, Extra: extra},
-				Plan:   plan,
-			},
+			Tracer:   &orchestrator.Runner{Runtime: eng.rt, Binary: eng.bin, Version: version(), Log: debugLog(e), EngineDiff: f.trace.engineDiff, Extra: extra},
+			Plan:     plan,
 			Parallel: f.parallel, Budget: orchestrator.AttemptBudget(plan), MaxAttempts: f.attempts, Backoff: f.backoff,
 			Owner: sweep.NewOwner(host, os.Getpid()), Dead: sweep.DeadOnHost(host), TraceIDPrefix: "eval",
 			Cleanup: func(ctx context.Context, traceID string) error {

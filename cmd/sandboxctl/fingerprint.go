@@ -18,7 +18,8 @@ import (
 	"github.com/sandboxctl/sandboxctl/orchestrator"
 	"github.com/sandboxctl/sandboxctl/reports"
 	"github.com/sandboxctl/sandboxctl/skill"
-	"github.com/sandboxctl/sandboxctl/sweep"
+	"github.com/sandboxctl/sandboxctl/traceplan"
+	"github.com/sandboxctl/sandboxctl/tracing"
 )
 
 func init() {
@@ -435,7 +436,7 @@ type fingerprintRun struct {
 // driver, and the environment cell (the persona, and the network
 // configuration's hash when one is given). Where the skill lies on disk is
 // not in it (docs/fingerprints.md).
-func fingerprintKey(p orchestrator.Plan, name, id string) (fingerprint.Key, error) {
+func fingerprintKey(p traceplan.Plan, name, id string) (fingerprint.Key, error) {
 	id, err := fingerprint.Identity(id)
 	if err != nil {
 		return fingerprint.Key{}, err
@@ -461,7 +462,7 @@ func fingerprintKey(p orchestrator.Plan, name, id string) (fingerprint.Key, erro
 
 // openFingerprintRun opens the store of trace --store and reads the
 // skill's baseline under fingerprintKey (--skill-id its identity).
-func openFingerprintRun(ctx context.Context, e env, f *traceFlags, p orchestrator.Plan, sk *skill.Skill) (*fingerprintRun, error) {
+func openFingerprintRun(ctx context.Context, e env, f *traceFlags, p traceplan.Plan, sk *skill.Skill) (*fingerprintRun, error) {
 	k, err := fingerprintKey(p, sk.Name, f.skillID)
 	if err != nil {
 		return nil, err
@@ -491,26 +492,6 @@ func (fr *fingerprintRun) record(ctx context.Context, r *reports.Report) error {
 	return nil
 }
 
-// fingerprintTracer is a sweep's tracer with --store: each skill is traced
-// against its fingerprint and its run recorded in the store under its name
-// and its path inside its source (sweep.Identity: publisher/skill in a
-// mirror), never the folder it was unpacked to nor the source's own name,
-// so a nightly sweep of a new archive of the same mirror goes on learning
-// the same history (docs/fingerprints.md).
-type fingerprintTracer struct {
-	runner *orchestrator.Runner
-	plan   orchestrator.Plan
-	fp     fingerprinted
-}
-
-// Trace implements sweep.Tracer.
-func (t *fingerprintTracer) Trace(ctx context.Context, j sweep.Job) (*reports.Report, error) {
-	p := t.plan
-	p.SkillPath, p.TraceID, p.SkillID = j.SkillPath, j.TraceID, sweep.Identity(j.SkillID)
-	out, err := t.fp.run(ctx, t.runner, p, j.RunDir)
-	return out.Report, err
-}
-
 // fingerprinted runs traces against a fingerprint store (sweep --store,
 // serve --store): the skill's fingerprint, under its name and the plan's
 // SkillID, is checked by the rules and the run recorded in it.
@@ -521,7 +502,7 @@ type fingerprinted struct {
 
 // run traces p with runner against the skill's fingerprint and records the
 // run (in the report's fingerprint section and the run folder too).
-func (fp fingerprinted) run(ctx context.Context, runner *orchestrator.Runner, p orchestrator.Plan, runDir string) (orchestrator.Outcome, error) {
+func (fp fingerprinted) run(ctx context.Context, runner *orchestrator.Runner, p traceplan.Plan, runDir string) (orchestrator.Outcome, error) {
 	sk, err := skill.Load(p.SkillPath, skill.Options{})
 	if err != nil {
 		// The pipeline reports a skill it cannot load as it does without
@@ -553,6 +534,20 @@ func (fp fingerprinted) run(ctx context.Context, runner *orchestrator.Runner, p 
 		}
 	}
 	return out, nil
+}
+
+// tracer is runner's tracer with --store, for sweep and serve: each skill
+// is traced against its fingerprint and its run recorded in the store
+// under its name and the plan's SkillID. A sweep's SkillID is the skill's
+// path inside its source (sweep.Identity: publisher/skill in a mirror),
+// never the folder it was unpacked to nor the source's own name, so a
+// nightly sweep of a new archive of the same mirror goes on learning the
+// same history (docs/fingerprints.md).
+func (fp fingerprinted) tracer(runner *orchestrator.Runner) tracing.Tracer {
+	return tracing.Func(func(ctx context.Context, p traceplan.Plan, dir string) (*reports.Report, error) {
+		out, err := fp.run(ctx, runner, p, dir)
+		return out.Report, err
+	})
 }
 
 // openFingerprinted opens the store of --store PATH for sweep and serve.

@@ -13,8 +13,8 @@ import (
 
 	"github.com/sandboxctl/sandboxctl/fingerprint"
 	"github.com/sandboxctl/sandboxctl/fingerprint/store"
-	"github.com/sandboxctl/sandboxctl/orchestrator"
 	"github.com/sandboxctl/sandboxctl/rules"
+	"github.com/sandboxctl/sandboxctl/traceplan"
 )
 
 // fpStore makes a store with a stable v1 and a v2 that adds a host.
@@ -182,8 +182,8 @@ func TestFingerprintKeyHasNoPath(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			p1 := orchestrator.Plan{SkillPath: "/tmp/upload-1/weather", Driver: orchestrator.Driver{Kind: "literal"}}
-			p2 := orchestrator.Plan{SkillPath: "/srv/mirror/acme/weather", Driver: orchestrator.Driver{Kind: "literal"}}
+			p1 := traceplan.Plan{SkillPath: "/tmp/upload-1/weather", Driver: traceplan.Driver{Kind: "literal"}}
+			p2 := traceplan.Plan{SkillPath: "/srv/mirror/acme/weather", Driver: traceplan.Driver{Kind: "literal"}}
 			k1, err1 := fingerprintKey(p1, "weather", c.id1)
 			k2, err2 := fingerprintKey(p2, "weather", c.id2)
 			if err1 != nil || err2 != nil {
@@ -199,7 +199,7 @@ func TestFingerprintKeyHasNoPath(t *testing.T) {
 			}
 		})
 	}
-	if _, err := fingerprintKey(orchestrator.Plan{}, "weather", "../etc"); err == nil {
+	if _, err := fingerprintKey(traceplan.Plan{}, "weather", "../etc"); err == nil {
 		t.Error("an identity with .. was taken")
 	}
 }

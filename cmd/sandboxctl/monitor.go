@@ -9,7 +9,6 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"path"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -18,8 +17,10 @@ import (
 	"github.com/sandboxctl/sandboxctl/monitor"
 	"github.com/sandboxctl/sandboxctl/monitor/audit"
 	"github.com/sandboxctl/sandboxctl/orchestrator"
+	"github.com/sandboxctl/sandboxctl/reports"
 	"github.com/sandboxctl/sandboxctl/skill"
-	"github.com/sandboxctl/sandboxctl/trace"
+	"github.com/sandboxctl/sandboxctl/traceplan"
+	"github.com/sandboxctl/sandboxctl/tracing"
 )
 
 func init() {
@@ -75,7 +76,7 @@ func (f *monitorFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.format, "format", "text", "what goes to stdout: text or json")
 	// The tool calls are the same in every run: literal or replayed.
 	f.trace.register(fs, withScope(scopeMonitor),
-		withDrivers(orchestrator.DriverLiteral, orchestrator.DriverLiteral, orchestrator.DriverReplay),
+		withDrivers(traceplan.DriverLiteral, traceplan.DriverLiteral, traceplan.DriverReplay),
 		onlyFlags("driver", "transcript", "prompt", "image", "seed", "time-zone", "timeout"))
 }
 
@@ -111,7 +112,7 @@ func runMonitor(ctx context.Context, e env, args []string) int {
 	}
 	// One pass per run: an unwatched second pass, or twin traces, would
 	// run the skill again and move its state on.
-	base.Stealth, base.Twins = orchestrator.StealthOff, orchestrator.TwinsOff
+	base.Stealth, base.Twins = traceplan.StealthOff, traceplan.TwinsOff
 	return c.run(ctx, e, base, sk.Name)
 }
 
@@ -154,7 +155,7 @@ func parseMonitor(e env, args []string) (c monitorCmd, code int, ok bool) {
 		e.errorf("monitor needs --out DIR")
 	case c.format != "text" && c.format != "json":
 		e.errorf("unknown format %q (want text or json)", c.format)
-	case c.trace.driver != orchestrator.DriverLiteral && c.trace.driver != orchestrator.DriverReplay:
+	case c.trace.driver != traceplan.DriverLiteral && c.trace.driver != traceplan.DriverReplay:
 		e.errorf("monitor holds the tool calls fixed across runs: --driver literal or replay, not %q", c.trace.driver)
 	case c.candidates < 1:
 		e.errorf("--candidates must be at least 1")
@@ -175,7 +176,7 @@ func monitorVary(vary string) ([]monitor.Condition, error) {
 		}
 		c, err := monitor.ParseCondition(v)
 		if err == nil && c.Name == monitor.CondClock {
-			_, err = orchestrator.ClockOffset(c.Value, time.Now(), nil)
+			_, err = traceplan.ClockOffset(c.Value, time.Now(), nil)
 		}
 		if err != nil {
 			return nil, err
@@ -187,7 +188,7 @@ func monitorVary(vary string) ([]monitor.Condition, error) {
 
 // run runs the monitor with the engine from the plan base, writes its
 // folder, prints its report and returns monitor's exit code.
-func (c *monitorCmd) run(ctx context.Context, e env, base orchestrator.Plan, skillName string) int {
+func (c *monitorCmd) run(ctx context.Context, e env, base traceplan.Plan, skillName string) int {
 	rt, ok := openDocker(ctx, e)
 	if !ok {
 		return exitFailed
@@ -237,74 +238,25 @@ func (c *monitorCmd) run(ctx context.Context, e env, base orchestrator.Plan, ski
 		return exitUsage
 	}
 	defer alog.Close()
-	mt := &monitorTracer{base: base, runner: runner, ui: ui, alog: alog, out: c.out}
-	rep, runErr := monitor.Run(ctx, mt.trace, c.opts)
+	opts := c.opts
+	opts.Plan, opts.Dir = base, c.out
+	opts.TraceID = func() string { return newTraceID(time.Now()) }
+	opts.Observed = func(o monitor.Observation) error {
+		b, err := json.Marshal(o)
+		if err != nil {
+			return err
+		}
+		return alog.Append(b)
+	}
+	// Each run's phase, by its label (its folder's name), before it runs.
+	tracer := tracing.Func(func(ctx context.Context, p traceplan.Plan, dir string) (*reports.Report, error) {
+		ui.Phase("monitor", filepath.Base(dir))
+		return runner.Trace(ctx, p, dir)
+	})
+	rep, runErr := monitor.Run(ctx, tracer, opts)
 	ui.Close()
 	rep.Skill = skillName
 	return c.report(e, rep, runErr, alog)
-}
-
-// monitorTracer runs the monitor's runs: each a trace of the plan base
-// under its condition and from its carried state, recorded in the audit
-// log.
-type monitorTracer struct {
-	base   orchestrator.Plan
-	runner *orchestrator.Runner
-	ui     *progressUI
-	alog   *audit.Log
-	out    string
-}
-
-// trace implements monitor.Tracer.
-func (t *monitorTracer) trace(ctx context.Context, s monitor.Spec) (monitor.Result, error) {
-	p := t.base
-	p.TraceID = newTraceID(time.Now())
-	switch s.Condition.Name {
-	case monitor.CondTimeZone:
-		p.TimeZone = s.Condition.Value
-	case monitor.CondUser:
-		p.User = s.Condition.Value
-	case monitor.CondHostname:
-		p.Hostname = s.Condition.Value
-	case monitor.CondClock:
-		p.Clock = s.Condition.Value
-	case monitor.CondMonitoring:
-		p.Monitoring = s.Condition.Value
-	case monitor.CondDNS:
-		p.DNS = s.Condition.Value
-	}
-	if err := p.Validate(); err != nil {
-		return monitor.Result{}, err
-	}
-	for _, r := range s.Restore {
-		p.Restore = append(p.Restore, orchestrator.RestoreFile{Path: r.Path, Mode: r.Mode, Content: r.Content})
-	}
-	dir := filepath.Join(t.out, "runs", s.Label)
-	t.ui.Phase("monitor", s.Label)
-	out, err := t.runner.Run(ctx, p, dir)
-	if err != nil {
-		return monitor.Result{}, err
-	}
-	res := monitor.Result{Observation: monitor.Observe(out.Report, s.Label, dir)}
-	res.Changed, err = changedState(dir, out.Report.Events)
-	if err != nil {
-		return res, err
-	}
-	res.Deleted = deletedState(out.Report.Events, res.Changed)
-	// The observation as the monitor saw it, before any comparison.
-	rec := res.Observation
-	rec.Label, rec.Written = s.Label, nil
-	for _, c := range res.Changed {
-		rec.Written = append(rec.Written, c.Path)
-	}
-	for _, r := range s.Restore {
-		rec.Restored = append(rec.Restored, r.Path)
-	}
-	b, err := json.Marshal(rec)
-	if err == nil {
-		err = t.alog.Append(b)
-	}
-	return res, err
 }
 
 // report seals the audit log into rep, writes the monitor's folder, prints
@@ -351,59 +303,6 @@ func monitorRuns(tier string, runs int, runsSet bool) int {
 		return p.RecommendedRuns
 	}
 	return runs
-}
-
-// changedState is the state a run left: the files it created or changed
-// in the home and temp folders, as copied into its run folder.
-func changedState(dir string, events []trace.Event) ([]monitor.File, error) {
-	var out []monitor.File
-	for _, ev := range events {
-		ch, ok := ev.Data.(*trace.FSChange)
-		if !ok || ch.Copied == "" || ch.Kind == "deleted" {
-			continue
-		}
-		b, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(ch.Copied)))
-		if err != nil {
-			return nil, fmt.Errorf("read changed file %s: %w", ch.Path, err)
-		}
-		mode := int64(0o644)
-		if strings.HasPrefix(string(b), "#!") {
-			mode = 0o755
-		}
-		out = append(out, monitor.File{Path: ch.Path, Mode: mode, Content: b})
-	}
-	return out, nil
-}
-
-// deletedState are the paths a run removed from the places a chained run
-// carries (the home, /tmp, /var/tmp, /dev/shm), as the syscall log saw
-// them (unlinks and the sources of renames that succeeded), less those
-// it wrote again.
-func deletedState(events []trace.Event, changed []monitor.File) []string {
-	written := map[string]bool{}
-	for _, c := range changed {
-		written[c.Path] = true
-	}
-	carried := func(p string) bool {
-		for _, pre := range []string{"/home/", "/Users/", "/tmp/", "/var/tmp/", "/dev/shm/"} {
-			if strings.HasPrefix(p, pre) {
-				return true
-			}
-		}
-		return false
-	}
-	var out []string
-	for _, ev := range events {
-		f, ok := ev.Data.(*trace.File)
-		if !ok || f.Errno != "" || (ev.Type != trace.TypeUnlink && ev.Type != trace.TypeRename) {
-			continue
-		}
-		p := path.Clean(f.Path)
-		if carried(p) && !written[p] && !slices.Contains(out, p) {
-			out = append(out, p)
-		}
-	}
-	return out
 }
 
 // writeMonitorDir writes monitor.json, monitor.txt and monitor.html into

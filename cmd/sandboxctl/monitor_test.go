@@ -2,15 +2,12 @@ package main
 
 import (
 	"bytes"
-	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 
 	"github.com/sandboxctl/sandboxctl/monitor"
-	"github.com/sandboxctl/sandboxctl/trace"
 )
 
 func TestMonitorUsage(t *testing.T) {
@@ -91,84 +88,6 @@ func TestMonitorRuns(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := monitorRuns(tc.tier, tc.runs, tc.runsSet); got != tc.want {
 				t.Errorf("monitorRuns(%s, %d, %v) = %d, want %d", tc.tier, tc.runs, tc.runsSet, got, tc.want)
-			}
-		})
-	}
-}
-
-func TestChangedState(t *testing.T) {
-	dir := t.TempDir()
-	write := func(rel, content string) {
-		p := filepath.Join(dir, filepath.FromSlash(rel))
-		os.MkdirAll(filepath.Dir(p), 0o755)
-		os.WriteFile(p, []byte(content), 0o644)
-	}
-	write("files/home/u/.cache/n", "3")
-	write("files/tmp/run.sh", "#!/bin/sh\necho\n")
-	ev := func(ch *trace.FSChange) trace.Event {
-		return trace.Event{Type: trace.TypeFSChange, Data: ch}
-	}
-	tests := []struct {
-		name    string
-		events  []trace.Event
-		want    []string // path mode content
-		wantErr bool
-	}{
-		{name: "copied files, modes from content", events: []trace.Event{
-			ev(&trace.FSChange{Path: "/home/u/.cache/n", Kind: "added", Copied: "files/home/u/.cache/n"}),
-			ev(&trace.FSChange{Path: "/tmp/run.sh", Kind: "modified", Copied: "files/tmp/run.sh"}),
-		}, want: []string{"/home/u/.cache/n 420 3", "/tmp/run.sh 493 #!/bin/sh\necho\n"}},
-		{name: "not copied, deleted, other events", events: []trace.Event{
-			ev(&trace.FSChange{Path: "/home/u/big", Kind: "added"}),
-			ev(&trace.FSChange{Path: "/etc/x", Kind: "deleted", Copied: "files/home/u/.cache/n"}),
-			{Type: trace.TypeExec, Data: &trace.Exec{Path: "/bin/sh"}},
-		}, want: nil},
-		{name: "copy missing", events: []trace.Event{
-			ev(&trace.FSChange{Path: "/home/u/gone", Kind: "added", Copied: "files/home/u/gone"}),
-		}, wantErr: true},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			fs, err := changedState(dir, tc.events)
-			if (err != nil) != tc.wantErr {
-				t.Fatalf("err = %v, want error %v", err, tc.wantErr)
-			}
-			var got []string
-			for _, f := range fs {
-				got = append(got, fmt.Sprintf("%s %d %s", f.Path, f.Mode, f.Content))
-			}
-			if !slices.Equal(got, tc.want) {
-				t.Errorf("state %q, want %q", got, tc.want)
-			}
-		})
-	}
-}
-
-func TestDeletedState(t *testing.T) {
-	ev := func(typ trace.Type, p, errno string) trace.Event {
-		return trace.Event{Type: typ, Data: &trace.File{Path: p, NewPath: p + ".new", Errno: errno}}
-	}
-	for _, tc := range []struct {
-		name    string
-		events  []trace.Event
-		changed []string
-		want    []string
-	}{
-		{name: "unlink in the home", events: []trace.Event{ev(trace.TypeUnlink, "/home/u/.cache/.x/state", "")}, want: []string{"/home/u/.cache/.x/state"}},
-		{name: "rename away in tmp", events: []trace.Event{ev(trace.TypeRename, "/tmp/a", "")}, want: []string{"/tmp/a"}},
-		{name: "failed unlink", events: []trace.Event{ev(trace.TypeUnlink, "/home/u/x", "ENOENT")}},
-		{name: "outside the carried places", events: []trace.Event{ev(trace.TypeUnlink, "/etc/x", ""), ev(trace.TypeUnlink, "/homeless", "")}},
-		{name: "written again", events: []trace.Event{ev(trace.TypeUnlink, "/tmp/a", "")}, changed: []string{"/tmp/a"}},
-		{name: "once per path", events: []trace.Event{ev(trace.TypeUnlink, "/tmp/a", ""), ev(trace.TypeUnlink, "/tmp//a", "")}, want: []string{"/tmp/a"}},
-		{name: "opens are not deletions", events: []trace.Event{ev(trace.TypeOpen, "/tmp/a", "")}},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			var ch []monitor.File
-			for _, p := range tc.changed {
-				ch = append(ch, monitor.File{Path: p})
-			}
-			if got := deletedState(tc.events, ch); !slices.Equal(got, tc.want) {
-				t.Errorf("deletedState = %v, want %v", got, tc.want)
 			}
 		})
 	}

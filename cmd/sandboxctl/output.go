@@ -14,11 +14,11 @@ import (
 
 	"github.com/sandboxctl/sandboxctl/agent/llm"
 	"github.com/sandboxctl/sandboxctl/internal/fsutil"
-	"github.com/sandboxctl/sandboxctl/orchestrator"
 	"github.com/sandboxctl/sandboxctl/reports"
 	"github.com/sandboxctl/sandboxctl/rules"
 	"github.com/sandboxctl/sandboxctl/safetext"
 	"github.com/sandboxctl/sandboxctl/skill"
+	"github.com/sandboxctl/sandboxctl/traceplan"
 )
 
 func validFormat(f string) bool {
@@ -130,8 +130,8 @@ func callSummary(args json.RawMessage) string {
 }
 
 // dryRun validates everything a trace needs without running anything.
-func dryRun(ctx context.Context, e env, p orchestrator.Plan, sk *skill.Skill) int {
-	if p.Driver.Kind == orchestrator.DriverLLM {
+func dryRun(ctx context.Context, e env, p traceplan.Plan, sk *skill.Skill) int {
+	if p.Driver.Kind == traceplan.DriverLLM {
 		cfg := llm.Config{Provider: p.Driver.Provider, BaseURL: p.Driver.BaseURL, Model: p.Driver.Model, APIKey: p.Driver.APIKey, Skill: sk}
 		if err := cfg.Validate(); err != nil {
 			e.errorf("llm settings: %v", err)
@@ -139,11 +139,11 @@ func dryRun(ctx context.Context, e env, p orchestrator.Plan, sk *skill.Skill) in
 		}
 	}
 	out := struct {
-		Plan   orchestrator.Plan `json:"plan"`
-		Skill  string            `json:"skill"`
-		SHA256 string            `json:"sha256"`
-		Files  int               `json:"files"`
-		Hidden int               `json:"hidden_content"`
+		Plan   traceplan.Plan `json:"plan"`
+		Skill  string         `json:"skill"`
+		SHA256 string         `json:"sha256"`
+		Files  int            `json:"files"`
+		Hidden int            `json:"hidden_content"`
 	}{p, sk.Name, sk.SHA256, len(sk.Files), len(sk.Hidden)}
 	sw := safetext.NewJSONWriter(e.stdout)
 	enc := json.NewEncoder(sw)

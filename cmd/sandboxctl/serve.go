@@ -13,8 +13,9 @@ import (
 	"time"
 
 	"github.com/sandboxctl/sandboxctl/orchestrator"
-	"github.com/sandboxctl/sandboxctl/reports"
 	"github.com/sandboxctl/sandboxctl/server"
+	"github.com/sandboxctl/sandboxctl/traceplan"
+	"github.com/sandboxctl/sandboxctl/tracing"
 )
 
 func init() {
@@ -82,7 +83,7 @@ func runServe(ctx context.Context, e env, args []string) int {
 		return exitFailed
 	}
 	defer eng.rt.Close()
-	plan := orchestrator.Plan{Image: eng.image, Limits: f.trace.limits()}
+	plan := traceplan.Plan{Image: eng.image, Limits: f.trace.limits()}
 	var logMu sync.Mutex
 	logf := func(s string) {
 		logMu.Lock()
@@ -96,7 +97,7 @@ func runServe(ctx context.Context, e env, args []string) int {
 		e.errorf("%v", err)
 		return exitFailed
 	}
-	trace := runner.Run
+	var tracer tracing.Tracer = runner
 	if f.trace.store != "" {
 		fp, err := openFingerprinted(ctx, e, f.trace.store, f.trace.stableAfter)
 		if err != nil {
@@ -104,16 +105,11 @@ func runServe(ctx context.Context, e env, args []string) int {
 			return exitFailed
 		}
 		defer fp.st.Close()
-		trace = func(ctx context.Context, p orchestrator.Plan, dir string) (orchestrator.Outcome, error) {
-			return fp.run(ctx, runner, p, dir)
-		}
+		tracer = fp.tracer(runner)
 	}
 	srv, err := server.New(ctx, server.Config{
 		DataDir: f.data,
-		Tracer: server.TracerFunc(func(ctx context.Context, p orchestrator.Plan, dir string) (*reports.Report, error) {
-			out, err := trace(ctx, p, dir)
-			return out.Report, err
-		}),
+		Tracer:  tracer,
 		Cleanup: func(ctx context.Context, id string) error {
 			return gcPasses(ctx, eng.rt, id)
 		},

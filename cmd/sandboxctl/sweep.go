@@ -17,6 +17,8 @@ import (
 	"github.com/sandboxctl/sandboxctl/orchestrator"
 	"github.com/sandboxctl/sandboxctl/rules"
 	"github.com/sandboxctl/sandboxctl/sweep"
+	"github.com/sandboxctl/sandboxctl/traceplan"
+	"github.com/sandboxctl/sandboxctl/tracing"
 )
 
 func init() {
@@ -185,7 +187,7 @@ func parseSweep(e env, args []string) (f sweepFlags, code int, ok bool) {
 		e.errorf("--budget and --backoff cannot be negative, and --lease must be at least 3s")
 	case f.resume && f.force:
 		e.errorf("--resume finishes a sweep; --force starts one over: choose one")
-	case f.trace.driver == orchestrator.DriverReplay:
+	case f.trace.driver == traceplan.DriverReplay:
 		e.errorf("sweep cannot replay: a transcript belongs to one skill")
 	default:
 		if f.parseSources(e) {
@@ -270,7 +272,7 @@ func (f *sweepFlags) discover(ctx context.Context, e env) ([]sweep.Skill, bool) 
 // shard, and returns its id; ok is false when the caller should return
 // code.
 func (f *sweepFlags) begin(ctx context.Context, e env, st *sweep.Store, latest *sweep.RunInfo, skills []sweep.Skill,
-	plan orchestrator.Plan, planHash, imageID string) (runID string, code int, ok bool) {
+	plan traceplan.Plan, planHash, imageID string) (runID string, code int, ok bool) {
 	if f.resume {
 		if latest.PlanHash != planHash || latest.Image != imageID {
 			e.errorf("the trace settings, the sandboxctl version or the image differ from the sweep being resumed")
@@ -305,7 +307,7 @@ func (f *sweepFlags) begin(ctx context.Context, e env, st *sweep.Store, latest *
 
 // run traces the sweep runID's skills, writes its outputs whatever
 // happened, prints its summary and returns sweep's exit code.
-func (f *sweepFlags) run(ctx context.Context, e env, st *sweep.Store, eng engine, plan orchestrator.Plan, runID string) int {
+func (f *sweepFlags) run(ctx context.Context, e env, st *sweep.Store, eng engine, plan traceplan.Plan, runID string) int {
 	host, _ := os.Hostname()
 	tty := e.isTerminal != nil && e.isTerminal()
 	ui := newSweepUI(e.stderr, tty)
@@ -325,7 +327,7 @@ func (f *sweepFlags) run(ctx context.Context, e env, st *sweep.Store, eng engine
 		}()
 		runner.Pool = pool
 	}
-	var tracer sweep.Tracer = &sweep.PipelineTracer{Runner: runner, Plan: plan}
+	var tracer tracing.Tracer = runner
 	if f.trace.store != "" {
 		fp, err := openFingerprinted(ctx, e, f.trace.store, f.trace.stableAfter)
 		if err != nil {
@@ -333,11 +335,11 @@ func (f *sweepFlags) run(ctx context.Context, e env, st *sweep.Store, eng engine
 			return exitFailed
 		}
 		defer fp.st.Close()
-		tracer = &fingerprintTracer{runner: runner, plan: plan, fp: fp}
+		tracer = fp.tracer(runner)
 	}
 	runErr := sweep.Run(ctx, sweep.Options{
 		Dir: f.out, Store: st, RunID: runID,
-		Tracer:   tracer,
+		Tracer: tracer, Plan: plan,
 		Parallel: f.parallel, Budget: f.budget, MaxAttempts: f.attempts, Backoff: f.backoff, LeaseTTL: f.lease,
 		Owner: sweep.NewOwner(host, os.Getpid()), Dead: sweep.DeadOnHost(host), TraceIDPrefix: f.prefix,
 		Cleanup: func(ctx context.Context, traceID string) error {

@@ -16,6 +16,7 @@ import (
 	"github.com/sandboxctl/sandboxctl/reports"
 	"github.com/sandboxctl/sandboxctl/rules"
 	"github.com/sandboxctl/sandboxctl/skill"
+	"github.com/sandboxctl/sandboxctl/traceplan"
 )
 
 func init() {
@@ -141,7 +142,7 @@ func runTrace(ctx context.Context, e env, args []string) int {
 }
 
 // run traces p with the engine, and writes and prints its report.
-func (c *traceCmd) run(ctx context.Context, e env, p orchestrator.Plan, extra rules.Extra, fpr *fingerprintRun) int {
+func (c *traceCmd) run(ctx context.Context, e env, p traceplan.Plan, extra rules.Extra, fpr *fingerprintRun) int {
 	rt, ok := openDocker(ctx, e)
 	if !ok {
 		return exitFailed
@@ -196,7 +197,7 @@ func (c *traceCmd) run(ctx context.Context, e env, p orchestrator.Plan, extra ru
 // run's binary is dynamic) both take minutes, and neither needs the other:
 // the binary is built while the image is found or built. On failure it has
 // said why and closed ui.
-func traceSandbox(ctx context.Context, e env, rt *docker.Runtime, p orchestrator.Plan, ui *progressUI, imgLog *imageLog) (string, bool) {
+func traceSandbox(ctx context.Context, e env, rt *docker.Runtime, p traceplan.Plan, ui *progressUI, imgLog *imageLog) (string, bool) {
 	type sandboxBin struct {
 		path string
 		err  error
@@ -247,7 +248,7 @@ func traceProgress(ui *progressUI) func(orchestrator.Progress) {
 
 // report prints the report of a trace that wrote one, says where its run
 // folder and kept containers are, and returns trace's exit code.
-func (c *traceCmd) report(ctx context.Context, e env, p orchestrator.Plan, dir string, out orchestrator.Outcome, runErr error, imgLog *imageLog, tty bool) int {
+func (c *traceCmd) report(ctx context.Context, e env, p traceplan.Plan, dir string, out orchestrator.Outcome, runErr error, imgLog *imageLog, tty bool) int {
 	if err := writeFormat(e.stdout, out.Report, c.format, textStyle{color: tty, verbose: c.verbose}); err != nil {
 		e.errorf("write report: %v", err)
 		return exitFailed

@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/sandboxctl/sandboxctl/fingerprint"
-	"github.com/sandboxctl/sandboxctl/orchestrator"
 	"github.com/sandboxctl/sandboxctl/persona"
+	"github.com/sandboxctl/sandboxctl/traceplan"
 )
 
 // The trace flags are the settings of a trace: its driver, budgets and
@@ -83,11 +83,11 @@ type traceFlagConfig struct {
 func (c *traceFlagConfig) has(name string) bool {
 	switch name {
 	case "provider", "model", "base-url", "api-key-env":
-		if !c.accepts(orchestrator.DriverLLM) {
+		if !c.accepts(traceplan.DriverLLM) {
 			return false
 		}
 	case "transcript":
-		if !c.accepts(orchestrator.DriverReplay) {
+		if !c.accepts(traceplan.DriverReplay) {
 			return false
 		}
 	case "grace":
@@ -149,7 +149,7 @@ func withoutGrace(c *traceFlagConfig) { c.noGrace = true }
 func corpusFlags(more ...traceFlagOption) []traceFlagOption {
 	return append([]traceFlagOption{
 		withScope(scopeCorpus),
-		withDrivers("", orchestrator.DriverLiteral, orchestrator.DriverLLM),
+		withDrivers("", traceplan.DriverLiteral, traceplan.DriverLLM),
 		withoutGrace,
 		withoutFlags("include-secrets", "keep", "trace-id", "skill-id",
 			"user", "hostname", "time-zone", "clock", "monitoring", "dns", "persona", "seed"),
@@ -168,7 +168,7 @@ type traceFlagDef struct {
 func (t *traceFlags) register(fs *flag.FlagSet, opts ...traceFlagOption) {
 	c := &traceFlagConfig{
 		scope:   scopeTrace,
-		drivers: []string{orchestrator.DriverLiteral, orchestrator.DriverLLM, orchestrator.DriverReplay},
+		drivers: []string{traceplan.DriverLiteral, traceplan.DriverLLM, traceplan.DriverReplay},
 		lacks:   map[string]bool{},
 	}
 	for _, o := range opts {
@@ -189,7 +189,7 @@ func (t *traceFlags) register(fs *flag.FlagSet, opts ...traceFlagOption) {
 		}
 	}
 	// The budgets and limits a command has no flag for are the defaults.
-	d := orchestrator.DefaultLimits()
+	d := traceplan.DefaultLimits()
 	t.timeout, t.toolTimeout, t.grace, t.turns, t.tokens = d.Timeout, d.ToolTimeout, d.Grace, d.Turns, d.Tokens
 	t.memory, t.pids, t.cpus = d.Memory, d.PIDs, float64(d.NanoCPUs)/1e9
 	if c.noGrace {
@@ -335,11 +335,11 @@ var traceFlagDefs = []traceFlagDef{
 func (t *traceFlags) stealthMode() string {
 	switch {
 	case t.stealth:
-		return orchestrator.StealthAlways
+		return traceplan.StealthAlways
 	case !t.stealthAuto:
-		return orchestrator.StealthOff
+		return traceplan.StealthOff
 	}
-	return orchestrator.StealthAuto
+	return traceplan.StealthAuto
 }
 
 // newTraceID returns a sortable, unique trace id.
@@ -351,8 +351,8 @@ func newTraceID(now time.Time) string {
 
 // limits are the plan's budgets and limits: the defaults, with those the
 // flags set.
-func (t *traceFlags) limits() orchestrator.Limits {
-	l := orchestrator.DefaultLimits()
+func (t *traceFlags) limits() traceplan.Limits {
+	l := traceplan.DefaultLimits()
 	l.Timeout = t.timeout
 	l.ToolTimeout = t.toolTimeout
 	l.Grace = t.grace
@@ -366,8 +366,8 @@ func (t *traceFlags) limits() orchestrator.Limits {
 
 // plan turns the flags into the Plan of a trace of the skill at path, and
 // validates it; it reads the API key from the environment.
-func (t *traceFlags) plan(e env, path string, now time.Time) (orchestrator.Plan, error) {
-	p := orchestrator.Plan{
+func (t *traceFlags) plan(e env, path string, now time.Time) (traceplan.Plan, error) {
+	p := traceplan.Plan{
 		TraceID:       newTraceID(now),
 		SkillPath:     path,
 		Prompt:        t.prompt,
@@ -403,16 +403,16 @@ func (t *traceFlags) plan(e env, path string, now time.Time) (orchestrator.Plan,
 // or --base-url is set, else literal; the llm driver's provider defaults
 // to openai (custom with --base-url) and its key is read from
 // --api-key-env, or the provider's variable.
-func (t *traceFlags) driverOf(e env) (orchestrator.Driver, error) {
+func (t *traceFlags) driverOf(e env) (traceplan.Driver, error) {
 	kind := t.driver
 	if kind == "" {
-		kind = orchestrator.DriverLiteral
+		kind = traceplan.DriverLiteral
 		if t.model != "" || t.provider != "" || t.baseURL != "" {
-			kind = orchestrator.DriverLLM
+			kind = traceplan.DriverLLM
 		}
 	}
-	d := orchestrator.Driver{Kind: kind, Provider: t.provider, Model: t.model, BaseURL: t.baseURL, Transcript: t.transcript}
-	if kind != orchestrator.DriverLLM {
+	d := traceplan.Driver{Kind: kind, Provider: t.provider, Model: t.model, BaseURL: t.baseURL, Transcript: t.transcript}
+	if kind != traceplan.DriverLLM {
 		return d, nil
 	}
 	if d.Provider == "" {

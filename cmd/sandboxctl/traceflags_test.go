@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sandboxctl/sandboxctl/orchestrator"
+	"github.com/sandboxctl/sandboxctl/traceplan"
 )
 
 // wantFlags are the flags of the commands that trace, with their
@@ -124,9 +124,9 @@ func TestTraceFlagsPlans(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := orchestrator.DefaultLimits()
+	want := traceplan.DefaultLimits()
 	want.Grace = 0
-	if p.Limits != want || p.Persona != "" || p.Stealth != orchestrator.StealthAuto || p.Twins != orchestrator.TwinsAuto || p.Driver.Kind != orchestrator.DriverLiteral {
+	if p.Limits != want || p.Persona != "" || p.Stealth != traceplan.StealthAuto || p.Twins != traceplan.TwinsAuto || p.Driver.Kind != traceplan.DriverLiteral {
 		t.Errorf("eval plan: limits %+v persona %q stealth %q twins %q driver %q", p.Limits, p.Persona, p.Stealth, p.Twins, p.Driver.Kind)
 	}
 
@@ -135,13 +135,13 @@ func TestTraceFlagsPlans(t *testing.T) {
 	if p, err = mon.trace.plan(e, "skill", time.Now()); err != nil {
 		t.Fatal(err)
 	}
-	if p.Limits != orchestrator.DefaultLimits() || p.Persona != "" || p.Driver.Kind != orchestrator.DriverLiteral || p.Seed != nil {
+	if p.Limits != traceplan.DefaultLimits() || p.Persona != "" || p.Driver.Kind != traceplan.DriverLiteral || p.Seed != nil {
 		t.Errorf("monitor plan: limits %+v persona %q driver %q seed %q", p.Limits, p.Persona, p.Driver.Kind, p.Seed)
 	}
 
 	var srv serveFlags
 	srv.register(flag.NewFlagSet("serve", flag.ContinueOnError))
-	if l := srv.trace.limits(); l != orchestrator.DefaultLimits() {
+	if l := srv.trace.limits(); l != traceplan.DefaultLimits() {
 		t.Errorf("serve limits %+v, want the defaults", l)
 	}
 
@@ -150,7 +150,7 @@ func TestTraceFlagsPlans(t *testing.T) {
 	if p, err = tr.trace.plan(e, "skill", time.Now()); err != nil {
 		t.Fatal(err)
 	}
-	if p.Limits != orchestrator.DefaultLimits() || p.Persona != "linux" {
+	if p.Limits != traceplan.DefaultLimits() || p.Persona != "linux" {
 		t.Errorf("trace plan: limits %+v persona %q", p.Limits, p.Persona)
 	}
 }
