@@ -123,15 +123,6 @@ var EnvVars = []EnvVar{
 	{"OPENROUTER_API_KEY", OpenRouterKey},
 }
 
-// EnvVarNames returns the names of EnvVars.
-func EnvVarNames() []string {
-	out := make([]string, len(EnvVars))
-	for i, v := range EnvVars {
-		out[i] = v.Name
-	}
-	return out
-}
-
 // CredentialPaths are patterns for files whose read is a credential access:
 // the planted files outside wallets, and the usual places such secrets live.
 var CredentialPaths = []string{

@@ -9,7 +9,6 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"errors"
-	"fmt"
 	"hash"
 	"io"
 	"net"
@@ -443,9 +442,4 @@ func minTime(a, b time.Time) time.Time {
 		return a
 	}
 	return b
-}
-
-// String makes smtpPhase readable in test failures.
-func (p smtpPhase) String() string {
-	return fmt.Sprintf("phase%d", int(p))
 }

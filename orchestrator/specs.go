@@ -34,13 +34,8 @@ const (
 	UserGID = 1000
 )
 
-// SkillDir is where the skill is installed for user (of the Linux
-// persona), read-only: where a coding agent keeps its skills.
-func SkillDir(user, name string) string {
-	return skillDirIn("/home/"+user, name)
-}
-
-// skillDirIn is SkillDir for a home of any persona.
+// skillDirIn is where the skill is installed in home, read-only: where a
+// coding agent keeps its skills.
 func skillDirIn(home, name string) string {
 	return home + "/.claude/skills/" + name
 }

@@ -190,9 +190,6 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 // Handler is the API, the metrics and the web page.
 func (s *Server) Handler() http.Handler { return s.handler }
 
-// Store is the server's database (tests, tools).
-func (s *Server) Store() *Store { return s.store }
-
 // Start runs the workers until Shutdown. ctx bounds their traces.
 func (s *Server) Start(ctx context.Context) {
 	s.runCtx, s.runStop = context.WithCancelCause(ctx)

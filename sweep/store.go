@@ -88,9 +88,6 @@ func OpenStore(ctx context.Context, path string) (*Store, error) {
 // Close closes the database.
 func (s *Store) Close() error { return s.db.Close() }
 
-// Path is the database file.
-func (s *Store) Path() string { return s.path }
-
 // Dir is the sweep folder: the database's folder.
 func (s *Store) Dir() string { return filepath.Dir(s.path) }
 
