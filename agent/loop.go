@@ -151,23 +151,7 @@ func (l *Loop) Run(ctx context.Context, d Driver) (res Result, err error) {
 	}
 	start := now()
 	tw := &transcript{w: l.Transcript, redact: l.Redact}
-	defer func() {
-		res.Duration = now().Sub(start)
-		end := map[string]any{"type": "end", "time": now(), "stop": res.Stop, "turns": res.Turns,
-			"usage": res.Usage, "output_bytes": res.OutputBytes, "call_count": len(res.Calls)}
-		if err != nil {
-			end["error"] = err.Error()
-		}
-		if len(res.Notes) > 0 {
-			end["notes"] = res.Notes
-		}
-		if werr := tw.write(end); werr != nil && err == nil {
-			err = werr
-		}
-		if err != nil {
-			err = redactErr(err, l.Redact)
-		}
-	}()
+	defer func() { err = l.end(tw, &res, err, start, now) }()
 	if l.Session == nil {
 		res.Stop = StopError
 		return res, errors.New("agent loop: no tool session")
@@ -182,119 +166,178 @@ func (l *Loop) Run(ctx context.Context, d Driver) (res Result, err error) {
 		runCtx, cancel = context.WithTimeoutCause(ctx, l.Budget.Wall, errWall)
 		defer cancel()
 	}
-	stopReason := func() string {
-		if errors.Is(context.Cause(runCtx), errWall) {
-			return StopWall
-		}
-		return StopCancelled
-	}
+	lr := &loopRun{l: l, now: now, tw: tw, res: &res}
 	var prev []Exchange
-	seq := 0
 	for {
-		if runCtx.Err() != nil {
-			res.Stop = stopReason()
-			return res, nil
+		next, done, terr := lr.turn(runCtx, d, prev)
+		if done {
+			return res, terr
 		}
-		t0 := now()
-		step, derr := safeNext(runCtx, d, prev)
-		latency := now().Sub(t0)
-		if derr != nil {
-			if runCtx.Err() != nil {
-				res.Stop = stopReason()
-				return res, nil
-			}
+		prev = next
+	}
+}
+
+// end completes res when Run returns with err, and writes the
+// transcript's end record. It returns err, or the write's error when err
+// is nil, with the secret values redacted.
+func (l *Loop) end(tw *transcript, res *Result, err error, start time.Time, now func() time.Time) error {
+	res.Duration = now().Sub(start)
+	end := map[string]any{"type": "end", "time": now(), "stop": res.Stop, "turns": res.Turns,
+		"usage": res.Usage, "output_bytes": res.OutputBytes, "call_count": len(res.Calls)}
+	if err != nil {
+		end["error"] = err.Error()
+	}
+	if len(res.Notes) > 0 {
+		end["notes"] = res.Notes
+	}
+	if werr := tw.write(end); werr != nil && err == nil {
+		err = werr
+	}
+	if err != nil {
+		err = redactErr(err, l.Redact)
+	}
+	return err
+}
+
+// A loopRun is what the turns of one Run share: the loop, its clock, its
+// transcript, the result being filled and the number of calls made.
+type loopRun struct {
+	l   *Loop
+	now func() time.Time
+	tw  *transcript
+	res *Result
+	seq int
+}
+
+// stopReason is the stop reason of a run whose context ctx has ended.
+func stopReason(ctx context.Context) string {
+	if errors.Is(context.Cause(ctx), errWall) {
+		return StopWall
+	}
+	return StopCancelled
+}
+
+// turn runs one turn under ctx: it asks d for a step, given the exchanges
+// of the previous turn, and makes the calls it proposes. It returns this
+// turn's exchanges, or done when the run ends, with the error Run returns.
+func (lr *loopRun) turn(ctx context.Context, d Driver, prev []Exchange) ([]Exchange, bool, error) {
+	res, now, tw := lr.res, lr.now, lr.tw
+	if ctx.Err() != nil {
+		res.Stop = stopReason(ctx)
+		return nil, true, nil
+	}
+	t0 := now()
+	step, derr := safeNext(ctx, d, prev)
+	latency := now().Sub(t0)
+	if derr != nil {
+		if ctx.Err() != nil {
+			res.Stop = stopReason(ctx)
+			return nil, true, nil
+		}
+		res.Stop = StopError
+		tw.write(map[string]any{"type": "error", "time": now(), "error": derr.Error()})
+		return nil, true, fmt.Errorf("agent driver: %w", derr)
+	}
+	res.Usage.add(step.Usage)
+	if step.Note != "" {
+		res.Notes = append(res.Notes, step.Note)
+	}
+	for _, m := range step.Messages {
+		if err := tw.write(map[string]any{"type": "message", "time": now(), "role": m.Role, "content": m.Content}); err != nil {
 			res.Stop = StopError
-			tw.write(map[string]any{"type": "error", "time": now(), "error": derr.Error()})
-			return res, fmt.Errorf("agent driver: %w", derr)
-		}
-		res.Usage.add(step.Usage)
-		if step.Note != "" {
-			res.Notes = append(res.Notes, step.Note)
-		}
-		for _, m := range step.Messages {
-			if err := tw.write(map[string]any{"type": "message", "time": now(), "role": m.Role, "content": m.Content}); err != nil {
-				res.Stop = StopError
-				return res, err
-			}
-		}
-		if len(step.Calls) == 0 {
-			if err := tw.write(turnRecord(res.Turns+1, now(), latency, step, nil)); err != nil {
-				res.Stop = StopError
-				return res, err
-			}
-			res.Stop = StopDone
-			if !step.Done {
-				res.Notes = append(res.Notes, "driver returned a step with no calls")
-			}
-			return res, nil
-		}
-		res.Turns++
-		turn := res.Turns
-		for i := range step.Calls {
-			seq++
-			step.Calls[i].ID = fmt.Sprintf("t%03d", seq)
-		}
-		if err := tw.write(turnRecord(turn, now(), latency, step, step.Calls)); err != nil {
-			res.Stop = StopError
-			return res, err
-		}
-		prev = prev[:0:0]
-		for _, p := range step.Calls {
-			if runCtx.Err() != nil {
-				res.Stop = stopReason()
-				return res, nil
-			}
-			ex := Exchange{Call: p.ToolCall, Reject: p.Reject, Turn: turn, Started: now()}
-			if p.Reject != "" {
-				ex.Result = ToolResult{ExitCode: -1, IsError: true, Text: p.Reject}
-			} else {
-				if l.OnCall != nil {
-					l.OnCall(p.ToolCall)
-				}
-				r, cerr := l.Session.CallTool(runCtx, p.ToolCall)
-				if cerr != nil {
-					if runCtx.Err() != nil {
-						res.Stop = stopReason()
-						return res, nil
-					}
-					res.Stop = StopError
-					ex.Result = ToolResult{ExitCode: -1, IsError: true, Text: "tool call failed: " + cerr.Error()}
-					res.Calls = append(res.Calls, ex)
-					tw.write(resultRecord(now(), ex))
-					return res, fmt.Errorf("tool call %s (%s): %w", p.ID, p.Name, cerr)
-				}
-				if r.Duration == 0 {
-					r.Duration = now().Sub(ex.Started)
-				}
-				ex.Result = r
-				res.OutputBytes += int64(len(r.Stdout) + len(r.Stderr))
-			}
-			res.Calls = append(res.Calls, ex)
-			prev = append(prev, ex)
-			if l.OnResult != nil {
-				l.OnResult(ex)
-			}
-			if err := tw.write(resultRecord(now(), ex)); err != nil {
-				res.Stop = StopError
-				return res, err
-			}
-			if l.Budget.OutputBytes > 0 && res.OutputBytes >= l.Budget.OutputBytes {
-				res.Stop = StopOutput
-				return res, nil
-			}
-		}
-		switch {
-		case step.Done:
-			res.Stop = StopDone
-			return res, nil
-		case l.Budget.Tokens > 0 && res.Usage.TotalTokens >= l.Budget.Tokens:
-			res.Stop = StopTokens
-			return res, nil
-		case l.Budget.Turns > 0 && res.Turns >= l.Budget.Turns:
-			res.Stop = StopTurns
-			return res, nil
+			return nil, true, err
 		}
 	}
+	if len(step.Calls) == 0 {
+		if err := tw.write(turnRecord(res.Turns+1, now(), latency, step, nil)); err != nil {
+			res.Stop = StopError
+			return nil, true, err
+		}
+		res.Stop = StopDone
+		if !step.Done {
+			res.Notes = append(res.Notes, "driver returned a step with no calls")
+		}
+		return nil, true, nil
+	}
+	res.Turns++
+	turn := res.Turns
+	for i := range step.Calls {
+		lr.seq++
+		step.Calls[i].ID = fmt.Sprintf("t%03d", lr.seq)
+	}
+	if err := tw.write(turnRecord(turn, now(), latency, step, step.Calls)); err != nil {
+		res.Stop = StopError
+		return nil, true, err
+	}
+	prev, done, err := lr.callTools(ctx, step, turn, prev)
+	if done {
+		return nil, true, err
+	}
+	switch {
+	case step.Done:
+		res.Stop = StopDone
+		return nil, true, nil
+	case lr.l.Budget.Tokens > 0 && res.Usage.TotalTokens >= lr.l.Budget.Tokens:
+		res.Stop = StopTokens
+		return nil, true, nil
+	case lr.l.Budget.Turns > 0 && res.Turns >= lr.l.Budget.Turns:
+		res.Stop = StopTurns
+		return nil, true, nil
+	}
+	return prev, false, nil
+}
+
+// callTools makes the calls step proposes in turn (a rejected one gets
+// its rejection as result) and returns their exchanges, in a new slice
+// made from prev, or done when the run ends, with the error Run returns.
+func (lr *loopRun) callTools(ctx context.Context, step Step, turn int, prev []Exchange) ([]Exchange, bool, error) {
+	l, res, now, tw := lr.l, lr.res, lr.now, lr.tw
+	prev = prev[:0:0]
+	for _, p := range step.Calls {
+		if ctx.Err() != nil {
+			res.Stop = stopReason(ctx)
+			return nil, true, nil
+		}
+		ex := Exchange{Call: p.ToolCall, Reject: p.Reject, Turn: turn, Started: now()}
+		if p.Reject != "" {
+			ex.Result = ToolResult{ExitCode: -1, IsError: true, Text: p.Reject}
+		} else {
+			if l.OnCall != nil {
+				l.OnCall(p.ToolCall)
+			}
+			r, cerr := l.Session.CallTool(ctx, p.ToolCall)
+			if cerr != nil {
+				if ctx.Err() != nil {
+					res.Stop = stopReason(ctx)
+					return nil, true, nil
+				}
+				res.Stop = StopError
+				ex.Result = ToolResult{ExitCode: -1, IsError: true, Text: "tool call failed: " + cerr.Error()}
+				res.Calls = append(res.Calls, ex)
+				tw.write(resultRecord(now(), ex))
+				return nil, true, fmt.Errorf("tool call %s (%s): %w", p.ID, p.Name, cerr)
+			}
+			if r.Duration == 0 {
+				r.Duration = now().Sub(ex.Started)
+			}
+			ex.Result = r
+			res.OutputBytes += int64(len(r.Stdout) + len(r.Stderr))
+		}
+		res.Calls = append(res.Calls, ex)
+		prev = append(prev, ex)
+		if l.OnResult != nil {
+			l.OnResult(ex)
+		}
+		if err := tw.write(resultRecord(now(), ex)); err != nil {
+			res.Stop = StopError
+			return nil, true, err
+		}
+		if l.Budget.OutputBytes > 0 && res.OutputBytes >= l.Budget.OutputBytes {
+			res.Stop = StopOutput
+			return nil, true, nil
+		}
+	}
+	return prev, false, nil
 }
 
 // safeNext calls d.Next and turns a panic into an error, so the caller's

@@ -125,82 +125,28 @@ func (s *toolServer) run(ctx context.Context, j job) (outcome, error) {
 	start := time.Now()
 	out := outcome{logPath: filepath.Join(cfg.LogDir, j.callID+".log")}
 
-	statusR, statusW, err := os.Pipe()
+	p, err := openPipes(j.stdin != nil)
 	if err != nil {
-		return out, fmt.Errorf("status pipe: %w", err)
+		return out, err
 	}
-	ctlR, ctlW, err := os.Pipe()
-	if err != nil {
-		closeAll(statusR, statusW)
-		return out, fmt.Errorf("control pipe: %w", err)
-	}
-	outR, outW, err := os.Pipe()
-	if err != nil {
-		closeAll(statusR, statusW, ctlR, ctlW)
-		return out, fmt.Errorf("stdout pipe: %w", err)
-	}
-	errR, errW, err := os.Pipe()
-	if err != nil {
-		closeAll(statusR, statusW, ctlR, ctlW, outR, outW)
-		return out, fmt.Errorf("stderr pipe: %w", err)
-	}
-	var inR, inW *os.File
-	if j.stdin != nil {
-		if inR, inW, err = os.Pipe(); err != nil {
-			closeAll(statusR, statusW, ctlR, ctlW, outR, outW, errR, errW)
-			return out, fmt.Errorf("stdin pipe: %w", err)
-		}
-	}
-	defer ctlW.Close()
+	defer p.ctlW.Close()
 	// With Entropy, a socket on which the shim sends its getrandom filter's
 	// listener (fd 5 in strace and the shim, named by getrandomFDVar).
 	var grShim, grSrv *os.File
 	if s.rand != nil {
 		if grShim, grSrv, err = s.rand.pair(); err != nil {
-			closeAll(statusR, statusW, ctlR, outR, outW, errR, errW, inR, inW)
+			closeAll(p.statusR, p.statusW, p.ctlR, p.outR, p.outW, p.errR, p.errW, p.inR, p.inW)
 			return out, err
 		}
 		defer grSrv.Close()
 	}
 
-	// The shim runs as root (under strace, which runs as root too) and
-	// starts the command as the user; see Shim.
-	argv := append(append([]string{cfg.Self, "__shim"}, cfg.identity().args()...), "--")
-	argv = append(argv, j.argv...)
-	var cmd *exec.Cmd
-	if cfg.NoStrace {
-		cmd = exec.Command(argv[0], argv[1:]...)
-	} else {
-		full := append(cfg.StraceArgs(out.logPath), "--")
-		cmd = exec.Command(cfg.Strace, append(full, argv...)...)
-	}
-	cmd.Env = cfg.userEnv()
-	if !cfg.NoStrace {
-		// The tracer keeps the real clock under a fake one (libfaketime
-		// reads FAKETIME before /etc/faketimerc); the shim drops it.
-		cmd.Env = append(cmd.Env, tracerClock)
-	}
-	if grShim != nil {
-		cmd.Env = append(cmd.Env, getrandomFDVar+"=5") // the shim drops it too
-	}
-	if fi, err := os.Stat(cfg.Home); err == nil && fi.IsDir() {
-		cmd.Dir = cfg.Home
-	} else {
-		cmd.Dir = "/"
-	}
-	cmd.Stdout, cmd.Stderr = outW, errW
-	if inR != nil {
-		cmd.Stdin = inR
-	}
-	cmd.ExtraFiles = []*os.File{statusW, ctlR} // fds 3 and 4 in strace, inherited by the shim
-	if grShim != nil {
-		cmd.ExtraFiles = append(cmd.ExtraFiles, grShim) // fd 5
-	}
+	cmd := jobCommand(cfg, j, out.logPath, p, grShim)
 	if err := cmd.Start(); err != nil {
-		closeAll(statusR, statusW, ctlR, outR, outW, errR, errW, inR, inW, grShim)
+		closeAll(p.statusR, p.statusW, p.ctlR, p.outR, p.outW, p.errR, p.errW, p.inR, p.inW, grShim)
 		return out, fmt.Errorf("start %s: %w", cmd.Path, err)
 	}
-	closeAll(statusW, ctlR, outW, errW, inR, grShim)
+	closeAll(p.statusW, p.ctlR, p.outW, p.errW, p.inR, grShim)
 	// The shim sends its listener before it reports the pid: take it then,
 	// or, if the shim never got that far, when its status ends.
 	tookListener := grSrv == nil
@@ -210,7 +156,7 @@ func (s *toolServer) run(ctx context.Context, j job) (outcome, error) {
 			s.rand.take(grSrv)
 		}
 	}
-	if inW != nil {
+	if inW := p.inW; inW != nil {
 		go func() {
 			// Ends when the child has read it all, or has exited (EPIPE).
 			_, _ = inW.Write(j.stdin)
@@ -234,37 +180,150 @@ func (s *toolServer) run(ctx context.Context, j job) (outcome, error) {
 	// The pipes end when the last process holding them exits: possibly a
 	// background process long after this call returned. Until then they are
 	// drained (and counted) so that no writer blocks.
-	go drain(outR, stdout, outDone)
-	go drain(errR, stderr, errDone)
+	go drain(p.outR, stdout, outDone)
+	go drain(p.errR, stderr, errDone)
 
 	statusCh := make(chan status, 4)
-	go readStatus(statusR, statusCh)
+	go readStatus(p.statusR, statusCh)
 
 	timer := time.NewTimer(j.timeout)
 	defer timer.Stop()
-	pid := 0
-	killed := false
+	w := jobWait{status: statusCh, waited: waited, waitErr: &waitErr, ctl: p.ctlW,
+		drain: cfg.Drain, takeListener: takeListener}
+	pid, killed := w.await(ctx, timer.C, &out)
+	takeListener()
+	if killed && (pid == 0 || out.exitCode == -1) {
+		// The shim never started the command, or did not see it end in
+		// time: stop the tracer, the server's own child.
+		_ = cmd.Process.Kill()
+	}
+	awaitDrained(outDone, errDone, cfg.Drain)
+	out.stdout, out.stdoutBytes = stdout.Snapshot()
+	out.stderr, out.stderrBytes = stderr.Snapshot()
+	out.duration = time.Since(start)
+	return out, nil
+}
+
+// jobPipes are the pipes of a job's process: the shim's status and
+// control pipes, and its stdout, stderr and (with input) stdin.
+type jobPipes struct {
+	statusR, statusW *os.File
+	ctlR, ctlW       *os.File
+	outR, outW       *os.File
+	errR, errW       *os.File
+	inR, inW         *os.File // nil without input
+}
+
+// openPipes opens a job's pipes, with a stdin pipe when withStdin is set.
+// On error it closes those it opened.
+func openPipes(withStdin bool) (jobPipes, error) {
+	var p jobPipes
+	var err error
+	p.statusR, p.statusW, err = os.Pipe()
+	if err != nil {
+		return p, fmt.Errorf("status pipe: %w", err)
+	}
+	p.ctlR, p.ctlW, err = os.Pipe()
+	if err != nil {
+		closeAll(p.statusR, p.statusW)
+		return p, fmt.Errorf("control pipe: %w", err)
+	}
+	p.outR, p.outW, err = os.Pipe()
+	if err != nil {
+		closeAll(p.statusR, p.statusW, p.ctlR, p.ctlW)
+		return p, fmt.Errorf("stdout pipe: %w", err)
+	}
+	p.errR, p.errW, err = os.Pipe()
+	if err != nil {
+		closeAll(p.statusR, p.statusW, p.ctlR, p.ctlW, p.outR, p.outW)
+		return p, fmt.Errorf("stderr pipe: %w", err)
+	}
+	if withStdin {
+		if p.inR, p.inW, err = os.Pipe(); err != nil {
+			closeAll(p.statusR, p.statusW, p.ctlR, p.ctlW, p.outR, p.outW, p.errR, p.errW)
+			return p, fmt.Errorf("stdin pipe: %w", err)
+		}
+	}
+	return p, nil
+}
+
+// jobCommand returns the command that runs j: the shim (under strace
+// writing to logPath, unless cfg.NoStrace) starting j's argv as the user,
+// with the pipes p and, when not nil, the getrandom socket grShim.
+func jobCommand(cfg Config, j job, logPath string, p jobPipes, grShim *os.File) *exec.Cmd {
+	// The shim runs as root (under strace, which runs as root too) and
+	// starts the command as the user; see Shim.
+	argv := append(append([]string{cfg.Self, "__shim"}, cfg.identity().args()...), "--")
+	argv = append(argv, j.argv...)
+	var cmd *exec.Cmd
+	if cfg.NoStrace {
+		cmd = exec.Command(argv[0], argv[1:]...)
+	} else {
+		full := append(cfg.StraceArgs(logPath), "--")
+		cmd = exec.Command(cfg.Strace, append(full, argv...)...)
+	}
+	cmd.Env = cfg.userEnv()
+	if !cfg.NoStrace {
+		// The tracer keeps the real clock under a fake one (libfaketime
+		// reads FAKETIME before /etc/faketimerc); the shim drops it.
+		cmd.Env = append(cmd.Env, tracerClock)
+	}
+	if grShim != nil {
+		cmd.Env = append(cmd.Env, getrandomFDVar+"=5") // the shim drops it too
+	}
+	if fi, err := os.Stat(cfg.Home); err == nil && fi.IsDir() {
+		cmd.Dir = cfg.Home
+	} else {
+		cmd.Dir = "/"
+	}
+	cmd.Stdout, cmd.Stderr = p.outW, p.errW
+	if p.inR != nil {
+		cmd.Stdin = p.inR
+	}
+	cmd.ExtraFiles = []*os.File{p.statusW, p.ctlR} // fds 3 and 4 in strace, inherited by the shim
+	if grShim != nil {
+		cmd.ExtraFiles = append(cmd.ExtraFiles, grShim) // fd 5
+	}
+	return cmd
+}
+
+// A jobWait is what run waits on once a job has started: the shim's
+// status, the end of strace (waited, then waitErr), and the control pipe
+// that tells the shim to kill the command.
+type jobWait struct {
+	status       <-chan status
+	waited       <-chan struct{}
+	waitErr      *error
+	ctl          *os.File
+	drain        time.Duration // how long strace's status is waited for
+	takeListener func()
+}
+
+// await waits for the job's command to end, killing it when timeout fires
+// or ctx ends, and records how it ended in out. It returns the command's
+// pid (0 if the shim never reported it) and whether it was killed.
+func (w *jobWait) await(ctx context.Context, timeout <-chan time.Time, out *outcome) (pid int, killed bool) {
 	var grace <-chan time.Time
 	kill := func() {
 		// The shim kills the process group it made; the server signals
 		// nothing whose number it was told.
 		killed = true
-		_, _ = io.WriteString(ctlW, "kill\n")
+		_, _ = io.WriteString(w.ctl, "kill\n")
 		grace = time.After(3 * time.Second)
 	}
 	done := false
 	for !done {
 		select {
-		case st, ok := <-statusCh:
+		case st, ok := <-w.status:
 			switch {
 			case !ok:
 				// The shim is gone without a word: strace could not start
 				// it, or something killed it. Take strace's status if it
 				// comes quickly.
 				select {
-				case <-waited:
-					out.exitCode = exitCode(waitErr)
-				case <-time.After(cfg.Drain):
+				case <-w.waited:
+					out.exitCode = exitCode(*w.waitErr)
+				case <-time.After(w.drain):
 					out.exitCode = -1
 				}
 				done = true
@@ -276,12 +335,12 @@ func (s *toolServer) run(ctx context.Context, j job) (outcome, error) {
 				done = true
 			default:
 				pid = st.pid
-				takeListener()
+				w.takeListener()
 				if killed {
 					kill()
 				}
 			}
-		case <-timer.C:
+		case <-timeout:
 			out.timedOut = true
 			kill()
 		case <-ctx.Done():
@@ -296,13 +355,13 @@ func (s *toolServer) run(ctx context.Context, j job) (outcome, error) {
 			done = true
 		}
 	}
-	takeListener()
-	if killed && (pid == 0 || out.exitCode == -1) {
-		// The shim never started the command, or did not see it end in
-		// time: stop the tracer, the server's own child.
-		_ = cmd.Process.Kill()
-	}
-	drainWait := time.NewTimer(cfg.Drain)
+	return pid, killed
+}
+
+// awaitDrained waits for the stdout and stderr pipes to be drained
+// (outDone and errDone closed), for d at most.
+func awaitDrained(outDone, errDone chan struct{}, d time.Duration) {
+	drainWait := time.NewTimer(d)
 	defer drainWait.Stop()
 	for outDone != nil || errDone != nil {
 		select {
@@ -314,10 +373,6 @@ func (s *toolServer) run(ctx context.Context, j job) (outcome, error) {
 			outDone, errDone = nil, nil
 		}
 	}
-	out.stdout, out.stdoutBytes = stdout.Snapshot()
-	out.stderr, out.stderrBytes = stderr.Snapshot()
-	out.duration = time.Since(start)
-	return out, nil
 }
 
 func drain(r *os.File, w io.Writer, done chan<- struct{}) {

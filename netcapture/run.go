@@ -73,124 +73,188 @@ func RunWithSeal(ctx context.Context, cfg Config, out io.Writer, seal <-chan str
 	// Listen before redirecting: a flow redirected to a port nobody holds
 	// would be refused, not recorded. With IPv6 on, the sinks listen on ::1
 	// too, where ip6tables REDIRECT sends IPv6 flows.
-	hosts := []string{"127.0.0.1"}
+	socks := jailSockets{hosts: []string{"127.0.0.1"}}
 	if !cfg.SkipNetworkSetup {
 		if err := runCmd(ctx, "ip", "link", "set", "lo", "up"); err != nil {
 			return fmt.Errorf("jail network: %w", err)
 		}
 		if !ipv6Disabled() {
-			hosts = append(hosts, "::1")
+			socks.hosts = append(socks.hosts, "::1")
 		}
 	}
-	var lc net.ListenConfig
-	var closers []io.Closer
 	fail := func(err error) error {
-		closeAll(closers)
+		closeAll(socks.closers)
 		notice("jail failed: " + err.Error())
 		_ = ew.Close()
 		return err
 	}
-	listen := func(network string, port int) (net.Listener, []net.PacketConn, error) {
-		var ln net.Listener
-		var pcs []net.PacketConn
-		for _, h := range hosts {
-			a := net.JoinHostPort(h, strconv.Itoa(port))
-			if network == "udp" {
-				pc, err := lc.ListenPacket(ctx, "udp", a)
-				if err != nil {
-					return nil, nil, fmt.Errorf("listen udp %s: %w", a, err)
-				}
-				closers = append(closers, pc)
-				pcs = append(pcs, pc)
-				continue
-			}
-			l, err := lc.Listen(ctx, "tcp", a)
-			if err != nil {
-				return nil, nil, fmt.Errorf("listen tcp %s: %w", a, err)
-			}
-			closers = append(closers, l)
-			if ln == nil {
-				ln = l
-			} else {
-				ln = &multiListener{ls: []net.Listener{ln, l}}
-			}
-		}
-		return ln, pcs, nil
-	}
-	tcpLn, _, err := listen("tcp", cfg.TCPPort)
-	if err != nil {
+	if err := socks.listenAll(ctx, cfg); err != nil {
 		return fail(err)
-	}
-	dnsLn, _, err := listen("tcp", cfg.DNSPort)
-	if err != nil {
-		return fail(err)
-	}
-	_, dnsPCs, err := listen("udp", cfg.DNSPort)
-	if err != nil {
-		return fail(err)
-	}
-	_, udpPCs, err := listen("udp", cfg.UDPPort)
-	if err != nil {
-		return fail(err)
-	}
-	var proxyLn net.Listener
-	if !cfg.NoProxy {
-		if proxyLn, _, err = listen("tcp", cfg.ProxyPort); err != nil {
-			return fail(err)
-		}
 	}
 
-	names := NewNames()
+	sinks := jailSinks{names: NewNames()}
 	// Closed ports need the kernel's log of refused SYNs: bind it before
 	// any rule sends there, and keep every port open without it.
 	openSpecs, err := openPortSpecs(cfg.OpenPorts)
 	if err != nil {
 		return fail(fmt.Errorf("jail config: %w", err))
 	}
-	var refused *nflogSocket
 	if openSpecs != nil && !cfg.SkipNetworkSetup {
-		if refused, err = openNFLOG(nflogGroup); err != nil {
+		if sinks.refused, err = openNFLOG(nflogGroup); err != nil {
 			notice("closed ports disabled, every port reaches the sinks: " + err.Error())
-			openSpecs, refused = nil, nil
+			openSpecs, sinks.refused = nil, nil
 		} else {
-			closers = append(closers, refused)
+			socks.closers = append(socks.closers, sinks.refused)
 		}
 	}
-	dnsSink, err := NewDNSSink(ew.Emit, names, cfg)
-	if err != nil {
+	if err := sinks.start(ew.Emit, cfg, spool); err != nil {
 		return fail(err)
 	}
-	sink, err := NewSink(ew.Emit, names, cfg, nil)
-	if err != nil {
-		return fail(err)
-	}
-	sink.spool, sink.dns = spool, dnsSink
-	udp := NewUDPCatchAll(ew.Emit, names, cfg.FirstBytesCap, nil)
-	udp.spool = spool
 
 	if !cfg.SkipNetworkSetup {
-		steps, err := setupNetwork(ctx, cfg, openSpecs)
+		steps, err := setupJailNetwork(ctx, cfg, openSpecs)
 		if err != nil {
-			return fail(fmt.Errorf("jail network: %w", err))
-		}
-		if err := udpDstAvailable(); err != nil {
-			steps = append(steps, "udp original destinations unavailable: "+err.Error())
-		} else {
-			steps = append(steps, "udp original destinations from conntrack")
+			return fail(err)
 		}
 		notice("network: " + strings.Join(steps, "; "))
 	}
 
+	err = serveJail(ctx, &socks, &sinks, ew, notice, seal)
+	for _, e := range socketDrops(socks.dnsPCs, socks.udpPCs, time.Now().UTC()) {
+		ew.Emit(e)
+	}
+	closeAll(socks.closers)
+	if cerr := ew.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// jailSockets are the sockets the jail's sinks listen on, on each of
+// hosts, and closers, every socket opened so far.
+type jailSockets struct {
+	hosts   []string
+	lc      net.ListenConfig
+	closers []io.Closer
+
+	tcp, dns, proxy net.Listener // proxy: nil with NoProxy
+	dnsPCs, udpPCs  []net.PacketConn
+}
+
+// listen listens on port on every host: for "udp", one packet socket per
+// host; otherwise one TCP listener, accepting on every host.
+func (s *jailSockets) listen(ctx context.Context, network string, port int) (net.Listener, []net.PacketConn, error) {
+	var ln net.Listener
+	var pcs []net.PacketConn
+	for _, h := range s.hosts {
+		a := net.JoinHostPort(h, strconv.Itoa(port))
+		if network == "udp" {
+			pc, err := s.lc.ListenPacket(ctx, "udp", a)
+			if err != nil {
+				return nil, nil, fmt.Errorf("listen udp %s: %w", a, err)
+			}
+			s.closers = append(s.closers, pc)
+			pcs = append(pcs, pc)
+			continue
+		}
+		l, err := s.lc.Listen(ctx, "tcp", a)
+		if err != nil {
+			return nil, nil, fmt.Errorf("listen tcp %s: %w", a, err)
+		}
+		s.closers = append(s.closers, l)
+		if ln == nil {
+			ln = l
+		} else {
+			ln = &multiListener{ls: []net.Listener{ln, l}}
+		}
+	}
+	return ln, pcs, nil
+}
+
+// listenAll opens every socket the sinks serve, on cfg's ports.
+func (s *jailSockets) listenAll(ctx context.Context, cfg Config) error {
+	var err error
+	if s.tcp, _, err = s.listen(ctx, "tcp", cfg.TCPPort); err != nil {
+		return err
+	}
+	if s.dns, _, err = s.listen(ctx, "tcp", cfg.DNSPort); err != nil {
+		return err
+	}
+	if _, s.dnsPCs, err = s.listen(ctx, "udp", cfg.DNSPort); err != nil {
+		return err
+	}
+	if _, s.udpPCs, err = s.listen(ctx, "udp", cfg.UDPPort); err != nil {
+		return err
+	}
+	if !cfg.NoProxy {
+		if s.proxy, _, err = s.listen(ctx, "tcp", cfg.ProxyPort); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// jailSinks are the servers behind the jail's sockets, and the names
+// they share. refused, the kernel's log of refused SYNs, is nil when
+// every port is open.
+type jailSinks struct {
+	names   *Names
+	refused *nflogSocket
+	dns     *DNSSink
+	tcp     *Sink
+	udp     *UDPCatchAll
+}
+
+// start makes the DNS, TCP and UDP sinks, emitting to emit and spooling
+// to spool.
+func (s *jailSinks) start(emit func(trace.Event), cfg Config, spool *Spool) error {
+	dnsSink, err := NewDNSSink(emit, s.names, cfg)
+	if err != nil {
+		return err
+	}
+	sink, err := NewSink(emit, s.names, cfg, nil)
+	if err != nil {
+		return err
+	}
+	sink.spool, sink.dns = spool, dnsSink
+	udp := NewUDPCatchAll(emit, s.names, cfg.FirstBytesCap, nil)
+	udp.spool = spool
+	s.dns, s.tcp, s.udp = dnsSink, sink, udp
+	return nil
+}
+
+// setupJailNetwork routes the namespace into the sinks, with the ports
+// in open left open, and returns the steps taken, for the jail's notice.
+func setupJailNetwork(ctx context.Context, cfg Config, open []string) ([]string, error) {
+	steps, err := setupNetwork(ctx, cfg, open)
+	if err != nil {
+		return nil, fmt.Errorf("jail network: %w", err)
+	}
+	if err := udpDstAvailable(); err != nil {
+		steps = append(steps, "udp original destinations unavailable: "+err.Error())
+	} else {
+		steps = append(steps, "udp original destinations from conntrack")
+	}
+	return steps, nil
+}
+
+// serveJail serves the sinks on their sockets until ctx ends or one of
+// them fails, and returns the first error. Once every sink serves it
+// notes ReadyMessage; with seal, it closes ew when seal is closed or
+// receives.
+func serveJail(ctx context.Context, socks *jailSockets, sinks *jailSinks, ew *EventWriter, notice func(string), seal <-chan struct{}) error {
+	dnsSink, udp, sink, refused := sinks.dns, sinks.udp, sinks.tcp, sinks.refused
+	tcpLn, dnsLn, proxyLn := socks.tcp, socks.dns, socks.proxy
 	g, gctx := errgroup.WithContext(ctx)
-	for _, pc := range dnsPCs {
+	for _, pc := range socks.dnsPCs {
 		g.Go(func() error { return dnsSink.Serve(gctx, pc) })
 	}
-	for _, pc := range udpPCs {
+	for _, pc := range socks.udpPCs {
 		g.Go(func() error { return udp.Serve(gctx, pc) })
 	}
 	g.Go(func() error { return dnsSink.ServeTCP(gctx, dnsLn) })
 	if refused != nil {
-		g.Go(func() error { return serveRefused(gctx, refused, newRefusedLog(ew.Emit, names)) })
+		g.Go(func() error { return serveRefused(gctx, refused, newRefusedLog(ew.Emit, sinks.names)) })
 	}
 	g.Go(func() error { return sink.ServeTransparent(gctx, tcpLn) })
 	if proxyLn != nil {
@@ -207,15 +271,7 @@ func RunWithSeal(ctx context.Context, cfg Config, out io.Writer, seal <-chan str
 			}
 		})
 	}
-	err = g.Wait()
-	for _, e := range socketDrops(dnsPCs, udpPCs, time.Now().UTC()) {
-		ew.Emit(e)
-	}
-	closeAll(closers)
-	if cerr := ew.Close(); err == nil {
-		err = cerr
-	}
-	return err
+	return g.Wait()
 }
 
 // multiListener accepts from several listeners (127.0.0.1 and ::1).

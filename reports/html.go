@@ -206,7 +206,47 @@ func WriteHTML(w io.Writer, r *Report) error {
 	for i, f := range r.Skill.Files {
 		fileIdx[f.Path] = i
 	}
-	// Findings, and which events and lines they point at.
+	refs := v.addFindings(r, fileIdx)
+	off := eventOffset(r)
+	calls := v.addCalls(r, fileIdx, refs.call, off)
+	v.addEvents(r, calls, refs.ev, off)
+	v.addFiles(r, refs)
+	v.addCanaries(r)
+	v.Incidents = htmlIncidents(r, v.Findings, v.Shown, fileIdx)
+	v.Flows, v.MoreFlows = buildFlows(r, v.Shown)
+	v.Timeline = buildTimeline(r, refs.ev, v.Shown, refs.call)
+	v.NetMap = buildNetMap(r)
+	for _, c := range v.Calls {
+		if len(c.Procs) > 0 {
+			v.ProcCalls = append(v.ProcCalls, htmlProcCall{ID: c.ID, Anchor: "procs-" + c.ID, Tool: c.Tool, Summary: c.Summary, Procs: c.Procs, More: c.MoreProcs})
+		}
+	}
+	var page strings.Builder
+	if err := tmpl.Execute(&page, v); err != nil {
+		return fmt.Errorf("write html report: %w", err)
+	}
+	// html/template escapes markup but not bidi overrides, invisible
+	// format characters or control characters: they become visible
+	// escapes here (the template itself holds none).
+	if _, err := io.WriteString(w, safetext.Block(page.String(), 0)); err != nil {
+		return fmt.Errorf("write html report: %w", err)
+	}
+	return nil
+}
+
+// findingRefs says what the findings point at, as the anchors of the
+// findings that do: events by sequence number, skill lines by anchor (and
+// the rules that mark each), tool calls by id.
+type findingRefs struct {
+	ev        map[int64][]string
+	lineRules map[string][]string
+	lineRefs  map[string][]string
+	call      map[string][]string
+}
+
+// addFindings adds r's findings to the view and returns what they point
+// at; fileIdx gives the index of each skill file by path.
+func (v *htmlView) addFindings(r *Report, fileIdx map[string]int) findingRefs {
 	evRefs := map[int64][]string{}
 	lineRules := map[string][]string{}
 	lineRefs := map[string][]string{}
@@ -244,17 +284,27 @@ func WriteHTML(w io.Writer, r *Report) error {
 		}
 		v.Findings = append(v.Findings, hf)
 	}
-	// Tool calls and the events beneath them.
+	return findingRefs{ev: evRefs, lineRules: lineRules, lineRefs: lineRefs, call: callFindings}
+}
+
+// eventOffset returns a function that prints a time as its offset from
+// the start of r's run, or "" for the zero time.
+func eventOffset(r *Report) func(time.Time) string {
 	origin := r.StartedAt
 	if origin.IsZero() && len(r.Events) > 0 {
 		origin = r.Events[0].Time
 	}
-	off := func(t time.Time) string {
+	return func(t time.Time) string {
 		if t.IsZero() {
 			return ""
 		}
 		return fmt.Sprintf("+%.3fs", t.Sub(origin).Seconds())
 	}
+}
+
+// addCalls adds r's tool calls to the view, marked with the findings
+// callFindings says point at each, and returns them by id.
+func (v *htmlView) addCalls(r *Report, fileIdx map[string]int, callFindings map[string][]string, off func(time.Time) string) map[string]*htmlCall {
 	calls := map[string]*htmlCall{}
 	for _, e := range r.Events {
 		d, ok := e.Data.(*trace.ToolCall)
@@ -279,10 +329,19 @@ func WriteHTML(w io.Writer, r *Report) error {
 		v.Shown[e.Seq] = true
 		v.Calls = append(v.Calls, *c)
 	}
-	windows := trace.NewCallWindows(r.Events)
 	for i := range v.Calls {
 		calls[v.Calls[i].ID] = &v.Calls[i]
 	}
+	return calls
+}
+
+// addEvents puts r's other events under the tool call each belongs to
+// (by its id, else by when it happened, else under "other"), with the
+// process trees of the calls; evRefs gives the findings each event is
+// evidence of. A call shows at most MaxHTMLEventsPerCall events that are
+// evidence of nothing.
+func (v *htmlView) addEvents(r *Report, calls map[string]*htmlCall, evRefs map[int64][]string, off func(time.Time) string) {
+	windows := trace.NewCallWindows(r.Events)
 	evPIDs := map[int]bool{}
 	for _, e := range r.Events {
 		if e.PID != 0 && len(evRefs[e.Seq]) > 0 {
@@ -314,7 +373,11 @@ func WriteHTML(w io.Writer, r *Report) error {
 			c.Open = true
 		}
 	}
-	// Skill text with the lines findings point at marked.
+}
+
+// addFiles adds the skill's text files to the view, with the lines
+// findings point at marked.
+func (v *htmlView) addFiles(r *Report, refs findingRefs) {
 	for i, f := range r.Skill.Files {
 		if f.Text == "" || f.Binary {
 			continue
@@ -327,11 +390,16 @@ func WriteHTML(w io.Writer, r *Report) error {
 				break
 			}
 			a := lineAnchor(i, n+1)
-			rs := lineRules[a]
-			hf.Lines = append(hf.Lines, htmlLine{N: n + 1, Text: l, Marked: len(rs) > 0, Rules: strings.Join(rs, " "), Anchor: a, Refs: lineRefs[a]})
+			rs := refs.lineRules[a]
+			hf.Lines = append(hf.Lines, htmlLine{N: n + 1, Text: l, Marked: len(rs) > 0, Rules: strings.Join(rs, " "), Anchor: a, Refs: refs.lineRefs[a]})
 		}
 		v.Files = append(v.Files, hf)
 	}
+}
+
+// addCanaries adds the canaries that leaked to the view, and how many of
+// each kind were planted.
+func (v *htmlView) addCanaries(r *Report) {
 	for _, h := range r.Canaries.Hits {
 		if h.Leaked {
 			v.Leaked = append(v.Leaked, h)
@@ -345,26 +413,6 @@ func WriteHTML(w io.Writer, r *Report) error {
 		v.KindCounts = append(v.KindCounts, fmt.Sprintf("%s ×%d", k, n))
 	}
 	slices.SortFunc(v.KindCounts, cmp.Compare)
-	v.Incidents = htmlIncidents(r, v.Findings, v.Shown, fileIdx)
-	v.Flows, v.MoreFlows = buildFlows(r, v.Shown)
-	v.Timeline = buildTimeline(r, evRefs, v.Shown, callFindings)
-	v.NetMap = buildNetMap(r)
-	for _, c := range v.Calls {
-		if len(c.Procs) > 0 {
-			v.ProcCalls = append(v.ProcCalls, htmlProcCall{ID: c.ID, Anchor: "procs-" + c.ID, Tool: c.Tool, Summary: c.Summary, Procs: c.Procs, More: c.MoreProcs})
-		}
-	}
-	var page strings.Builder
-	if err := tmpl.Execute(&page, v); err != nil {
-		return fmt.Errorf("write html report: %w", err)
-	}
-	// html/template escapes markup but not bidi overrides, invisible
-	// format characters or control characters: they become visible
-	// escapes here (the template itself holds none).
-	if _, err := io.WriteString(w, safetext.Block(page.String(), 0)); err != nil {
-		return fmt.Errorf("write html report: %w", err)
-	}
-	return nil
 }
 
 func capString(s string, n int) string {

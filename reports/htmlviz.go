@@ -305,28 +305,44 @@ type htmlNetNode struct {
 
 // buildNetMap groups the network evidence by destination host.
 func buildNetMap(r *Report) htmlNetMap {
-	byseq := map[int64]trace.Event{}
-	for _, e := range r.Events {
-		byseq[e.Seq] = e
+	ns := netNodes{byHost: map[string]*htmlNetNode{}}
+	ns.addEvents(r.Events)
+	kinds := ns.addTokens(r)
+	m := ns.rows(r, kinds)
+	drawNetMap(&m)
+	return m
+}
+
+// netNodes collects a run's destinations by host, in the order first met.
+type netNodes struct {
+	byHost map[string]*htmlNetNode
+	order  []string
+}
+
+// node returns the destination host, added when new, first contacted no
+// later than the event numbered seq.
+func (ns *netNodes) node(host string, seq int64) *htmlNetNode {
+	n := ns.byHost[host]
+	if n == nil {
+		n = &htmlNetNode{Host: host, FirstSeq: seq}
+		ns.byHost[host] = n
+		ns.order = append(ns.order, host)
 	}
-	nodes := map[string]*htmlNetNode{}
-	var order []string
-	node := func(host string, seq int64) *htmlNetNode {
-		n := nodes[host]
-		if n == nil {
-			n = &htmlNetNode{Host: host, FirstSeq: seq}
-			nodes[host] = n
-			order = append(order, host)
-		}
-		n.FirstSeq = min(n.FirstSeq, seq)
-		return n
+	n.FirstSeq = min(n.FirstSeq, seq)
+	return n
+}
+
+// addChannel adds the channel ch ("dns", "tls"...) to n's, once.
+func addChannel(n *htmlNetNode, ch string) {
+	if ch != "" && !slices.Contains(n.Channels, ch) {
+		n.Channels = append(n.Channels, ch)
 	}
-	addCh := func(n *htmlNetNode, ch string) {
-		if ch != "" && !slices.Contains(n.Channels, ch) {
-			n.Channels = append(n.Channels, ch)
-		}
-	}
-	for _, e := range r.Events {
+}
+
+// addEvents counts the DNS queries, requests, connections and TLS hellos
+// of events against their destinations.
+func (ns *netNodes) addEvents(events []trace.Event) {
+	for _, e := range events {
 		host, ch := eventHost(e)
 		if host == "" {
 			continue
@@ -339,24 +355,24 @@ func buildNetMap(r *Report) htmlNetMap {
 			if host == "" {
 				continue
 			}
-			n := node(host, e.Seq)
+			n := ns.node(host, e.Seq)
 			n.DNS += max(e.Count, 1)
-			addCh(n, "dns")
+			addChannel(n, "dns")
 		case *trace.HTTPExchange:
-			n := node(host, e.Seq)
+			n := ns.node(host, e.Seq)
 			n.HTTP++
 			n.BytesSent += d.BodySize
-			addCh(n, ch)
+			addChannel(n, ch)
 			if len(n.Sent) < maxNetSent {
 				n.Sent = append(n.Sent, fmt.Sprintf("%s %s (%s)", d.Method, cut(d.URL, 120), byteSize(d.BodySize)))
 			} else {
 				n.MoreSent++
 			}
 		case *trace.Connection:
-			n := node(host, e.Seq)
+			n := ns.node(host, e.Seq)
 			n.Conns++
 			n.BytesSent += d.Size
-			addCh(n, ch)
+			addChannel(n, ch)
 			if d.Size > 0 || d.Refused {
 				what := fmt.Sprintf("%s %s:%d (%s)", d.Proto, d.DstIP, d.DstPort, byteSize(d.Size))
 				if d.Refused {
@@ -369,14 +385,19 @@ func buildNetMap(r *Report) htmlNetMap {
 				}
 			}
 		case *trace.TLSHello:
-			n := node(host, e.Seq)
-			addCh(n, "tls")
+			n := ns.node(host, e.Seq)
+			addChannel(n, "tls")
 		}
 	}
-	// Which tokens went where: a leaked hit's host is its event's.
-	planted := map[string]int{}
-	for i, p := range r.Canaries.Planted {
-		planted[p.ID] = i
+}
+
+// addTokens adds the tokens that leaked to the destinations they went to
+// (a leaked hit's host is its event's) and returns how many of each kind
+// went to each host.
+func (ns *netNodes) addTokens(r *Report) map[string]map[string]int {
+	byseq := map[int64]trace.Event{}
+	for _, e := range r.Events {
+		byseq[e.Seq] = e
 	}
 	kinds := map[string]map[string]int{}
 	for _, h := range r.Canaries.Hits {
@@ -391,7 +412,7 @@ func buildNetMap(r *Report) htmlNetMap {
 		if host == "" {
 			host = hostOf(h.Where)
 		}
-		n := node(host, h.EventSeq)
+		n := ns.node(host, h.EventSeq)
 		if !slices.Contains(n.Tokens, h.TokenID) {
 			n.Tokens = append(n.Tokens, h.TokenID)
 			if kinds[host] == nil {
@@ -400,9 +421,20 @@ func buildNetMap(r *Report) htmlNetMap {
 			kinds[host][h.Kind]++
 		}
 	}
+	return kinds
+}
+
+// rows returns the map with its rows: the destinations in the order first
+// met, up to maxNetRows, their tokens in planted order and described by
+// kinds, the count of each kind of token sent to each host.
+func (ns *netNodes) rows(r *Report, kinds map[string]map[string]int) htmlNetMap {
+	planted := map[string]int{}
+	for i, p := range r.Canaries.Planted {
+		planted[p.ID] = i
+	}
 	m := htmlNetMap{Width: tlWidth}
-	for _, h := range order {
-		n := nodes[h]
+	for _, h := range ns.order {
+		n := ns.byHost[h]
 		n.Anchor = "dest-" + fmt.Sprint(len(m.Rows)+m.MoreRows+1)
 		slices.SortFunc(n.Tokens, func(a, b string) int { return cmp.Compare(planted[a], planted[b]) })
 		var ks []string
@@ -417,7 +449,13 @@ func buildNetMap(r *Report) htmlNetMap {
 			m.MoreRows++
 		}
 	}
-	// The map: tokens first, then by first contact.
+	return m
+}
+
+// drawNetMap lays out the nodes of m's map: tokens first, then by first
+// contact, up to maxNetNodes, each joined to the sandbox by a labelled
+// edge.
+func drawNetMap(m *htmlNetMap) {
 	drawn := slices.Clone(m.Rows)
 	slices.SortStableFunc(drawn, func(a, b htmlNetNode) int {
 		return cmp.Or(cmp.Compare(len(b.Tokens), len(a.Tokens)), cmp.Compare(a.FirstSeq, b.FirstSeq))
@@ -434,20 +472,7 @@ func buildNetMap(r *Report) htmlNetMap {
 		n := &drawn[i]
 		n.Y = pad + rowH*float64(i) + rowH/2
 		n.Path = fmt.Sprintf("M%.1f %.1f C%.1f %.1f %.1f %.1f %.1f %.1f", sx, m.SandboxY, sx+160, m.SandboxY, nx-160, n.Y, nx, n.Y)
-		var parts []string
-		if n.HTTP > 0 {
-			parts = append(parts, fmt.Sprintf("%d request%s", n.HTTP, plural(n.HTTP)))
-		}
-		if n.Conns > 0 {
-			parts = append(parts, fmt.Sprintf("%d connection%s", n.Conns, plural(n.Conns)))
-		}
-		if n.DNS > 0 && n.HTTP == 0 && n.Conns == 0 {
-			parts = append(parts, fmt.Sprintf("%d DNS quer%s", n.DNS, map[bool]string{true: "y", false: "ies"}[n.DNS == 1]))
-		}
-		if n.BytesSent > 0 {
-			parts = append(parts, byteSize(n.BytesSent)+" sent")
-		}
-		n.EdgeLabel = strings.Join(parts, " · ")
+		n.EdgeLabel = edgeLabel(n)
 		n.LabelX, n.LabelY = nx+10, n.Y
 		n.Width = 1.2
 		if len(n.Tokens) > 0 {
@@ -455,7 +480,24 @@ func buildNetMap(r *Report) htmlNetMap {
 		}
 	}
 	m.Nodes = drawn
-	return m
+}
+
+// edgeLabel describes the traffic to n: "3 requests · 2.1 KiB sent".
+func edgeLabel(n *htmlNetNode) string {
+	var parts []string
+	if n.HTTP > 0 {
+		parts = append(parts, fmt.Sprintf("%d request%s", n.HTTP, plural(n.HTTP)))
+	}
+	if n.Conns > 0 {
+		parts = append(parts, fmt.Sprintf("%d connection%s", n.Conns, plural(n.Conns)))
+	}
+	if n.DNS > 0 && n.HTTP == 0 && n.Conns == 0 {
+		parts = append(parts, fmt.Sprintf("%d DNS quer%s", n.DNS, map[bool]string{true: "y", false: "ies"}[n.DNS == 1]))
+	}
+	if n.BytesSent > 0 {
+		parts = append(parts, byteSize(n.BytesSent)+" sent")
+	}
+	return strings.Join(parts, " · ")
 }
 
 func signed(s string) string {

@@ -324,19 +324,7 @@ func (v *values) value(p placeholder, site fillSite) (string, string) {
 	if rel := strings.TrimPrefix(strings.TrimPrefix(name, "./"), "/"); v.skillFiles[rel] {
 		return path.Join(v.cfg.SkillDir, rel), "" // <references/api.md>: a file of the skill
 	}
-	ws := words(name)
-	if p.style == stylePathTo {
-		ws = ws[2:] // "path to file pdf" → "file pdf"
-	}
-	if p.style == styleYour {
-		var keep []string
-		for _, w := range ws {
-			if w != "your" && w != "here" && w != "xxx" {
-				keep = append(keep, w)
-			}
-		}
-		ws = keep
-	}
+	ws := nameWords(p, name)
 	if p.style == styleArgs && v.argsClass.kind == "" {
 		if v.defaultKind != "" {
 			f, _ := v.fixture("")
@@ -355,6 +343,37 @@ func (v *values) value(p placeholder, site fillSite) (string, string) {
 	if p.style == stylePathTo && has(ws, "skill", "skills") {
 		return v.cfg.SkillDir, ""
 	}
+	c = v.refineClass(c, p, name, ws)
+	glob := strings.HasSuffix(name, "/*") || strings.HasSuffix(name, "*")
+	if val, why, ok := v.placeValue(c, ws, glob); ok {
+		return val, why
+	}
+	return v.plainValue(c, p, site, name, ws)
+}
+
+// nameWords returns the words of a placeholder's name that say what it
+// stands for, without the style's own words ("path to", "your", "here").
+func nameWords(p placeholder, name string) []string {
+	ws := words(name)
+	if p.style == stylePathTo {
+		ws = ws[2:] // "path to file pdf" → "file pdf"
+	}
+	if p.style == styleYour {
+		var keep []string
+		for _, w := range ws {
+			if w != "your" && w != "here" && w != "xxx" {
+				keep = append(keep, w)
+			}
+		}
+		ws = keep
+	}
+	return ws
+}
+
+// refineClass adjusts c, what the words ws of a placeholder named name
+// stand for, by the placeholder's style: the arguments' class for $ARGUMENTS,
+// a directory or a file for "path to ...".
+func (v *values) refineClass(c class, p placeholder, name string, ws []string) class {
 	if p.style == styleArgs && v.argsClass.kind != "" {
 		c = v.argsClass
 	}
@@ -370,42 +389,56 @@ func (v *values) value(p placeholder, site fillSite) (string, string) {
 			c = class{kind: kindFile, ext: kindOfExt(path.Ext(name))}
 		}
 	}
-	glob := strings.HasSuffix(name, "/*") || strings.HasSuffix(name, "*")
+	return c
+}
+
+// placeValue returns what replaces a placeholder of class c standing for
+// a file, a directory or a repository (a glob when glob is set), or why
+// nothing can, and true; for any other class it returns false.
+func (v *values) placeValue(c class, ws []string, glob bool) (string, string, bool) {
 	switch c.kind {
 	case kindCommand:
-		return "", "it stands for code or a command the user would write"
+		return "", "it stands for code or a command the user would write", true
 	case kindNoFile:
-		return "", "no fixture file of kind " + c.ext
+		return "", "no fixture file of kind " + c.ext, true
 	case kindSkillDir:
-		return v.cfg.SkillDir, ""
+		return v.cfg.SkillDir, "", true
 	case kindFile:
 		f, ok := v.fixture(c.ext)
 		if !ok {
-			return "", "no fixture file of kind " + c.ext
+			return "", "no fixture file of kind " + c.ext, true
 		}
 		if glob {
-			return path.Dir(f) + "/*", ""
+			return path.Dir(f) + "/*", "", true
 		}
-		return f, ""
+		return f, "", true
 	case kindDir:
 		if c.ext != "" || has(ws, "images", "photos", "pictures", "screenshots") {
 			if f, ok := v.fixture(cmpOr(c.ext, "png")); ok {
-				return path.Dir(f), ""
+				return path.Dir(f), "", true
 			}
 		}
 		if d, ok := v.cfg.Fixtures["dir"]; ok {
-			return d, ""
+			return d, "", true
 		}
-		return v.home(), ""
+		return v.home(), "", true
 	case kindRepo:
 		if d, ok := v.cfg.Fixtures["git"]; ok {
-			return d, ""
+			return d, "", true
 		}
-		return "", "no fixture repository"
+		return "", "no fixture repository", true
 	case kindOutFile:
-		return v.home() + "/output." + cmpOr(c.ext, cmpOr(v.defaultKind, "txt")), ""
+		return v.home() + "/output." + cmpOr(c.ext, cmpOr(v.defaultKind, "txt")), "", true
 	case kindOutDir:
-		return v.home() + "/output", ""
+		return v.home() + "/output", "", true
+	}
+	return "", "", false
+}
+
+// plainValue returns a plausible value for a placeholder of class c that
+// is not a place: a URL, a host, a user, a key, a number, a date...
+func (v *values) plainValue(c class, p placeholder, site fillSite, name string, ws []string) (string, string) {
+	switch c.kind {
 	case kindURL:
 		return "https://api." + v.domain() + "/v1", ""
 	case kindWebhook:
