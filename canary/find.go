@@ -650,7 +650,7 @@ type run struct {
 	nonHex bool
 }
 
-// Character classes for base64Runs.
+// Character classes for base64RunsShort.
 const (
 	clsAlpha  = 1 << iota // base64 alphabet (either)
 	clsURL                // '-' or '_'
@@ -676,15 +676,12 @@ func init() {
 	cls['='] = clsPad
 }
 
-// base64Runs returns the runs of base64 (or hex) text in data that are worth
-// a second look: those of at least minDecodeRun characters, and those broken
-// into lines. A run continues across a line break ("\n", "\r\n", a
+// base64RunsShort returns the runs of base64 (or hex) text in data that are
+// worth a second look: those of at least minDecodeRun characters, and those
+// broken into lines. A run continues across a line break ("\n", "\r\n", a
 // JSON-escaped "\n") when the lines before it are at least
 // minWrap characters long and all of the same length, as encoders that wrap
-// lines produce.
-func base64Runs(data []byte) []run { return base64RunsShort(data, nil) }
-
-// base64RunsShort is base64Runs, and also appends to short where a
+// lines produce. It also appends to short (when not nil) where a
 // short-wrapped run (see shortRuns) may be: probes that landed on a line
 // break or on a line narrower than minWrap next to a break.
 func base64RunsShort(data []byte, short *[]int) []run {

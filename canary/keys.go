@@ -38,12 +38,6 @@ func (m *Minter) SSHKeyEd25519(location, comment string) Token {
 	return s.openSSH(location, pubBlob, p, comment)
 }
 
-// SSHKeyRSA mints an unencrypted OpenSSH RSA private key of bits bits.
-func (m *Minter) SSHKeyRSA(location, comment string, bits int) Token {
-	s := m.Secret()
-	return s.SSHKeyRSAWith(location, comment, s.RSAKey(bits))
-}
-
 // RSAKeyLater starts making an RSA key of bits bits in the background and
 // returns a func that waits for it (and returns it again on every call).
 // The key's random stream is drawn from m now, so a seeded Minter stays

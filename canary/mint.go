@@ -274,17 +274,6 @@ func base62Pad(v uint64, n int) string {
 	return string(b)
 }
 
-// ValidGitHubChecksum reports whether a ghp_/gho_/npm_ token's last six
-// characters are the CRC32 of the rest of its body.
-func ValidGitHubChecksum(tok string) bool {
-	i := strings.IndexByte(tok, '_')
-	if i < 0 || len(tok)-i-1 != 36 {
-		return false
-	}
-	body := tok[i+1 : len(tok)-6]
-	return checksummed(tok[:i+1], body) == tok
-}
-
 // Password returns a password as people and password managers make them:
 // 16 to 20 characters of letters, digits and a few symbols.
 func (m *Minter) Password() string {

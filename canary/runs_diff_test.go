@@ -7,6 +7,9 @@ import (
 	"github.com/google/go-cmp/cmp"
 )
 
+// base64Runs is base64RunsShort without the short-run probes.
+func base64Runs(data []byte) []run { return base64RunsShort(data, nil) }
+
 // base64RunsReference is the plain byte-by-byte run finder that the probing
 // base64Runs must agree with.
 func base64RunsReference(data []byte) []run {

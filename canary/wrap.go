@@ -6,7 +6,7 @@ import (
 )
 
 // Short wraps: base64 or hex broken into lines narrower than minWrap
-// (`base64 -w 8`, `fold -w 16`, a CRLF every 4 characters). base64Runs
+// (`base64 -w 8`, `fold -w 16`, a CRLF every 4 characters). base64RunsShort
 // follows lines of minWrap characters and more; these are found apart.
 const (
 	minShortWrap = 4  // narrowest line width followed
@@ -259,9 +259,9 @@ func breakBefore(data []byte, i int) bool {
 	return i > 0 && (data[i-1] == '\n' || data[i-1] == '\r' || i > 1 && data[i-2] == '\\' && (data[i-1] == 'n' || data[i-1] == 'r'))
 }
 
-// allRuns merges base64Runs and shortRuns: a one-line run that is a line of
+// allRuns merges base64RunsShort and shortRuns: a one-line run that is a line of
 // a short-wrapped run is dropped (the whole is decoded instead). The probes
-// of base64Runs (one byte in minDecodeRun) are where short runs are looked
+// of base64RunsShort (one byte in minDecodeRun) are where short runs are looked
 // for: a short-wrapped run of minDecodeRun bytes or more is always met, a
 // shorter one (a lone password of 16 to 20 characters wrapped at a few
 // characters) only when a probe lands in it.

@@ -98,11 +98,6 @@ func (b *builder) chromeEncrypt(plain []byte) []byte {
 	return append([]byte("v10"), out...)
 }
 
-// ChromeDecrypt reverses Chrome's Linux encryption: what an infostealer does.
-func ChromeDecrypt(v []byte) ([]byte, bool) {
-	return chromeDecrypt(v, chromeKeyLinux())
-}
-
 func chromeDecrypt(v, key []byte) ([]byte, bool) {
 	if !bytes.HasPrefix(v, []byte("v10")) || (len(v)-3)%16 != 0 || len(v) < 19 {
 		return nil, false
