@@ -128,9 +128,6 @@ func (ew *EventWriter) overBudget(t trace.Type, n int64) bool {
 	return ew.byType[t]+n > b/16
 }
 
-// NewEventWriter returns an EventWriter on w with the default budgets.
-func NewEventWriter(w io.Writer) *EventWriter { return NewEventLog(w, LogOptions{}, nil) }
-
 // NewEventLog returns an EventWriter on w with opts; spool (nil: none) is
 // the payload spool whose accounting the end record carries.
 func NewEventLog(w io.Writer, opts LogOptions, spool *Spool) *EventWriter {
@@ -255,17 +252,6 @@ func (ew *EventWriter) drain() {
 	ew.cond.Broadcast()
 }
 
-// Flush waits until every queued event is written, and returns the first
-// write error.
-func (ew *EventWriter) Flush() error {
-	ew.mu.Lock()
-	defer ew.mu.Unlock()
-	for ew.writing {
-		ew.cond.Wait()
-	}
-	return ew.err
-}
-
 // Close writes every queued event and then the end record, and returns the
 // first write error. Events emitted after Close are counted as dropped
 // (they cannot be in the record any more). Close is idempotent.
@@ -307,18 +293,4 @@ func (ew *EventWriter) Close() error {
 		_, _ = ew.opts.Status.Write(b)
 	}
 	return ew.err
-}
-
-// Err returns the first write error.
-func (ew *EventWriter) Err() error {
-	ew.mu.Lock()
-	defer ew.mu.Unlock()
-	return ew.err
-}
-
-// Seq returns the sequence number of the last event queued.
-func (ew *EventWriter) Seq() int64 {
-	ew.mu.Lock()
-	defer ew.mu.Unlock()
-	return ew.seq
 }

@@ -3,6 +3,7 @@ package netcapture
 import (
 	"crypto/x509"
 	"encoding/pem"
+	"io"
 	"time"
 )
 
@@ -26,4 +27,32 @@ func MintLeafPEM(caCert, caKey []byte, name string) (certPEM, keyPEM []byte, err
 		certPEM = append(certPEM, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})...)
 	}
 	return certPEM, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: kb}), nil
+}
+
+// NewEventWriter returns an EventWriter on w with the default budgets.
+func NewEventWriter(w io.Writer) *EventWriter { return NewEventLog(w, LogOptions{}, nil) }
+
+// Flush waits until every queued event is written, and returns the first
+// write error.
+func (ew *EventWriter) Flush() error {
+	ew.mu.Lock()
+	defer ew.mu.Unlock()
+	for ew.writing {
+		ew.cond.Wait()
+	}
+	return ew.err
+}
+
+// Err returns the first write error.
+func (ew *EventWriter) Err() error {
+	ew.mu.Lock()
+	defer ew.mu.Unlock()
+	return ew.err
+}
+
+// Seq returns the sequence number of the last event queued.
+func (ew *EventWriter) Seq() int64 {
+	ew.mu.Lock()
+	defer ew.mu.Unlock()
+	return ew.seq
 }

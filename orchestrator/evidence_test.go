@@ -20,7 +20,7 @@ import (
 func jailLog(t *testing.T, end bool) []byte {
 	t.Helper()
 	var buf bytes.Buffer
-	ew := netcapture.NewEventWriter(&buf)
+	ew := netcapture.NewEventLog(&buf, netcapture.LogOptions{}, nil)
 	ew.Emit(trace.Event{Source: trace.SourceDNS, Type: trace.TypeDNSQuery, Data: &trace.DNSQuery{Name: "c2.example.", QType: "A"}})
 	if err := ew.Close(); err != nil {
 		t.Fatal(err)

@@ -35,7 +35,7 @@ func TestReadJailArchive(t *testing.T) {
 	tok := canary.Token{ID: "aws-1", Kind: canary.AWSAccessKey, Value: "AKIAQSBXCTL7Q2X4ZT3M", Location: "~/.aws/credentials"}
 	set := canary.NewSet(tok)
 	var log bytes.Buffer
-	ew := netcapture.NewEventWriter(&log)
+	ew := netcapture.NewEventLog(&log, netcapture.LogOptions{}, nil)
 	ew.Emit(trace.Event{Type: trace.TypeJailNotice, Data: &trace.Notice{Message: netcapture.ReadyMessage}})
 	ew.Emit(trace.Event{Source: trace.SourceHTTP, Type: trace.TypeHTTP, Data: &trace.HTTPExchange{Method: "GET",
 		URL: "http://cdn.example.net/a", Headers: map[string][]string{"X-Pad": {"aaaa…[1048576 bytes]"}},
