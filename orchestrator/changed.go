@@ -32,28 +32,9 @@ const stampPath = "/run/agentd/stamp"
 // copies out: the engine's diff does not see them.
 var changedRoots = append([]string{"/home", "/Users", "/tmp", "/var/tmp", "/dev/shm"}, HarnessDirs...)
 
-// readChanged reads the tar of changed files (untrusted): only regular files,
-// only clean relative names, within the caps. Files are written under
-// dir/files/<path> when dir is set.
-func readChanged(r io.Reader, dir string, home *canaryfs.Home, now func() time.Time) ([]trace.Event, error) {
-	tr := tar.NewReader(r)
-	c := changedReader{dir: dir, home: home, now: now}
-	for {
-		hdr, err := tr.Next()
-		if err == io.EOF {
-			return c.events, nil
-		}
-		if err != nil {
-			return c.events, fmt.Errorf("read changed files: %w", err)
-		}
-		if err := c.add(hdr, tr); err != nil {
-			return c.events, err
-		}
-	}
-}
-
-// changedReader turns the entries of an archive of changed files into
-// events, within the caps (readChanged).
+// changedReader turns the entries of the tar of changed files (untrusted)
+// into events: only regular files, only clean relative names, within the
+// caps. Files are written under dir/files/<path> when dir is set.
 type changedReader struct {
 	dir    string
 	home   *canaryfs.Home

@@ -3,6 +3,8 @@ package orchestrator
 import (
 	"archive/tar"
 	"bytes"
+	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -233,4 +235,41 @@ func TestParseCallLogsReportsGaps(t *testing.T) {
 	if len(notes) != 1 || !strings.Contains(notes[0], "t001: syscall log of t001 incomplete: 1 over-long lines skipped") {
 		t.Errorf("notices = %q, want one about the over-long line", notes)
 	}
+}
+
+// readChanged reads a whole tar of changed files through a changedReader,
+// as the collection streams them.
+func readChanged(r io.Reader, dir string, home *canaryfs.Home, now func() time.Time) ([]trace.Event, error) {
+	tr := tar.NewReader(r)
+	c := changedReader{dir: dir, home: home, now: now}
+	for {
+		hdr, err := tr.Next()
+		if err == io.EOF {
+			return c.events, nil
+		}
+		if err != nil {
+			return c.events, fmt.Errorf("read changed files: %w", err)
+		}
+		if err := c.add(hdr, tr); err != nil {
+			return c.events, err
+		}
+	}
+}
+
+// parseCallLogs reads a whole tar of strace logs through callLogs, as the
+// collection streams them.
+func parseCallLogs(rc io.Reader, lp logParams, log interface{ Warn(string, ...any) }) ([]trace.Event, error) {
+	c := newCallLogs(lp, log)
+	tr := tar.NewReader(rc)
+	for {
+		hdr, err := tr.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return c.finish(), fmt.Errorf("read log archive: %w", err)
+		}
+		c.add(hdr, tr)
+	}
+	return c.finish(), nil
 }

@@ -350,29 +350,11 @@ func parseRootfs(out string, now time.Time) []trace.Event {
 
 var callLogName = regexp.MustCompile(`^([A-Za-z0-9_.-]{1,64})\.log$`)
 
-// parseCallLogs reads a tar of strace logs (untrusted) and parses each one,
-// within caps: paths in events are cut to trace.MaxPath, and the events of
-// all logs together to budget bytes (trace.Size; 0: DefaultTimelineBytes).
-// What a cap leaves out is a notice marked Incomplete; a budget crossed is
-// also a budget event.
-func parseCallLogs(rc io.Reader, lp logParams, log interface{ Warn(string, ...any) }) ([]trace.Event, error) {
-	c := newCallLogs(lp, log)
-	tr := tar.NewReader(rc)
-	for {
-		hdr, err := tr.Next()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			return c.finish(), fmt.Errorf("read log archive: %w", err)
-		}
-		c.add(hdr, tr)
-	}
-	return c.finish(), nil
-}
-
-// callLogs parses the per-call strace logs of one trace, one archive entry
-// at a time, within the caps of parseCallLogs.
+// callLogs parses the per-call strace logs of one trace (untrusted), one
+// archive entry at a time, within caps: paths in events are cut to
+// trace.MaxPath, and the events of all logs together to budget bytes
+// (trace.Size; 0: DefaultTimelineBytes). What a cap leaves out is a notice
+// marked Incomplete; a budget crossed is also a budget event.
 type callLogs struct {
 	lp     logParams
 	budget int64
@@ -396,7 +378,7 @@ func keepSet(h *canaryfs.Home) map[string]bool {
 	return m
 }
 
-// logParams say how parseCallLogs reads the syscall logs.
+// logParams say how callLogs reads the syscall logs.
 type logParams struct {
 	// Cwd is the first process's working directory; Budget the bytes of
 	// ordinary events of all logs together (0: DefaultTimelineBytes), of
