@@ -28,20 +28,6 @@ import (
 // copies it there).
 const agentBinPath = "usr/local/lib/agent/agentd"
 
-// loadAgentImage makes the agent image ref from the image from with the
-// binary added, as Dockerfile.agent would, without a build: it hands the
-// engine an image archive (the format `docker save` writes) holding the new
-// image's configuration and one layer, the binary; the layers of from are
-// named but not included, since the engine already has them and reads a
-// layer's file only when it lacks the layer. A build's commit makes the
-// engine compare the container's whole file system with its image's, which
-// on storage drivers without a native diff (fuse-overlayfs) walks the 1 GB
-// image, twice per build (the copy, then the labels): minutes on a busy
-// host, where this takes seconds. labels are added to from's.
-func (r *Runtime) loadAgentImage(ctx context.Context, from, binary, ref string, labels map[string]string) error {
-	return r.loadLayerImage(ctx, from, binary, nil, ref, labels)
-}
-
 // layerFile is a file of a loaded layer, its path relative to "/".
 type layerFile struct {
 	name string
@@ -49,8 +35,17 @@ type layerFile struct {
 	data []byte
 }
 
-// loadLayerImage is loadAgentImage with more files in the layer (the
-// prepared files when the prepared image was not built).
+// loadLayerImage makes the agent image ref from the image from with the
+// binary (and extra, the prepared files when the prepared image was not
+// built) added, as Dockerfile.agent would, without a build: it hands the
+// engine an image archive (the format `docker save` writes) holding the new
+// image's configuration and one layer, those files; the layers of from are
+// named but not included, since the engine already has them and reads a
+// layer's file only when it lacks the layer. A build's commit makes the
+// engine compare the container's whole file system with its image's, which
+// on storage drivers without a native diff (fuse-overlayfs) walks the 1 GB
+// image, twice per build (the copy, then the labels): minutes on a busy
+// host, where this takes seconds. labels are added to from's.
 func (r *Runtime) loadLayerImage(ctx context.Context, from, binary string, extra []layerFile, ref string, labels map[string]string) error {
 	ins, err := r.cli.ImageInspect(ctx, from)
 	if err != nil {

@@ -7,6 +7,7 @@ import (
 	"io"
 	"time"
 
+	cerrdefs "github.com/containerd/errdefs"
 	"github.com/moby/moby/api/types/container"
 	"github.com/moby/moby/client"
 	"github.com/sandboxctl/sandboxctl/orchestrator"
@@ -32,7 +33,7 @@ func RemoveRawForTest(ctx context.Context, r *Runtime, id string) error {
 func ExistsForTest(ctx context.Context, r *Runtime, id string) (bool, error) {
 	_, err := r.cli.ContainerInspect(ctx, id, client.ContainerInspectOptions{})
 	if err != nil {
-		if isNotFound(err) {
+		if cerrdefs.IsNotFound(err) {
 			return false, nil
 		}
 		return false, err
@@ -98,15 +99,15 @@ func PruneAgentImagesForTest(ctx context.Context, r *Runtime, repo string, keep 
 // RemoveImageForTest removes an image, ignoring one already gone.
 func RemoveImageForTest(ctx context.Context, r *Runtime, ref string) error {
 	_, err := r.cli.ImageRemove(ctx, ref, client.ImageRemoveOptions{Force: true, PruneChildren: true})
-	if err != nil && isNotFound(err) {
+	if err != nil && cerrdefs.IsNotFound(err) {
 		return nil
 	}
 	return err
 }
 
-// LoadAgentImageForTest is loadAgentImage.
+// LoadAgentImageForTest is loadLayerImage with only the binary in the layer.
 func LoadAgentImageForTest(ctx context.Context, r *Runtime, from, binary, ref string, labels map[string]string) error {
-	return r.loadAgentImage(ctx, from, binary, ref, labels)
+	return r.loadLayerImage(ctx, from, binary, nil, ref, labels)
 }
 
 // ImageFileForTest reads the file at p of image (a container is created,
@@ -140,3 +141,7 @@ func ImageLabelsForTest(ctx context.Context, r *Runtime, ref string) (map[string
 	}
 	return ins.Config.Labels, nil
 }
+
+// WithPullTimeout bounds the pull of RegistryBase when no base is named
+// (DefaultPullTimeout by default).
+func WithPullTimeout(d time.Duration) Option { return func(c *config) { c.pullWait = d } }

@@ -72,10 +72,6 @@ func WithHost(host string) Option { return func(c *config) { c.host = host } }
 // any other reference is used when local and pulled otherwise.
 func WithBase(ref string) Option { return func(c *config) { c.base = ref } }
 
-// WithPullTimeout bounds the pull of RegistryBase when no base is named
-// (DefaultPullTimeout by default).
-func WithPullTimeout(d time.Duration) Option { return func(c *config) { c.pullWait = d } }
-
 // WithAptRoot sets the folder whose etc/apt sources name the Debian mirror
 // for the debootstrap base ("/" by default).
 func WithAptRoot(dir string) Option { return func(c *config) { c.aptRoot = dir } }
@@ -390,5 +386,3 @@ func removeContainer(ctx context.Context, cli *client.Client, id string) error {
 		}
 	}
 }
-
-func isNotFound(err error) bool { return cerrdefs.IsNotFound(err) }
