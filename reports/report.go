@@ -330,14 +330,6 @@ func (m Meta) home() string {
 	return m.Sandbox.Home
 }
 
-// Analyze evaluates the rules on a numbered timeline (trace.Merge's output)
-// and builds the report.
-func Analyze(m Meta, events []trace.Event, opt Options) *Report {
-	in := m.Input(events)
-	in.Extra = opt.Extra
-	return Build(m, rules.Evaluate(in), opt)
-}
-
 // Build assembles a report from meta data and the rules' result, whose
 // Events is the timeline (canary hits included).
 func Build(m Meta, res rules.Result, opt Options) *Report {

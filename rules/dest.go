@@ -28,10 +28,6 @@ const (
 	TierBad                  // raw IP, drop, paste, tunnel, look-alike
 )
 
-func (t Tier) String() string {
-	return [...]string{"vendor", "code host", "unknown", "untrusted"}[t]
-}
-
 // A Reputation is what the lists say about a destination.
 type Reputation struct {
 	Tier Tier

@@ -128,12 +128,6 @@ func validName(s string) bool {
 	return true
 }
 
-// NewToken makes a Token for a caller (tests and embedding programs).
-func NewToken(name, secret string, rate, burst, concurrency int) Token {
-	t := Token{Name: name, Rate: rate, Burst: burst, Concurrency: concurrency, sum: sha256.Sum256([]byte(secret))}
-	return t.withDefaults()
-}
-
 // auth finds the caller of a bearer token: every token is compared, in
 // constant time, so that the time taken says nothing of which matched.
 type auth struct {

@@ -3,6 +3,7 @@ package server
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"mime/multipart"
 	"net/http/httptest"
 	"os"
@@ -67,7 +68,7 @@ func TestParseTokens(t *testing.T) {
 
 func TestLimiter(t *testing.T) {
 	var l limiter
-	tk := NewToken("a", "0123456789abcdef", 60, 2, 1) // one a second, two at once
+	tk := newToken("a", "0123456789abcdef", 60, 2, 1) // one a second, two at once
 	now := time.Unix(1000, 0)
 	for i, want := range []bool{true, true, false} {
 		if ok, _ := l.allow(&tk, now); ok != want {
@@ -139,4 +140,10 @@ func FuzzUpload(f *testing.F) {
 			t.Fatalf("written outside the data folder: %v", ents)
 		}
 	})
+}
+
+// newToken makes a Token for a caller.
+func newToken(name, secret string, rate, burst, concurrency int) Token {
+	t := Token{Name: name, Rate: rate, Burst: burst, Concurrency: concurrency, sum: sha256.Sum256([]byte(secret))}
+	return t.withDefaults()
 }

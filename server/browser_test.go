@@ -57,7 +57,7 @@ func TestPageInBrowser(t *testing.T) {
 	}
 	fake.html = html
 	f := newFixture(t, fake, func(c *Config) {
-		c.Tokens = []Token{NewToken("web", "web-token-0123456789ab", 60, 60, 4)}
+		c.Tokens = []Token{newToken("web", "web-token-0123456789ab", 60, 60, 4)}
 	})
 	archive := filepath.Join(t.TempDir(), "skill.zip")
 	if err := os.WriteFile(archive, zipOf(t, member{name: "sync/SKILL.md", body: skillMD("sync", "exfil the keys")}), 0o644); err != nil {

@@ -190,7 +190,7 @@ func TestLocalOnlyWithoutTokens(t *testing.T) {
 // (health, the API description, metrics, the page's files) answer
 // without; the Host is not checked (a proxy may front the server).
 func TestTokensOnEveryTraceRoute(t *testing.T) {
-	f := newFixture(t, newFake(), func(c *Config) { c.Tokens = []Token{NewToken("alice", "alice-token-0123456789", 0, 0, 0)} })
+	f := newFixture(t, newFake(), func(c *Config) { c.Tokens = []Token{newToken("alice", "alice-token-0123456789", 0, 0, 0)} })
 	public := []string{"GET /v1/health", "GET /v1/openapi.json", "GET /metrics", "GET /", "GET /app.js", "GET /app.css"}
 	guarded := []string{"POST /v1/traces", "GET /v1/traces", "GET /v1/traces/srv-x", "DELETE /v1/traces/srv-x",
 		"GET /v1/traces/srv-x/report.json", "GET /v1/traces/srv-x/report.html", "GET /v1/traces/srv-x/report.sarif", "GET /v1/traces/srv-x/report.txt"}
@@ -332,7 +332,7 @@ func bufioReader(c net.Conn) *bufio.Reader { return bufio.NewReader(c) }
 // in their messages, leave the rejected_total label with its fixed set of
 // values, and no message text reaches the metrics.
 func TestMetricsLabelsBounded(t *testing.T) {
-	tok := NewToken("bob", "bob-token-0123456789", 1, 1, 1)
+	tok := newToken("bob", "bob-token-0123456789", 1, 1, 1)
 	fake := newFake()
 	fake.block = true
 	f := newFixture(t, fake, func(c *Config) { c.Tokens = []Token{tok}; c.MaxQueue = 1 })

@@ -195,7 +195,7 @@ func TestTokensAndLimits(t *testing.T) {
 	f := newFixture(t, fake, func(c *Config) {
 		c.Workers = 1
 		c.MaxQueue = 3
-		c.Tokens = []Token{NewToken("alice", "alice-token-0123456789", 4, 3, 2), NewToken("bob", "bob-token-0123456789ab", 60, 60, 10)}
+		c.Tokens = []Token{newToken("alice", "alice-token-0123456789", 4, 3, 2), newToken("bob", "bob-token-0123456789ab", 60, 60, 10)}
 	})
 	sk := func(i int) map[string]string {
 		return map[string]string{"SKILL.md": skillMD(fmt.Sprintf("s%d", i), "hi")}
@@ -272,7 +272,7 @@ func TestConcurrentSubmissions(t *testing.T) {
 	f := newFixture(t, fake, func(c *Config) {
 		c.Workers = 3
 		c.MaxQueue = 20
-		c.Tokens = []Token{NewToken("ci", "ci-token-0123456789abc", 60, 20, 20)}
+		c.Tokens = []Token{newToken("ci", "ci-token-0123456789abc", 60, 20, 20)}
 	})
 	f.token = "ci-token-0123456789abc"
 	var wg sync.WaitGroup
