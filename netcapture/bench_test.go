@@ -41,8 +41,8 @@ func BenchmarkHTTPSInterception(b *testing.B) {
 	names := NewNames()
 	v4, _ := names.Addrs("bench.example")
 	// Events are encoded as the jail does (JSON lines), then dropped.
-	ew := NewEventWriter(io.Discard)
-	b.Cleanup(func() { _ = ew.Flush() })
+	ew := newEventWriter(io.Discard)
+	b.Cleanup(func() { _ = ew.flush() })
 	sink, err := NewSink(ew.Emit, names, cfg, func(net.Conn) (netip.AddrPort, error) { return netip.AddrPortFrom(v4, 443), nil })
 	if err != nil {
 		b.Fatal(err)

@@ -165,7 +165,7 @@ func FuzzMatchConntrack(f *testing.F) {
 
 func TestEventWriterNumbersWithoutGaps(t *testing.T) {
 	var buf syncBuffer
-	ew := NewEventWriter(&buf)
+	ew := newEventWriter(&buf)
 	var wg sync.WaitGroup
 	for i := range 8 {
 		wg.Go(func() {
@@ -176,7 +176,7 @@ func TestEventWriterNumbersWithoutGaps(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	if err := ew.Flush(); err != nil {
+	if err := ew.flush(); err != nil {
 		t.Fatal(err)
 	}
 	sc := bufio.NewScanner(strings.NewReader(buf.String()))
@@ -200,9 +200,9 @@ func TestEventWriterNumbersWithoutGaps(t *testing.T) {
 		t.Errorf("got %d events, seq %d, err %v", len(seen), ew.Seq(), ew.Err())
 	}
 	// A failing reader: the error is kept and later events are dropped.
-	bad := NewEventWriter(failWriter{})
+	bad := newEventWriter(failWriter{})
 	bad.Emit(trace.Event{Type: trace.TypeJailNotice, Data: &trace.Notice{Message: "x"}})
-	if err := bad.Flush(); err == nil {
+	if err := bad.flush(); err == nil {
 		t.Error("Flush after a failed write = nil")
 	}
 }

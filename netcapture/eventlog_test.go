@@ -216,7 +216,7 @@ func TestSpool(t *testing.T) {
 
 func FuzzReadLog(f *testing.F) {
 	var buf syncBuffer
-	ew := NewEventWriter(&buf)
+	ew := newEventWriter(&buf)
 	ew.Emit(dnsEvent("a.example."))
 	ew.Emit(trace.Event{Type: trace.TypeHTTP, Data: &trace.HTTPExchange{URL: "http://b/"}})
 	ew.Close()

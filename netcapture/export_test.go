@@ -29,12 +29,12 @@ func MintLeafPEM(caCert, caKey []byte, name string) (certPEM, keyPEM []byte, err
 	return certPEM, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: kb}), nil
 }
 
-// NewEventWriter returns an EventWriter on w with the default budgets.
-func NewEventWriter(w io.Writer) *EventWriter { return NewEventLog(w, LogOptions{}, nil) }
+// newEventWriter returns an EventWriter on w with the default budgets.
+func newEventWriter(w io.Writer) *EventWriter { return NewEventLog(w, LogOptions{}, nil) }
 
-// Flush waits until every queued event is written, and returns the first
+// flush waits until every queued event is written, and returns the first
 // write error.
-func (ew *EventWriter) Flush() error {
+func (ew *EventWriter) flush() error {
 	ew.mu.Lock()
 	defer ew.mu.Unlock()
 	for ew.writing {
