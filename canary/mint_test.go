@@ -16,6 +16,7 @@ import (
 	"testing"
 
 	"github.com/sandboxctl/sandboxctl/canary"
+	"github.com/sandboxctl/sandboxctl/internal/testenv"
 	"golang.org/x/crypto/ssh"
 )
 
@@ -217,10 +218,10 @@ func TestEthereum(t *testing.T) {
 		len(ks.Crypto.Ciphertext) != 64 || len(ks.Crypto.MAC) != 64 || ks.ID == "" {
 		t.Errorf("keystore fields: %+v", ks)
 	}
-	if _, ok := canary.DecryptKeystore(tok.Value, "hunter2hunter2"); !ok {
+	if _, ok := testenv.DecryptKeystore(tok.Value, "hunter2hunter2"); !ok {
 		t.Error("keystore does not decrypt to its address")
 	}
-	if _, ok := canary.DecryptKeystore(tok.Value, "wrong"); ok {
+	if _, ok := testenv.DecryptKeystore(tok.Value, "wrong"); ok {
 		t.Error("keystore decrypts with a wrong password")
 	}
 	if diff := strings.Join(tok.Needles, ","); diff != ks.Address+","+ks.Crypto.Ciphertext+","+canary.EIP55(ks.Address) {
@@ -247,18 +248,18 @@ func TestBIP39(t *testing.T) {
 		if got := canary.Mnemonic(ent); got != want {
 			t.Errorf("Mnemonic(%s) = %q, want %q", e, got, want)
 		}
-		if !canary.ValidMnemonic(want) {
+		if !testenv.ValidMnemonic(want) {
 			t.Errorf("ValidMnemonic(%q) = false", want)
 		}
 	}
 	m := canary.NewMinter(nil)
 	for _, n := range []int{12, 24} {
 		p := m.SeedPhrase("~/seed.txt", n).Value
-		if len(strings.Fields(p)) != n || !canary.ValidMnemonic(p) {
+		if len(strings.Fields(p)) != n || !testenv.ValidMnemonic(p) {
 			t.Errorf("SeedPhrase(%d) = %q: invalid", n, p)
 		}
 	}
-	if canary.ValidMnemonic("abandon abandon abandon abandon abandon abandon abandon abandon abandon abandon abandon abandon") {
+	if testenv.ValidMnemonic("abandon abandon abandon abandon abandon abandon abandon abandon abandon abandon abandon abandon") {
 		t.Error("bad checksum accepted")
 	}
 }
@@ -286,7 +287,7 @@ func TestSolanaAndWallets(t *testing.T) {
 	if err := json.Unmarshal([]byte(e.Value), &w); err != nil {
 		t.Fatal(err)
 	}
-	if !canary.ValidMnemonic(e.Needles[0]) {
+	if !testenv.ValidMnemonic(e.Needles[0]) {
 		t.Errorf("electrum seed %q invalid", e.Needles[0])
 	}
 	v := m.MetaMaskVault("x")

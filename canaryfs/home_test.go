@@ -28,6 +28,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/sandboxctl/sandboxctl/canary"
 	"github.com/sandboxctl/sandboxctl/canaryfs"
+	"github.com/sandboxctl/sandboxctl/internal/testenv"
 	"github.com/sandboxctl/sandboxctl/persona"
 	"golang.org/x/crypto/ssh"
 	"gopkg.in/yaml.v3"
@@ -520,7 +521,7 @@ func TestWallets(t *testing.T) {
 		t.Fatalf("keystore: %v %+v", err, k)
 	}
 	_, pw, _ := strings.Cut(string(file(t, h, "~/Documents/passwords.txt")), "eth keystore: ")
-	if _, ok := canary.DecryptKeystore(string(ks[0].Content), strings.TrimSpace(pw)); !ok {
+	if _, ok := testenv.DecryptKeystore(string(ks[0].Content), strings.TrimSpace(pw)); !ok {
 		t.Error("keystore does not decrypt with the noted password")
 	}
 	var id []int
@@ -529,7 +530,7 @@ func TestWallets(t *testing.T) {
 	}
 	for _, p := range []string{"~/Documents/seed.txt", "~/Desktop/mnemonic.txt"} {
 		lines := strings.Split(strings.TrimSpace(string(file(t, h, p))), "\n")
-		if !canary.ValidMnemonic(lines[len(lines)-1]) {
+		if !testenv.ValidMnemonic(lines[len(lines)-1]) {
 			t.Errorf("%s: %q is not a valid mnemonic", p, lines[len(lines)-1])
 		}
 	}
