@@ -98,20 +98,6 @@ func (b *builder) chromeEncrypt(plain []byte) []byte {
 	return append([]byte("v10"), out...)
 }
 
-func chromeDecrypt(v, key []byte) ([]byte, bool) {
-	if !bytes.HasPrefix(v, []byte("v10")) || (len(v)-3)%16 != 0 || len(v) < 19 {
-		return nil, false
-	}
-	blk, _ := aes.NewCipher(key)
-	out := make([]byte, len(v)-3)
-	cipher.NewCBCDecrypter(blk, bytes.Repeat([]byte(" "), 16)).CryptBlocks(out, v[3:])
-	pad := int(out[len(out)-1])
-	if pad < 1 || pad > 16 {
-		return nil, false
-	}
-	return out[:len(out)-pad], true
-}
-
 // chromeTime is Chrome's timestamp: microseconds since 1601-01-01 UTC.
 func chromeTime(t time.Time) int64 { return (t.Unix() + 11644473600) * 1_000_000 }
 

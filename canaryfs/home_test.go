@@ -438,7 +438,7 @@ func TestSQLite(t *testing.T) {
 		if err := rows.Scan(&origin, &user, &enc); err != nil {
 			t.Fatal(err)
 		}
-		pw, ok := canaryfs.ChromeDecrypt(enc)
+		pw, ok := testenv.ChromeDecrypt(enc)
 		if !ok || findID(h, string(pw)) == "" {
 			t.Errorf("Login Data %s: password does not decrypt to a token", origin)
 		}
@@ -458,7 +458,7 @@ func TestSQLite(t *testing.T) {
 		if err := rows.Scan(&host, &name, &enc); err != nil {
 			t.Fatal(err)
 		}
-		v, ok := canaryfs.ChromeDecrypt(enc)
+		v, ok := testenv.ChromeDecrypt(enc)
 		sum := sha256.Sum256([]byte(host))
 		if !ok || !bytes.HasPrefix(v, sum[:]) || findID(h, string(v[32:])) == "" {
 			t.Errorf("Cookies %s %s: value does not decrypt to a token", host, name)

@@ -73,13 +73,6 @@ func chromeKeyMac(safeStorage string) []byte {
 	return k
 }
 
-// ChromeDecryptMac reverses Chrome's macOS encryption ("v10", AES-128-CBC,
-// key PBKDF2-SHA1(the keychain's Chrome Safe Storage password, "saltysalt",
-// 1003 iterations)): what an infostealer does after asking the keychain.
-func ChromeDecryptMac(v []byte, safeStorage string) ([]byte, bool) {
-	return chromeDecrypt(v, chromeKeyMac(safeStorage))
-}
-
 // macPrepare runs before plant(): Chrome's key must come from the keychain.
 func (b *builder) macPrepare() {
 	var key []byte

@@ -14,6 +14,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/sandboxctl/sandboxctl/canary"
 	"github.com/sandboxctl/sandboxctl/canaryfs"
+	"github.com/sandboxctl/sandboxctl/internal/testenv"
 	"github.com/sandboxctl/sandboxctl/persona"
 )
 
@@ -181,12 +182,12 @@ func TestMacOSKeychain(t *testing.T) {
 		if err := rows.Scan(&enc); err != nil {
 			t.Fatal(err)
 		}
-		pw, ok := canaryfs.ChromeDecryptMac(enc, safe)
+		pw, ok := testenv.ChromeDecryptMac(enc, safe)
 		if !ok || findID(h, string(pw)) == "" {
 			t.Error("Login Data: a password does not decrypt with the Safe Storage key")
 		}
-		if _, ok := canaryfs.ChromeDecrypt(enc); ok {
-			if p, _ := canaryfs.ChromeDecrypt(enc); findID(h, string(p)) != "" {
+		if _, ok := testenv.ChromeDecrypt(enc); ok {
+			if p, _ := testenv.ChromeDecrypt(enc); findID(h, string(p)) != "" {
 				t.Error("Login Data decrypts with Linux's key on a Mac")
 			}
 		}

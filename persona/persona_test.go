@@ -14,6 +14,7 @@ import (
 
 	"github.com/sandboxctl/sandboxctl/canary"
 	"github.com/sandboxctl/sandboxctl/canaryfs"
+	"github.com/sandboxctl/sandboxctl/internal/testenv"
 	"github.com/sandboxctl/sandboxctl/persona"
 	_ "modernc.org/sqlite"
 )
@@ -184,7 +185,7 @@ func TestSecurity(t *testing.T) {
 		t.Fatal(err)
 	}
 	out, _, _ := m.run("", `security find-generic-password -wa Chrome`)
-	pw, ok := canaryfs.ChromeDecryptMac(enc, strings.TrimSpace(out))
+	pw, ok := testenv.ChromeDecryptMac(enc, strings.TrimSpace(out))
 	if !ok || len(m.home.Set.Find(pw)) == 0 {
 		t.Error("Login Data does not decrypt with the key security printed")
 	}
