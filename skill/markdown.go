@@ -173,37 +173,31 @@ func CodeBlocks(text string, firstLine int) []Block {
 // columns is the indentation of line in columns, a tab to the next stop of
 // four.
 func columns(line string) int {
-	c := 0
-	for _, r := range line {
-		switch r {
-		case ' ':
-			c++
-		case '\t':
-			c += 4 - c%4
-		default:
-			return c
-		}
-	}
+	c, _ := indentation(line, -1)
 	return c
 }
 
 // dedentColumns removes n columns of indentation from line.
 func dedentColumns(line string, n int) string {
-	c := 0
+	_, i := indentation(line, n)
+	return line[i:]
+}
+
+// indentation walks line's leading spaces and tabs (a tab to the next stop
+// of four) until max columns (max < 0: all of them) and returns the columns
+// walked and the byte offset after them.
+func indentation(line string, max int) (cols, offset int) {
 	for i, r := range line {
-		if c >= n {
-			return line[i:]
+		if max >= 0 && cols >= max || r != ' ' && r != '\t' {
+			return cols, i
 		}
-		switch r {
-		case ' ':
-			c++
-		case '\t':
-			c += 4 - c%4
-		default:
-			return line[i:]
+		if r == ' ' {
+			cols++
+		} else {
+			cols += 4 - cols%4
 		}
 	}
-	return ""
+	return cols, len(line)
 }
 
 // listItem returns the width of line's list marker and the spaces after

@@ -2,6 +2,7 @@ package literal
 
 import (
 	"path"
+	"slices"
 	"strings"
 
 	"mvdan.cc/sh/v3/syntax"
@@ -79,7 +80,7 @@ func (p *planner) exampleInputs(cmd string) []string {
 				continue
 			}
 			w = strings.TrimPrefix(w, "@") // curl -d @body.json, a file's content as the argument
-			if p.exampleInput(w) && !containsStr(out, w) {
+			if p.exampleInput(w) && !slices.Contains(out, w) {
 				out = append(out, w)
 			}
 		}
@@ -144,13 +145,4 @@ func (p *planner) makeInputs(inputs []string, file string, line int) {
 		cmd = "{ " + cmd + "; }"
 	}
 	p.push(toolspec.Bash, map[string]any{"command": p.inDir(cmd, nil)}, file, line, agent.ReasonExampleInput, "")
-}
-
-func containsStr(xs []string, s string) bool {
-	for _, x := range xs {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }

@@ -817,7 +817,7 @@ func (p *planner) prose(file string, n int, lines []string, i int) {
 	})
 	for _, m := range pathRE.FindAllStringSubmatch(noURLs, -1) {
 		fp := strings.TrimRight(m[1], ".,;:")
-		fp = strings.Replace(strings.Replace(fp, "${HOME}", "~", 1), "$HOME", "~", 1)
+		fp = homeTilde(fp)
 		if fp == "~" || fp == "~/" || fp == "/" || strings.HasPrefix(fp, strings.TrimSuffix(p.dir, "/")+"/") {
 			continue
 		}
@@ -848,11 +848,16 @@ func codePath(code string) (string, bool) {
 			return "", false
 		}
 	}
-	code = strings.Replace(strings.Replace(code, "${HOME}", "~", 1), "$HOME", "~", 1)
+	code = homeTilde(code)
 	if !strings.Contains(code, " ") && !strings.ContainsAny(code, "*?[") {
 		return "", false // the prose path scan reads it as before
 	}
 	return code, true
+}
+
+// homeTilde writes a path's leading $HOME or ${HOME} as ~.
+func homeTilde(p string) string {
+	return strings.Replace(strings.Replace(p, "${HOME}", "~", 1), "$HOME", "~", 1)
 }
 
 // globWords writes a path with globs for the shell: ~ expanded, spaces
