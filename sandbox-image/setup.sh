@@ -1,30 +1,32 @@
 #!/bin/sh
 # setup.sh USER GECOS: the single build step of Dockerfile.sandbox, as root.
-# It installs the toolset in one apt transaction, moves strace off PATH,
+# It installs the toolset (the file toolset) in one apt transaction unless
+# the base has it, moves strace off PATH,
 # creates the uid/gid-1000 user and the root-only folders sandboxctl needs.
 set -eu
 user=$1
 gecos=$2
 here=$(dirname "$0")
 
-apt-get update
-# dpkg syncs every file it unpacks, each a round trip through the storage
-# driver (fuse-overlayfs: a FUSE call per sync): a build's container is
-# thrown away if it fails, so the syncs buy nothing here.
-unsafe_io=-oDpkg::Options::=--force-unsafe-io
-# The toolset of a developer's workstation (docs/sandbox.md says why each is
-# here and what was left out). Lines: base and languages; network tools;
-# files, archives and editors; build tools; developer CLIs; the shell and
-# the locale.
-apt-get "$unsafe_io" install -y --no-install-recommends \
-	bash coreutils curl wget ca-certificates git openssh-client \
-	python3 python3-pip python-is-python3 python3-venv python3-requests python3-yaml \
-	nodejs npm jq procps iproute2 iptables strace libfaketime cron \
-	bind9-dnsutils bind9-host net-tools netcat-openbsd socat iputils-ping netbase openssl gnupg rsync \
-	zip unzip p7zip-full xz-utils bzip2 file xxd less vim-tiny nano tree lsof sqlite3 bc patch htop tmux \
-	make gcc libc6-dev ruby pipx \
-	gh awscli kubernetes-client ripgrep yq \
-	zsh locales
+# The toolset (the file says what it is): one apt transaction, unless the
+# base has it all already (bootstrap-base.sh installs it in a
+# debootstrapped base on the host).
+pkgs=$(sed 's/#.*//' "$here/toolset")
+missing=
+for p in $pkgs; do
+	[ "$(dpkg-query -W -f='${db:Status-Status}' "$p" 2>/dev/null)" = installed ] || missing="$missing $p"
+done
+if [ -n "$missing" ]; then
+	echo "setup: installing the toolset (missing from the base:$missing)"
+	apt-get update
+	# dpkg syncs every file it unpacks, each a round trip through the storage
+	# driver (fuse-overlayfs: a FUSE call per sync): a build's container is
+	# thrown away if it fails, so the syncs buy nothing here.
+	# shellcheck disable=SC2086 # one package per word
+	apt-get -oDpkg::Options::=--force-unsafe-io install -y --no-install-recommends $pkgs
+else
+	echo "setup: the base has the whole toolset"
+fi
 apt-get clean
 rm -rf /var/lib/apt/lists/* /var/cache/apt/*.bin /var/log/apt/* /var/log/dpkg.log
 

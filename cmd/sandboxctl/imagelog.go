@@ -135,6 +135,8 @@ func (l *imageLog) line(s string) {
 		l.setPhase("pull", s)
 	case strings.HasPrefix(s, "bootstrapping "):
 		l.setPhase("base", "debootstrap: "+strings.TrimPrefix(s, "bootstrapping "))
+	case strings.HasPrefix(s, "bootstrap-base: installing the toolset"):
+		l.setPhase("toolset", "installing the toolset in the base")
 	case strings.HasPrefix(s, "debootstrap took "):
 		l.setPhase("base", s)
 	case strings.HasPrefix(s, "building "):

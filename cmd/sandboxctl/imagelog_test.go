@@ -22,6 +22,11 @@ func buildOutput(ok bool) string {
 	for i := range 400 {
 		fmt.Fprintf(&b, "I: Extracting pkg%d...\n", i)
 	}
+	b.WriteString("bootstrap-base: installing the toolset in the root file system: bash git\n")
+	b.WriteString("0 upgraded, 600 newly installed, 0 to remove and 0 not upgraded.\n")
+	for i := range 600 {
+		fmt.Fprintf(&b, "Unpacking tool%d (1.0) ...\nSetting up tool%d (1.0) ...\n", i, i)
+	}
 	b.WriteString("debootstrap took 43s; importing sandboxctl-base:bookworm\n")
 	b.WriteString("building sandboxctl-sandbox:abc from sandboxctl-base:bookworm\n")
 	b.WriteString("Step 1/9 : ARG BASE=x\n ---> abc\nStep 2/9 : FROM ${BASE}\nStep 7/9 : RUN sh setup.sh\n")
@@ -68,6 +73,9 @@ func TestImageLog(t *testing.T) {
 			}
 			if !strings.Contains(got, "base: no registry answered") {
 				t.Errorf("the base line did not stay:\n%q", got)
+			}
+			if !strings.Contains(got, "installing the toolset in the base") {
+				t.Errorf("the toolset phase was not shown:\n%q", got[:min(len(got), 2000)])
 			}
 			if tc.tty && !strings.Contains(got, "package steps") {
 				t.Errorf("the status line never showed the packages:\n%q", got[:min(len(got), 2000)])

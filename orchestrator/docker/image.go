@@ -217,7 +217,7 @@ func (r *Runtime) ensureBase(ctx context.Context, progress io.Writer, bases []st
 	if len(bases) == 1 {
 		base := bases[0]
 		if base == DefaultBase || base == r.cfg.deboot {
-			if err := r.bootstrapBase(ctx, progress, files["bootstrap-base.sh"]); err != nil {
+			if err := r.bootstrapBase(ctx, progress, files["bootstrap-base.sh"], files["toolset"]); err != nil {
 				return "", fmt.Errorf("ensure image: base %s: %w", base, err)
 			}
 			return base, nil
@@ -242,7 +242,7 @@ func (r *Runtime) ensureBase(ctx context.Context, progress io.Writer, bases []st
 		pullErr = fmt.Errorf("no answer within %s", r.cfg.pullWait)
 	}
 	fmt.Fprintf(progress, "base: no registry answered (%s), so a Debian base is made with debootstrap from the host's apt mirror\n", oneLineErr(pullErr))
-	if err := r.bootstrapBase(ctx, progress, files["bootstrap-base.sh"]); err != nil {
+	if err := r.bootstrapBase(ctx, progress, files["bootstrap-base.sh"], files["toolset"]); err != nil {
 		if ctx.Err() != nil {
 			return "", ctx.Err()
 		}
@@ -386,8 +386,10 @@ func (r *Runtime) pull(ctx context.Context, progress io.Writer, ref string) erro
 }
 
 // bootstrapBase debootstraps a bookworm rootfs from the host's apt mirror
-// with the embedded bootstrap-base.sh, and imports it as DefaultBase.
-func (r *Runtime) bootstrapBase(ctx context.Context, progress io.Writer, script []byte) error {
+// with the embedded bootstrap-base.sh, installs the toolset (the packages
+// the toolset file lists; none when it is empty) in it, and imports it as
+// DefaultBase.
+func (r *Runtime) bootstrapBase(ctx context.Context, progress io.Writer, script, toolset []byte) error {
 	if len(script) == 0 {
 		return errors.New("no bootstrap-base.sh in the embedded build context")
 	}
@@ -414,10 +416,18 @@ func (r *Runtime) bootstrapBase(ctx context.Context, progress io.Writer, script 
 	if err := os.WriteFile(scriptPath, script, 0o700); err != nil {
 		return err
 	}
-	tarPath := filepath.Join(dir, "rootfs.tar")
+	args := []string{scriptPath, filepath.Join(dir, "rootfs.tar"), mirror}
+	if len(toolset) > 0 {
+		p := filepath.Join(dir, "toolset")
+		if err := os.WriteFile(p, toolset, 0o600); err != nil {
+			return err
+		}
+		args = append(args, p)
+	}
+	tarPath := args[1]
 	fmt.Fprintf(progress, "bootstrapping a Debian bookworm base from %s (once)\n", mirror)
 	start := time.Now()
-	cmd := exec.CommandContext(ctx, "/bin/sh", scriptPath, tarPath, mirror)
+	cmd := exec.CommandContext(ctx, "/bin/sh", args...)
 	cmd.Stdout = progress
 	cmd.Stderr = progress
 	// debootstrap runs a tree of processes: on cancel, kill the group.

@@ -208,7 +208,7 @@ func TestContextHash(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"Dockerfile.sandbox", "setup.sh", "install-ca", "bootstrap-base.sh"} {
+	for _, want := range []string{"Dockerfile.sandbox", "setup.sh", "toolset", "install-ca", "bootstrap-base.sh"} {
 		if _, ok := ctx[want]; !ok {
 			t.Errorf("embedded context lacks %s", want)
 		}
@@ -423,7 +423,7 @@ func TestBootstrapCancelKillsTree(t *testing.T) {
 	defer cancel()
 	begin := time.Now()
 	var progress bytes.Buffer
-	err := r.bootstrapBase(ctx, &progress, []byte(script))
+	err := r.bootstrapBase(ctx, &progress, []byte(script), nil)
 	if err == nil {
 		t.Fatal("bootstrapBase succeeded with a script that never ends")
 	}
