@@ -7,6 +7,8 @@ set -eu
 user=$1
 gecos=$2
 here=$(dirname "$0")
+# No question from debconf; an environment variable of this process only.
+export DEBIAN_FRONTEND=noninteractive
 
 # The toolset (the file says what it is): one apt transaction, unless the
 # base has it all already (bootstrap-base.sh installs it in a
