@@ -13,12 +13,20 @@ package mcptools
 // reads back as one tar stream, in this order (the home's identities are
 // listed before any of its files is read as root):
 //
+//	EvidenceCgroup    the container's cgroup counters, "FILE FIELDS..." a
+//	                  line (CgroupFiles), read first: nothing of the
+//	                  collection's own work is in them
+//	EvidenceDisk      the use of each of the places (Places), one line
+//	                  "tmpfs SIZE USED AVAIL - PLACE" in bytes, as
+//	                  `df -P -B1` prints them
 //	EvidenceIdentity  the home's file identities (Settle's format)
 //	EvidenceRootfs    what changed on the root file system after the stamp
 //	calls/NAME        the per-call syscall logs (when a log folder is given)
 //	files/PATH        the files under the changed-file roots whose status
 //	                  changed after the stamp, PATH relative to "/"
 const (
+	EvidenceCgroup   = "cgroup"
+	EvidenceDisk     = "disk"
 	EvidenceIdentity = "identity"
 	EvidenceRootfs   = "rootfs"
 	EvidenceCalls    = "calls/"
@@ -52,4 +60,17 @@ type EvidenceConfig struct {
 	// copied out, at most MaxFiles of them.
 	Changed  []string
 	MaxFiles int
+	// Cgroup is the folder of the container's cgroup file system, whose
+	// counters (CgroupFiles) are archived first; "": none.
+	Cgroup string
+	// Places are the mount points whose use is archived (the skill's
+	// writable places: a full one is where a disk flood stopped).
+	Places []string
 }
+
+// CgroupFiles are the cgroup counters archived, relative to the cgroup
+// folder, for cgroup v1 and v2 (whichever exist): forks refused at the
+// pids limit, peak memory, allocations that hit the memory limit, OOM
+// kills and CPU time.
+var CgroupFiles = []string{"pids/pids.events", "pids.events", "memory/memory.max_usage_in_bytes", "memory.peak",
+	"memory/memory.failcnt", "memory/memory.oom_control", "memory.events", "cpuacct/cpuacct.usage", "cpu.stat"}

@@ -28,6 +28,8 @@ func Evidence(ctx context.Context, cfg EvidenceConfig, w io.Writer) (warn, err e
 		warns = append(warns, fmt.Errorf("evidence: no stamp %s: no changes listed", cfg.Stamp))
 	}
 	since := st.Mtim
+	// The counters and the places' use first, as the skill left them.
+	head := []struct{ name, body string }{{EvidenceCgroup, cgroupCounters(cfg.Cgroup)}, {EvidenceDisk, diskUse(cfg.Places)}}
 
 	// The tracers end while the file system is listed.
 	flushed := make(chan error, 1)
@@ -45,7 +47,7 @@ func Evidence(ctx context.Context, cfg EvidenceConfig, w io.Writer) (warn, err e
 	}
 
 	tw := tar.NewWriter(w)
-	for _, f := range []struct{ name, body string }{{EvidenceIdentity, ids.String()}, {EvidenceRootfs, rootfs.String()}} {
+	for _, f := range append(head, []struct{ name, body string }{{EvidenceIdentity, ids.String()}, {EvidenceRootfs, rootfs.String()}}...) {
 		if err := writeEntry(tw, f.name, int64(len(f.body)), strings.NewReader(f.body)); err != nil {
 			<-flushed
 			return errors.Join(warns...), fmt.Errorf("evidence: write %s: %w", f.name, err)
@@ -285,4 +287,49 @@ func Settle(w io.Writer, home string) {
 		return true
 	})
 	Identities(w, home, MaxIdentities)
+}
+
+// cgroupCounters reads CgroupFiles under dir, one line "FILE FIELDS..." for
+// each readable one (its lines joined by spaces); "" when dir is "".
+func cgroupCounters(dir string) string {
+	if dir == "" {
+		return ""
+	}
+	var b strings.Builder
+	for _, f := range CgroupFiles {
+		data, err := readSmall(dir+"/"+f, 16<<10)
+		if err != nil {
+			continue
+		}
+		b.WriteString(f + " " + strings.Join(strings.Fields(string(data)), " ") + "\n")
+	}
+	return b.String()
+}
+
+// readSmall reads at most n bytes of the file at path.
+func readSmall(path string, n int64) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return io.ReadAll(io.LimitReader(f, n))
+}
+
+// diskUse is `df -P -B1` of places, without the header: "tmpfs SIZE USED
+// AVAIL - PLACE" for each place that statfs answers.
+func diskUse(places []string) string {
+	var b strings.Builder
+	for _, p := range places {
+		var fs unix.Statfs_t
+		if unix.Statfs(p, &fs) != nil {
+			continue
+		}
+		bs := uint64(fs.Frsize)
+		if bs == 0 {
+			bs = uint64(fs.Bsize)
+		}
+		fmt.Fprintf(&b, "tmpfs %d %d %d - %s\n", fs.Blocks*bs, (fs.Blocks-fs.Bfree)*bs, fs.Bavail*bs, p)
+	}
+	return b.String()
 }

@@ -84,16 +84,29 @@ func TestEvidence(t *testing.T) {
 	}
 	list := filepath.Join(root, "writable")
 	write(t, list, etc+"\n")
+	// A cgroup v1 layout: two counters of the list and one that is not.
+	cg := filepath.Join(root, "cgroup")
+	write(t, filepath.Join(cg, "pids", "pids.events"), "max 3\n")
+	write(t, filepath.Join(cg, "memory", "memory.oom_control"), "oom_kill_disable 0\nunder_oom 0\noom_kill 1\n")
+	write(t, filepath.Join(cg, "memory", "memory.stat"), "cache 1\n")
 
 	var out bytes.Buffer
 	warn, err := mcptools.Evidence(t.Context(), mcptools.EvidenceConfig{LogDir: logs, Home: home, Stamp: stamp,
-		Writable: list, Changed: []string{filepath.Join(root, "home"), filepath.Join(root, "absent")}, MaxFiles: 10}, &out)
+		Writable: list, Changed: []string{filepath.Join(root, "home"), filepath.Join(root, "absent")}, MaxFiles: 10,
+		Cgroup: cg, Places: []string{root, filepath.Join(root, "absent")}}, &out)
 	if err != nil || warn != nil {
 		t.Fatalf("Evidence() = %v, %v", warn, err)
 	}
 	names, files := readArchive(t, out.Bytes())
-	if len(names) < 2 || names[0] != mcptools.EvidenceIdentity || names[1] != mcptools.EvidenceRootfs {
-		t.Fatalf("entries %q: want the identities, then the root scan, first", names)
+	want := []string{mcptools.EvidenceCgroup, mcptools.EvidenceDisk, mcptools.EvidenceIdentity, mcptools.EvidenceRootfs}
+	if len(names) < len(want) || !slices.Equal(names[:len(want)], want) {
+		t.Fatalf("entries %q: want %q first", names, want)
+	}
+	if got, want := files[mcptools.EvidenceCgroup], "pids/pids.events max 3\nmemory/memory.oom_control oom_kill_disable 0 under_oom 0 oom_kill 1\n"; got != want {
+		t.Errorf("cgroup counters = %q, want %q", got, want)
+	}
+	if disk := strings.Fields(files[mcptools.EvidenceDisk]); len(disk) != 6 || disk[5] != root || disk[1] == "0" {
+		t.Errorf("disk use = %q, want one df -P line for %s", files[mcptools.EvidenceDisk], root)
 	}
 	if !strings.Contains(files[mcptools.EvidenceIdentity], " "+filepath.Join(home, ".aws", "credentials")+"\n") {
 		t.Errorf("identities lack the planted file:\n%s", files[mcptools.EvidenceIdentity])
@@ -155,7 +168,7 @@ func TestEvidenceCaps(t *testing.T) {
 		t.Errorf("Evidence() without a stamp = %v, %v; want a warning about it", warn, err)
 	}
 	names, files := readArchive(t, out.Bytes())
-	if len(names) != 2 || !strings.Contains(files[mcptools.EvidenceIdentity], "/tmp/fffff\n") || files[mcptools.EvidenceRootfs] != "" {
+	if len(names) != 4 || !strings.Contains(files[mcptools.EvidenceIdentity], "/tmp/fffff\n") || files[mcptools.EvidenceRootfs] != "" {
 		t.Errorf("without a stamp: entries %q, identities %q", names, files[mcptools.EvidenceIdentity])
 	}
 }

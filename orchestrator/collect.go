@@ -88,26 +88,33 @@ func (r *Runner) collect(ctx context.Context, st *run) error {
 	// The jail's evidence, the sandbox's and the cgroup's counters are
 	// independent (the skill's processes are frozen): all are read at once.
 	var jail jailEvidence
-	var resEv *trace.Event
 	var wg sync.WaitGroup
-	var jailPanic, resPanic error
+	var jailPanic, statePanic error
 	if st.jailEv != nil {
 		goSafe(&wg, &jailPanic, func() { jail = r.jailEvents(ctx, st) })
 	}
-	if st.resources != nil {
-		goSafe(&wg, &resPanic, func() { resEv = r.resourceEvent(ctx, st, res) })
+	var oomKilled bool
+	if st.resources != nil && st.sandbox != nil {
+		goSafe(&wg, &statePanic, func() {
+			if s, err := st.sandbox.State(ctx); err == nil {
+				oomKilled = s.OOMKilled
+			}
+		})
 	}
+	// The sandbox's evidence holds the cgroup's counters and the places'
+	// use too (read first, in the same exec): the resource event follows.
 	var err error
+	var ev evidence
 	if st.sandbox != nil {
-		err = r.sandboxEvidence(ctx, st)
+		ev, err = r.sandboxEvidence(ctx, st)
 	}
 	wg.Wait()
-	if resEv != nil {
-		st.events = append(st.events, *resEv)
+	if st.resources != nil {
+		st.events = append(st.events, r.resourceEvent(st, res, parseCgroup(ev.cgroup), parseFull(ev.disk), oomKilled))
 	}
 	st.events = append(st.events, jail.events...)
 	st.spoolHits = jail.hits
-	return errors.Join(err, jailPanic, resPanic)
+	return errors.Join(err, jailPanic, statePanic)
 }
 
 // goSafe runs f on wg; a panic in f becomes an ErrInternal error in *perr
@@ -125,20 +132,17 @@ func goSafe(wg *sync.WaitGroup, perr *error, f func()) {
 }
 
 // resourceEvent completes the sampled figures res with the cgroup's own
-// counters and the limits, says which limits the skill reached (setting
-// st.exhausted), and returns the resource event.
-func (r *Runner) resourceEvent(ctx context.Context, st *run, res trace.Resource) *trace.Event {
+// counters cg (read after the freeze), the places that were full and
+// whether the engine saw an OOM kill, says which limits the skill reached
+// (setting st.exhausted), and returns the resource event.
+func (r *Runner) resourceEvent(st *run, res trace.Resource, cg cgroupCounts, full []string, oomKilled bool) trace.Event {
 	res.MemoryLimit, res.PIDsLimit = st.plan.Limits.Memory, st.plan.Limits.PIDs
-	cg := r.cgroupFigures(ctx, st.sandbox)
 	res.PeakMemory = max(res.PeakMemory, cg.memPeak)
 	res.CPUSeconds = max(res.CPUSeconds, cg.cpuSeconds)
 	if cg.pidsMaxHits > 0 {
 		res.Exceeded = append(res.Exceeded, "pids")
 	}
-	if cg.oomKills > 0 {
-		res.OOMKilled = true
-	}
-	if s, err := st.sandbox.State(ctx); err == nil && s.OOMKilled {
+	if cg.oomKills > 0 || oomKilled {
 		res.OOMKilled = true
 	}
 	// A process killed by the cgroup's OOM killer does not mark the
@@ -155,13 +159,13 @@ func (r *Runner) resourceEvent(ctx context.Context, st *run, res trace.Resource)
 			break
 		}
 	}
-	if full := r.fullPlaces(ctx, st); len(full) > 0 {
+	if len(full) > 0 {
 		res.DiskFull = full
 		res.Exceeded = append(res.Exceeded, "disk")
 	}
 	res.OutputBytes = st.loop.OutputBytes
 	st.exhausted = slices.Contains(res.Exceeded, "pids") || slices.Contains(res.Exceeded, "memory")
-	return &trace.Event{Time: r.now(), Source: trace.SourceResource, Type: trace.TypeResource, Data: &res}
+	return trace.Event{Time: r.now(), Source: trace.SourceResource, Type: trace.TypeResource, Data: &res}
 }
 
 // sandboxEvidence reads what the sandbox holds: the syscall logs (watched
@@ -171,10 +175,14 @@ func (r *Runner) resourceEvent(ctx context.Context, st *run, res trace.Resource)
 // tracers and sends all of it as one archive (mcptools.Evidence): every
 // exec costs a round trip through the engine and a process start in the
 // container, and the collection used to make six in a row.
-func (r *Runner) sandboxEvidence(ctx context.Context, st *run) error {
+func (r *Runner) sandboxEvidence(ctx context.Context, st *run) (evidence, error) {
 	t0 := time.Now()
 	argv := []string{AgentBin, "__evidence", "--stamp", stampPath, "--writable", writableList,
-		"--changed", strings.Join(changedRoots, ","), "--max-files", strconv.Itoa(maxChangedFiles)}
+		"--changed", strings.Join(changedRoots, ","), "--max-files", strconv.Itoa(maxChangedFiles),
+		"--cgroup", cgroupDir}
+	if st.home != nil {
+		argv = append(argv, "--places", strings.Join(userPlaces(st.home.HomeDir), ","))
+	}
 	if !st.plan.Unwatched {
 		argv = append(argv, "--log-dir", CallLogDir)
 	}
@@ -238,12 +246,13 @@ func (r *Runner) sandboxEvidence(ctx context.Context, st *run) error {
 		}
 	}
 	st.events = append(st.events, rootfs...)
-	return errors.Join(errs...)
+	return ev, errors.Join(errs...)
 }
 
 // evidence is what readEvidence read of the sandbox's archive.
 type evidence struct {
 	identity, rootfs string        // the listings, as the sandbox wrote them
+	cgroup, disk     string        // the counters and the places' use (parseCgroup, parseFull)
 	syscalls         []trace.Event // from the per-call logs
 	changed          []trace.Event // the changed files
 }
@@ -272,6 +281,10 @@ func (r *Runner) readEvidence(rd io.Reader, st *run) (ev evidence, err error) {
 			ev.identity, err = readCapped(tr, 8<<20)
 		case name == mcptools.EvidenceRootfs:
 			ev.rootfs, err = readCapped(tr, 1<<20)
+		case name == mcptools.EvidenceCgroup:
+			ev.cgroup, err = readCapped(tr, 64<<10)
+		case name == mcptools.EvidenceDisk:
+			ev.disk, err = readCapped(tr, 64<<10)
 		case strings.HasPrefix(name, mcptools.EvidenceCalls):
 			if !st.plan.Unwatched {
 				logs.add(hdr, tr)
@@ -541,31 +554,17 @@ func setupPath(p string) bool {
 	return strings.Contains(p, "/certifi/") || strings.HasSuffix(p, "/certifi")
 }
 
-// cgroupScript prints the container's own cgroup counters (v1 or v2), which
-// are exact where sampling from outside is not. Run as root in the sandbox.
-const cgroupScript = `cd /sys/fs/cgroup 2>/dev/null || exit 0
-for f in pids/pids.events pids.events memory/memory.max_usage_in_bytes memory.peak memory/memory.failcnt memory/memory.oom_control memory.events cpuacct/cpuacct.usage cpu.stat; do
-  [ -r "$f" ] && echo "$f $(tr '\n' ' ' < "$f")"
-done; true`
+// cgroupDir is where the sandbox sees its cgroup's counters
+// (mcptools.CgroupFiles), which are exact where sampling from outside is not.
+const cgroupDir = "/sys/fs/cgroup"
 
-// cgroupCounts are the figures read by cgroupScript.
+// cgroupCounts are the figures of the cgroup's counters.
 type cgroupCounts struct {
 	pidsMaxHits int64 // forks refused at the pids limit
 	memPeak     int64
 	memFailures int64 // allocations that hit the memory limit
 	oomKills    int64
 	cpuSeconds  float64 // CPU time of the whole container, up to now
-}
-
-// cgroupFigures reads the counters; a sandbox too exhausted to run the
-// script gives zeros, and the sampled figures stand.
-func (r *Runner) cgroupFigures(ctx context.Context, sb Sandbox) cgroupCounts {
-	out := capbuf.New(16 << 10)
-	if _, err := sb.Exec(ctx, ExecSpec{Argv: []string{"/bin/sh", "-c", cgroupScript}, User: "0:0",
-		Stdout: out, Stderr: io.Discard}); err != nil {
-		return cgroupCounts{}
-	}
-	return parseCgroup(out.String())
 }
 
 // parseCgroup parses "FILE FIELDS..." lines (untrusted, from the sandbox).
@@ -602,18 +601,9 @@ func parseCgroup(out string) cgroupCounts {
 	return c
 }
 
-// fullPlaces reports the user's writable places (userPlaces) that are
-// full: every one is a tmpfs with a size, so a skill that writes until
-// the disk is full stops there with ENOSPC, and this says where. A
-// sandbox too exhausted to run df gives nothing.
-func (r *Runner) fullPlaces(ctx context.Context, st *run) []string {
-	out := capbuf.New(16 << 10)
-	argv := append([]string{"df", "-P", "-B1"}, userPlaces(st.home.HomeDir)...)
-	if _, err := st.sandbox.Exec(ctx, ExecSpec{Argv: argv, User: "0:0", Stdout: out, Stderr: io.Discard}); err != nil {
-		return nil
-	}
-	return parseFull(out.String())
-}
+// The user's writable places (userPlaces) are each a tmpfs with a size, so
+// a skill that writes until the disk is full stops there with ENOSPC: the
+// evidence's use of each (mcptools.EvidenceDisk) says where.
 
 // parseFull reads df -P -B1 output (untrusted: from the sandbox) and
 // returns "MOUNT: USED of SIZE bytes" for each file system whose free

@@ -166,12 +166,12 @@ func TestRunKeepLeavesContainers(t *testing.T) {
 
 // TestRunPanicStillCleansUp: a panic inside the pipeline, on the pass's
 // goroutine (ending the skill's processes), on one of collection's own (the
-// cgroup counters) or on the sandbox evidence's exec, becomes an error, and the
+// jail's evidence) or on the sandbox evidence's exec, becomes an error, and the
 // containers are still removed.
 func TestRunPanicStillCleansUp(t *testing.T) {
 	for _, tc := range []struct{ name, argv string }{
 		{name: "ending the skill's processes", argv: "__freeze"},
-		{name: "cgroup counters", argv: "memory.max_usage_in_bytes"},
+		{name: "the jail's evidence", argv: "kill -s"},
 		{name: "sandbox evidence", argv: "__evidence"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -31,8 +31,9 @@ func init() {
 
 // runEvidence ends the tracers and writes the trace's evidence from inside
 // the sandbox (the home's file identities, the root file-system changes,
-// the syscall logs, the changed files) as one tar stream on stdout: the
-// collection's one exec after the freeze.
+// the syscall logs, the changed files, the cgroup's counters and the
+// places' use) as one tar stream on stdout: the collection's one exec after
+// the freeze.
 func runEvidence(ctx context.Context, e env, args []string) int {
 	fs := newFlags(e, "__evidence", "[flags]")
 	var cfg mcptools.EvidenceConfig
@@ -43,11 +44,17 @@ func runEvidence(ctx context.Context, e env, args []string) int {
 	fs.StringVar(&cfg.Writable, "writable", "", "list of the places the root scan walks (absent: /)")
 	fs.StringVar(&changed, "changed", "", "comma-separated roots whose changed files are copied out")
 	fs.IntVar(&cfg.MaxFiles, "max-files", 500, "changed files copied out at most")
+	fs.StringVar(&cfg.Cgroup, "cgroup", "", "the cgroup folder whose counters are archived first (empty: none)")
+	var places string
+	fs.StringVar(&places, "places", "", "comma-separated mount points whose use is archived")
 	if code, ok := parseFlags(fs, args); !ok {
 		return code
 	}
 	if changed != "" {
 		cfg.Changed = strings.Split(changed, ",")
+	}
+	if places != "" {
+		cfg.Places = strings.Split(places, ",")
 	}
 	ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
 	defer cancel()
