@@ -13,6 +13,13 @@ package mcptools
 // reads back as one tar stream, in this order (the home's identities are
 // listed before any of its files is read as root):
 //
+//	EvidenceLeftovers the skill's processes that outlived the last call,
+//	                  one JSON line each (trace.Leftover), when Freeze is
+//	                  set: they are waited for, stopped, recorded and
+//	                  ended before anything else is read, and this entry
+//	                  is flushed at once (the host reads the jail's
+//	                  evidence from then on); EvidenceFreezeError says
+//	                  why they could not all be, when so
 //	EvidenceCgroup    the container's cgroup counters, "FILE FIELDS..." a
 //	                  line (CgroupFiles), read first: nothing of the
 //	                  collection's own work is in them
@@ -25,7 +32,9 @@ package mcptools
 //	files/PATH        the files under the changed-file roots whose status
 //	                  changed after the stamp, PATH relative to "/"
 const (
-	EvidenceCgroup   = "cgroup"
+	EvidenceLeftovers   = "leftovers"
+	EvidenceFreezeError = "freeze-error"
+	EvidenceCgroup      = "cgroup"
 	EvidenceDisk     = "disk"
 	EvidenceIdentity = "identity"
 	EvidenceRootfs   = "rootfs"
@@ -66,6 +75,8 @@ type EvidenceConfig struct {
 	// Places are the mount points whose use is archived (the skill's
 	// writable places: a full one is where a disk flood stopped).
 	Places []string
+	// Freeze, when set, ends the skill's processes first (Freeze).
+	Freeze *FreezeConfig
 }
 
 // CgroupFiles are the cgroup counters archived, relative to the cgroup

@@ -3,7 +3,9 @@ package mcptools
 import (
 	"archive/tar"
 	"bufio"
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -22,6 +24,12 @@ import (
 // or the tracers that had to be killed (ErrTracersKilled).
 func Evidence(ctx context.Context, cfg EvidenceConfig, w io.Writer) (warn, err error) {
 	var warns []error
+	tw := tar.NewWriter(w)
+	if cfg.Freeze != nil {
+		if err := freezeFirst(ctx, *cfg.Freeze, tw, w); err != nil {
+			return nil, err
+		}
+	}
 	var st unix.Stat_t
 	stamped := unix.Stat(cfg.Stamp, &st) == nil
 	if !stamped {
@@ -46,7 +54,6 @@ func Evidence(ctx context.Context, cfg EvidenceConfig, w io.Writer) (warn, err e
 		scanRootfs(&rootfs, cfg.Writable, since, MaxRootfs)
 	}
 
-	tw := tar.NewWriter(w)
 	for _, f := range append(head, []struct{ name, body string }{{EvidenceIdentity, ids.String()}, {EvidenceRootfs, rootfs.String()}}...) {
 		if err := writeEntry(tw, f.name, int64(len(f.body)), strings.NewReader(f.body)); err != nil {
 			<-flushed
@@ -72,6 +79,40 @@ func Evidence(ctx context.Context, cfg EvidenceConfig, w io.Writer) (warn, err e
 		return errors.Join(warns...), fmt.Errorf("evidence: %w", err)
 	}
 	return errors.Join(warns...), nil
+}
+
+// freezeFirst ends the skill's processes (Freeze) and writes their
+// records (EvidenceLeftovers, and EvidenceFreezeError when it failed),
+// then flushes w when it can be: the host goes on with the jail's evidence
+// as soon as the skill is ended. err is an archive that could not be
+// written.
+func freezeFirst(ctx context.Context, cfg FreezeConfig, tw *tar.Writer, w io.Writer) error {
+	left, ferr := Freeze(ctx, cfg)
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	for _, l := range left {
+		if err := enc.Encode(l); err != nil {
+			return fmt.Errorf("evidence: leftovers: %w", err)
+		}
+	}
+	if err := writeEntry(tw, EvidenceLeftovers, int64(b.Len()), &b); err != nil {
+		return fmt.Errorf("evidence: write %s: %w", EvidenceLeftovers, err)
+	}
+	if ferr != nil {
+		msg := ferr.Error()
+		if err := writeEntry(tw, EvidenceFreezeError, int64(len(msg)), strings.NewReader(msg)); err != nil {
+			return fmt.Errorf("evidence: write %s: %w", EvidenceFreezeError, err)
+		}
+	}
+	if err := tw.Flush(); err != nil {
+		return fmt.Errorf("evidence: %w", err)
+	}
+	if f, ok := w.(interface{ Flush() error }); ok {
+		if err := f.Flush(); err != nil {
+			return fmt.Errorf("evidence: %w", err)
+		}
+	}
+	return nil
 }
 
 // writeEntry writes one regular file of size bytes read from r; a file that

@@ -84,30 +84,36 @@ func (r *Runner) collect(ctx context.Context, st *run) error {
 		st.events = append(st.events, st.procs.stop()...)
 	}
 	r.log().Debug("collect: process sampler", "took", time.Since(t0))
-	r.endSkill(ctx, st, st.grace)
-	// The jail's evidence, the sandbox's and the cgroup's counters are
-	// independent (the skill's processes are frozen): all are read at once.
+	// The jail's evidence and the engine's state of the sandbox are read
+	// once the skill's processes are ended: when the evidence exec's first
+	// entry says so, or when it ended without saying.
 	var jail jailEvidence
 	var wg sync.WaitGroup
 	var jailPanic, statePanic error
-	if st.jailEv != nil {
-		goSafe(&wg, &jailPanic, func() { jail = r.jailEvents(ctx, st) })
-	}
 	var oomKilled bool
-	if st.resources != nil && st.sandbox != nil {
-		goSafe(&wg, &statePanic, func() {
-			if s, err := st.sandbox.State(ctx); err == nil {
-				oomKilled = s.OOMKilled
-			}
-		})
-	}
+	frozen := sync.OnceFunc(func() {
+		if st.jailEv != nil {
+			goSafe(&wg, &jailPanic, func() { jail = r.jailEvents(ctx, st) })
+		}
+		if st.resources != nil && st.sandbox != nil {
+			goSafe(&wg, &statePanic, func() {
+				if s, err := st.sandbox.State(ctx); err == nil {
+					oomKilled = s.OOMKilled
+				}
+			})
+		}
+	})
 	// The sandbox's evidence holds the cgroup's counters and the places'
 	// use too (read first, in the same exec): the resource event follows.
 	var err error
 	var ev evidence
 	if st.sandbox != nil {
-		ev, err = r.sandboxEvidence(ctx, st)
+		ev, err = r.sandboxEvidence(ctx, st, frozen)
+		if !ev.frozen && err != nil {
+			st.events = append(st.events, notFrozen(err.Error(), r.now()))
+		}
 	}
+	frozen()
 	wg.Wait()
 	if st.resources != nil {
 		st.events = append(st.events, r.resourceEvent(st, res, parseCgroup(ev.cgroup), parseFull(ev.disk), oomKilled))
@@ -175,9 +181,10 @@ func (r *Runner) resourceEvent(st *run, res trace.Resource, cg cgroupCounts, ful
 // tracers and sends all of it as one archive (mcptools.Evidence): every
 // exec costs a round trip through the engine and a process start in the
 // container, and the collection used to make six in a row.
-func (r *Runner) sandboxEvidence(ctx context.Context, st *run) (evidence, error) {
+func (r *Runner) sandboxEvidence(ctx context.Context, st *run, frozen func()) (evidence, error) {
 	t0 := time.Now()
-	argv := []string{AgentBin, "__evidence", "--stamp", stampPath, "--writable", writableList,
+	argv := []string{AgentBin, "__evidence", "--freeze-uid", strconv.Itoa(UserUID), "--grace", st.grace.String(),
+		"--stamp", stampPath, "--writable", writableList,
 		"--changed", strings.Join(changedRoots, ","), "--max-files", strconv.Itoa(maxChangedFiles),
 		"--cgroup", cgroupDir}
 	if st.home != nil {
@@ -207,7 +214,10 @@ func (r *Runner) sandboxEvidence(ctx context.Context, st *run) (evidence, error)
 		}()
 		res.code, res.err = st.sandbox.Exec(ctx, ExecSpec{Argv: argv, User: "0:0", Stdout: pw, Stderr: stderr})
 	}()
-	ev, rerr := r.readEvidence(pr, st)
+	ev, rerr := r.readEvidence(pr, st, func() {
+		r.log().Debug("collect: grace period and freeze", "took", time.Since(t0), "grace", st.grace)
+		frozen()
+	})
 	io.Copy(io.Discard, pr) // the archive's padding, or what is past an error
 	res := <-done
 	r.log().Debug("collect: sandbox evidence", "took", time.Since(t0))
@@ -253,13 +263,15 @@ func (r *Runner) sandboxEvidence(ctx context.Context, st *run) (evidence, error)
 type evidence struct {
 	identity, rootfs string        // the listings, as the sandbox wrote them
 	cgroup, disk     string        // the counters and the places' use (parseCgroup, parseFull)
+	frozen           bool          // the skill's processes were ended (EvidenceLeftovers came)
 	syscalls         []trace.Event // from the per-call logs
 	changed          []trace.Event // the changed files
 }
 
 // readEvidence reads the archive of agentd __evidence (untrusted: every
-// part within its cap, unknown entries skipped).
-func (r *Runner) readEvidence(rd io.Reader, st *run) (ev evidence, err error) {
+// part within its cap, unknown entries skipped); frozen is called when its
+// record of the skill's ended processes has come.
+func (r *Runner) readEvidence(rd io.Reader, st *run, frozen func()) (ev evidence, err error) {
 	logs := newCallLogs(logParams{Cwd: st.home.HomeDir, Budget: st.plan.Limits.TimelineBytes,
 		FakeClock: st.system.Clock != "", Keep: keepSet(st.home)}, r.log())
 	changed := changedReader{dir: st.dir, home: st.home, now: r.now}
@@ -281,6 +293,16 @@ func (r *Runner) readEvidence(rd io.Reader, st *run) (ev evidence, err error) {
 			ev.identity, err = readCapped(tr, 8<<20)
 		case name == mcptools.EvidenceRootfs:
 			ev.rootfs, err = readCapped(tr, 1<<20)
+		case name == mcptools.EvidenceLeftovers && !ev.frozen:
+			var out string
+			out, err = readCapped(tr, 1<<20)
+			st.events = append(st.events, leftoverEvents(out, st.grace, r.now())...)
+			ev.frozen = true
+			frozen()
+		case name == mcptools.EvidenceFreezeError:
+			var msg string
+			msg, err = readCapped(tr, 4<<10)
+			st.events = append(st.events, notFrozen(msg, r.now()))
 		case name == mcptools.EvidenceCgroup:
 			ev.cgroup, err = readCapped(tr, 64<<10)
 		case name == mcptools.EvidenceDisk:

@@ -6,11 +6,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"strconv"
 	"strings"
 	"time"
 
-	"github.com/sandboxctl/sandboxctl/internal/capbuf"
 	"github.com/sandboxctl/sandboxctl/trace"
 )
 
@@ -18,41 +16,18 @@ import (
 // limit leaves hundreds; the count is kept beyond the cap).
 const maxLeftovers = 512
 
-// endSkill runs agentd __freeze as root in the sandbox: it waits up to
-// grace while the skill's processes still run (observed all along), then
-// stops, records and kills them. It adds a leftover event per process
-// and a notice summing them up to the trace; the sandbox's output is
-// untrusted input. A sandbox that cannot run it (exhausted, gone) leaves
-// a notice: the processes may have gone on unrecorded until removal.
-func (r *Runner) endSkill(ctx context.Context, st *run, grace time.Duration) {
-	if st.sandbox == nil {
-		return
-	}
-	ev, err := r.freeze(ctx, st, grace)
-	if err != nil {
-		r.log().Warn("end the skill's processes", "err", err)
-		ev = append(ev, trace.Event{Time: r.now(), Source: trace.SourceSyscall, Type: trace.TypeJailNotice,
-			Data: &trace.Notice{Message: "the skill's processes left after the last call could not be frozen and recorded: " + err.Error(), Incomplete: true}})
-	}
-	st.events = append(st.events, ev...)
-}
+// The evidence exec (agentd __evidence --freeze-uid) first waits up to the
+// grace period while the skill's processes still run (observed all along),
+// then stops, records and kills them (mcptools.Freeze). leftoverEvents
+// makes a leftover event per process record and a notice summing them up;
+// the sandbox's output is untrusted input. A sandbox that cannot do it
+// (exhausted, gone) leaves a notice instead (notFrozen): the processes may
+// have gone on unrecorded until removal.
 
-func (r *Runner) freeze(ctx context.Context, st *run, grace time.Duration) ([]trace.Event, error) {
-	out, stderr := capbuf.New(1<<20), capbuf.New(4<<10)
-	t0 := time.Now()
-	code, err := st.sandbox.Exec(ctx, ExecSpec{
-		Argv: []string{AgentBin, "__freeze", "--uid", strconv.Itoa(UserUID), "--log-dir", CallLogDir,
-			"--grace", grace.String()},
-		User: "0:0", Stdout: out, Stderr: stderr,
-	})
-	r.log().Debug("collect: grace period and freeze", "took", time.Since(t0), "grace", grace)
-	if err != nil {
-		return nil, fmt.Errorf("end the skill's processes: %w", err)
-	}
-	events := parseLeftovers(strings.NewReader(out.String()), r.now())
-	if code != 0 {
-		r.log().Warn("end the skill's processes", "exit", code, "stderr", stderr.String())
-	}
+// leftoverEvents reads the records (EvidenceLeftovers) of a freeze with
+// grace into events.
+func leftoverEvents(out string, grace time.Duration, now time.Time) []trace.Event {
+	events := parseLeftovers(strings.NewReader(out), now)
 	if n := len(events); n > 0 {
 		frozen := 0
 		for _, e := range events {
@@ -60,11 +35,17 @@ func (r *Runner) freeze(ctx context.Context, st *run, grace time.Duration) ([]tr
 				frozen++
 			}
 		}
-		events = append(events, trace.Event{Time: r.now(), Source: trace.SourceSyscall, Type: trace.TypeJailNotice,
+		events = append(events, trace.Event{Time: now, Source: trace.SourceSyscall, Type: trace.TypeJailNotice,
 			Data: &trace.Notice{Message: fmt.Sprintf("%d processes of the skill were running after the last call; %d were still running after the %v grace period: frozen, recorded and ended",
 				n, frozen, grace)}})
 	}
-	return events, nil
+	return events
+}
+
+// notFrozen is the notice of a freeze that failed for reason.
+func notFrozen(reason string, now time.Time) trace.Event {
+	return trace.Event{Time: now, Source: trace.SourceSyscall, Type: trace.TypeJailNotice,
+		Data: &trace.Notice{Message: "the skill's processes left after the last call could not be frozen and recorded: " + reason, Incomplete: true}}
 }
 
 // parseLeftovers reads the JSON lines of agentd __freeze (untrusted:

@@ -165,12 +165,12 @@ func TestRunKeepLeavesContainers(t *testing.T) {
 }
 
 // TestRunPanicStillCleansUp: a panic inside the pipeline, on the pass's
-// goroutine (ending the skill's processes), on one of collection's own (the
+// goroutine (the setup exec), on one of collection's own (the
 // jail's evidence) or on the sandbox evidence's exec, becomes an error, and the
 // containers are still removed.
 func TestRunPanicStillCleansUp(t *testing.T) {
 	for _, tc := range []struct{ name, argv string }{
-		{name: "ending the skill's processes", argv: "__freeze"},
+		{name: "setting the sandbox up", argv: "__settle"},
 		{name: "the jail's evidence", argv: "kill -s"},
 		{name: "sandbox evidence", argv: "__evidence"},
 	} {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"encoding/hex"
 	"encoding/json"
@@ -29,11 +30,11 @@ func init() {
 	register(command{name: "__settle", hidden: true, run: runSettle})
 }
 
-// runEvidence ends the tracers and writes the trace's evidence from inside
+// runEvidence ends the skill's processes (with --freeze-uid) and the
+// tracers, and writes the trace's evidence from inside
 // the sandbox (the home's file identities, the root file-system changes,
 // the syscall logs, the changed files, the cgroup's counters and the
-// places' use) as one tar stream on stdout: the collection's one exec after
-// the freeze.
+// places' use) as one tar stream on stdout: the collection's one exec.
 func runEvidence(ctx context.Context, e env, args []string) int {
 	fs := newFlags(e, "__evidence", "[flags]")
 	var cfg mcptools.EvidenceConfig
@@ -47,8 +48,15 @@ func runEvidence(ctx context.Context, e env, args []string) int {
 	fs.StringVar(&cfg.Cgroup, "cgroup", "", "the cgroup folder whose counters are archived first (empty: none)")
 	var places string
 	fs.StringVar(&places, "places", "", "comma-separated mount points whose use is archived")
+	var fz mcptools.FreezeConfig
+	fs.IntVar(&fz.UID, "freeze-uid", -1, "first end the processes of this uid as __freeze does (-1: none)")
+	fs.DurationVar(&fz.Grace, "grace", 0, "with -freeze-uid: the longest wait for them to end by themselves")
 	if code, ok := parseFlags(fs, args); !ok {
 		return code
+	}
+	if fz.UID >= 0 {
+		fz.LogDir = cmp.Or(cfg.LogDir, mcptools.DefaultLogDir)
+		cfg.Freeze = &fz
 	}
 	if changed != "" {
 		cfg.Changed = strings.Split(changed, ",")
@@ -56,7 +64,7 @@ func runEvidence(ctx context.Context, e env, args []string) int {
 	if places != "" {
 		cfg.Places = strings.Split(places, ",")
 	}
-	ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	ctx, cancel := context.WithTimeout(ctx, 20*time.Second+fz.Grace)
 	defer cancel()
 	w := bufio.NewWriterSize(e.stdout, 256<<10)
 	warn, err := mcptools.Evidence(ctx, cfg, w)
