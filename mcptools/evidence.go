@@ -35,11 +35,11 @@ const (
 	EvidenceLeftovers   = "leftovers"
 	EvidenceFreezeError = "freeze-error"
 	EvidenceCgroup      = "cgroup"
-	EvidenceDisk     = "disk"
-	EvidenceIdentity = "identity"
-	EvidenceRootfs   = "rootfs"
-	EvidenceCalls    = "calls/"
-	EvidenceFiles    = "files/"
+	EvidenceDisk        = "disk"
+	EvidenceIdentity    = "identity"
+	EvidenceRootfs      = "rootfs"
+	EvidenceCalls       = "calls/"
+	EvidenceFiles       = "files/"
 )
 
 // Caps of what Settle and Evidence list (what the shell scripts they
