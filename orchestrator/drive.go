@@ -37,10 +37,12 @@ func (r *Runner) runAgent(ctx context.Context, st *run) {
 
 // drive runs the driver loop against the MCP tool server in the sandbox.
 func (r *Runner) drive(ctx context.Context, st *run) error {
+	t0 := time.Now()
 	drv, err := r.driver(st)
 	if err != nil {
 		return err
 	}
+	r.log().Debug("drive: driver ready", "took", time.Since(t0))
 	conn := st.tools
 	if conn == nil {
 		if conn, err = connectTools(ctx, st); err != nil {

@@ -1,6 +1,7 @@
 package orchestrator
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"errors"
@@ -134,6 +135,9 @@ func (p *Pool) make(ctx context.Context) (*run, error) {
 	if st.tools, err = connectTools(ctx, st); err != nil {
 		p.r.log().Warn("pool: warm pair without a tool server", "trace", id, "err", err)
 	}
+	// So is the exec that unpacks the skill: a claim then pays no engine
+	// round trip before the first call, only the unpacking.
+	st.installer = startInstaller(ctx, st)
 	return st, nil
 }
 
@@ -215,7 +219,9 @@ func (r *Runner) observeWarm(ctx context.Context, st *run) error {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
+		t0 := time.Now()
 		ierr = r.installSkill(tctx, st)
+		r.log().Debug("warm: skill installed", "took", time.Since(t0))
 	}()
 	st.skillReady = func() error {
 		<-done
@@ -234,21 +240,39 @@ func (r *Runner) observeWarm(ctx context.Context, st *run) error {
 	return r.collectAll(ctx, tctx, st)
 }
 
-// installSkillScript unpacks the skill as root and stamps the moment the
-// skill gets control (changes are those after it).
+// installSkillScript unpacks the skill as root, stamps the moment the
+// skill gets control (changes are those after it) and says so.
 const installSkillScript = `set -e
 tar -x -p -f - -C /
-touch ` + stampPath
+touch ` + stampPath + `
+echo ` + installedLine
 
-// installSkill unpacks st's skill into the warm sandbox.
+// installedLine is what installSkillScript prints when the skill is in
+// place: a waiting installer's claim goes on when it comes, without
+// waiting for the engine to report the exec's end.
+const installedLine = "installed"
+
+// installSkill unpacks st's skill into the warm sandbox, through the pair's
+// waiting installer when it has one.
 func (r *Runner) installSkill(ctx context.Context, st *run) error {
 	var tarball bytes.Buffer
 	if err := writeSkillTar(&tarball, st.home, st.skill, st.skillDir); err != nil {
+		if st.installer != nil {
+			st.installer.abort()
+		}
 		return fmt.Errorf("pack skill: %w", err)
+	}
+	if in := st.installer; in != nil {
+		st.installer = nil
+		return in.install(ctx, &tarball)
 	}
 	stderr := capbuf.New(16 << 10)
 	code, err := st.sandbox.Exec(ctx, ExecSpec{Argv: []string{"/bin/sh", "-c", installSkillScript}, User: "0:0",
 		Stdin: &tarball, Stdout: io.Discard, Stderr: stderr})
+	return installResult(code, err, stderr)
+}
+
+func installResult(code int, err error, stderr *capbuf.Buffer) error {
 	if err != nil {
 		return fmt.Errorf("install skill: %w", err)
 	}
@@ -256,6 +280,79 @@ func (r *Runner) installSkill(ctx context.Context, st *run) error {
 		return fmt.Errorf("install skill: exit %d: %s", code, tail(stderr.String(), 400))
 	}
 	return nil
+}
+
+// installer is the exec of installSkillScript, started with a warm pair
+// and blocked on its stdin until the pair is claimed.
+type installer struct {
+	stdin  *io.PipeWriter
+	stderr *capbuf.Buffer
+	said   chan struct{} // closed when installedLine came
+	done   chan execResult
+	cancel context.CancelFunc
+}
+
+type execResult struct {
+	code int
+	err  error
+}
+
+// startInstaller starts the installer exec in st's sandbox. It lives as
+// long as the pair (not ctx: a claim may come after the filler's context
+// ends); the pair's removal ends it too.
+func startInstaller(ctx context.Context, st *run) *installer {
+	pr, pw := io.Pipe()
+	outR, outW := io.Pipe()
+	ictx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	in := &installer{stdin: pw, stderr: capbuf.New(16 << 10), said: make(chan struct{}), done: make(chan execResult, 1), cancel: cancel}
+	go func() {
+		code, err := st.sandbox.Exec(ictx, ExecSpec{Argv: []string{"/bin/sh", "-c", installSkillScript}, User: "0:0",
+			Stdin: pr, Stdout: outW, Stderr: in.stderr})
+		pr.Close()
+		outW.Close()
+		in.done <- execResult{code, err}
+	}()
+	go func() {
+		sc := bufio.NewScanner(io.LimitReader(outR, 4<<10))
+		for sc.Scan() {
+			if sc.Text() == installedLine {
+				close(in.said)
+				break
+			}
+		}
+		io.Copy(io.Discard, outR)
+	}()
+	return in
+}
+
+// install sends the skill's archive and waits for the unpacking and the
+// stamp.
+func (in *installer) install(ctx context.Context, tarball io.Reader) error {
+	_, werr := io.Copy(in.stdin, tarball)
+	in.stdin.Close()
+	select {
+	case <-in.said:
+		// The exec ends meanwhile (cancel only once it has: the pair's
+		// removal waits for nothing of it).
+		go func() { <-in.done; in.cancel() }()
+		return werr
+	case res := <-in.done:
+		in.cancel()
+		if werr != nil && res.err == nil && res.code == 0 {
+			res.err = werr
+		}
+		return installResult(res.code, res.err, in.stderr)
+	case <-ctx.Done():
+		in.abort()
+		return fmt.Errorf("install skill: %w", ctx.Err())
+	}
+}
+
+// abort ends an installer that will not be used: its archive is cut short,
+// so it unpacks nothing and writes no stamp.
+func (in *installer) abort() {
+	in.stdin.CloseWithError(errors.New("pair not claimed"))
+	in.cancel()
 }
 
 // pinsPackages reports whether the skill at dir names package versions or

@@ -3,6 +3,7 @@ package orchestrator_test
 import (
 	"bufio"
 	"context"
+	"log/slog"
 	"os"
 	"os/exec"
 	"strings"
@@ -58,6 +59,9 @@ func TestPoolWarmTraces(t *testing.T) {
 	}
 	t.Cleanup(func() { pool.Close(); poolLeft(t, rt, pool.TraceIDs()) })
 	r.Pool = pool
+	if testing.Verbose() {
+		r.Log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
 	for i, blocks := range [][]string{{"echo one"}, {"cat ~/.aws/credentials | head -c 20"}, {"echo three"}} {
 		p := tmpl
 		p.SkillPath = writeSkill(t, "warm"+string(rune('a'+i)), blocks...)

@@ -148,6 +148,9 @@ type run struct {
 	// tools is a warm pair's tool server, started and connected with the
 	// pair; a cold pass starts its own in drive.
 	tools *toolConn
+	// installer is a warm pair's skill installer, started with the pair
+	// and waiting for the skill on its stdin (installSkill).
+	installer *installer
 }
 
 // Run runs a trace: the watched pass and, when the plan's stealth mode asks

@@ -48,6 +48,9 @@ func (r *Runner) remove(ctx context.Context, st *run) error {
 		st.tools.srv.cancel() // a warm pair's server, unclaimed: nothing to wait for
 		st.tools.close()
 	}
+	if st.installer != nil {
+		st.installer.abort() // a warm pair's installer, unclaimed
+	}
 	if st.sandbox != nil {
 		if err := st.sandbox.Remove(cctx); err != nil {
 			errs = append(errs, fmt.Errorf("remove sandbox %s: %w", st.sandbox.ID(), err))
