@@ -20,7 +20,7 @@ import (
 const (
 	DefaultMaxFileSize  = 1 << 20  // 1 MiB per file
 	DefaultMaxTotalSize = 10 << 20 // 10 MiB per skill
-	DefaultMaxFiles     = 200
+	DefaultMaxFiles     = 2000     // real skills ship hundreds of reference files (454 in one of the shared corpus); the total size bounds them
 )
 
 // Options are the caps Load applies. Zero values take the defaults.
