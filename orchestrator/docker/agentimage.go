@@ -177,6 +177,18 @@ func (r *Runtime) AgentImage(ctx context.Context, spec orchestrator.AgentImageSp
 		progress = io.Discard
 	}
 	from := spec.From
+	if from != "" && !r.imageCached(from) {
+		// A published sandbox image (--image) is pulled when absent, once:
+		// the agent image is made on it as on a local build.
+		if ok, err := r.imageExists(ctx, from); err != nil {
+			return "", fmt.Errorf("agent image: %w", err)
+		} else if !ok {
+			if err := r.pull(ctx, progress, from); err != nil {
+				return "", fmt.Errorf("sandbox image %s is not here and could not be pulled: %w (build one with `sandboxctl image build`, or `docker load` it)", from, err)
+			}
+		}
+		r.cacheImage(from)
+	}
 	if from == "" {
 		// The sandbox image as EnsureImage finds or builds it (from a
 		// registry's base or debootstrap's): cached for the Runtime's life.
