@@ -4,6 +4,8 @@ import (
 	"encoding/hex"
 	"strings"
 	"testing"
+
+	"github.com/sandboxctl/sandboxctl/trace"
 )
 
 func TestDestinationData(t *testing.T) {
@@ -128,6 +130,69 @@ func TestTypo(t *testing.T) {
 	} {
 		if got := typo(tt.s, tt.t); got != tt.want {
 			t.Errorf("typo(%s, %s) = %v, want %v", tt.s, tt.t, got, tt.want)
+		}
+	}
+}
+
+// TestDropSiteData reads every line of data/dropsites.tsv and checks how
+// its path patterns match.
+func TestDropSiteData(t *testing.T) {
+	if len(dropSites) < 10 {
+		t.Errorf("only %d drop sites", len(dropSites))
+	}
+	seen := map[string]bool{}
+	for _, s := range dropSites {
+		if s.host == "" || s.kind == "" || !strings.HasPrefix(s.source, "https://") || len(s.methods) == 0 {
+			t.Errorf("incomplete entry %+v", s)
+		}
+		for _, m := range s.methods {
+			if m != strings.ToUpper(m) || m == "" {
+				t.Errorf("%s: method %q", s.host, m)
+			}
+		}
+		k := s.host + "/" + strings.Join(s.segs, "/")
+		if seen[k] {
+			t.Errorf("%s listed twice", k)
+		}
+		seen[k] = true
+	}
+	for _, tt := range []struct {
+		method, url string
+		want        string
+	}{
+		{"POST", "https://discord.com/api/webhooks/1187654321/Xk2v9QpL", "Discord webhook"},
+		{"POST", "https://discord.com/api/v10/webhooks/1187654321/Xk2v9QpL?wait=true", "Discord webhook"},
+		{"POST", "https://api.telegram.org/bot123:AAE/sendDocument", "Telegram bot API"},
+		{"GET", "https://api.telegram.org/bot123:AAE/sendMessage?chat_id=1&text=x", "Telegram bot API"},
+		{"POST", "https://hooks.slack.com/services/T0/B0/x", "Slack incoming webhook"},
+		{"PATCH", "https://api.github.com/gists/aa5a315d61ae9438b18d", "GitHub gist"},
+		{"GET", "https://api.github.com/gists/aa5a315d61ae9438b18d", ""},     // reading a gist
+		{"GET", "https://api.telegram.org/bot123:AAE/getUpdates", ""},        // not a send
+		{"POST", "https://discord.com/api/v10/applications/1/commands", ""},  // a bot's setup
+		{"POST", "https://api.github.com/repos/o/r/issues", ""},              // the user's repository
+		{"POST", "https://hooks.slack.com.example.net/services/T0/B0/x", ""}, // not Slack's
+		{"POST", "https://chat.googleapis.com/v1/spaces/AAA/messages?key=k", "Google Chat webhook"},
+	} {
+		got := ""
+		if s, ok := dropSiteOf(&trace.HTTPExchange{Method: tt.method, URL: tt.url}); ok {
+			got = s.kind
+		}
+		if got != tt.want {
+			t.Errorf("%s %s: drop site %q, want %q", tt.method, tt.url, got, tt.want)
+		}
+	}
+}
+
+func TestIsPublicKey(t *testing.T) {
+	for p, want := range map[string]bool{
+		"~/.ssh/id_ed25519.pub": true, "~/.ssh/known_hosts": true, "~/.gnupg/pubring.kbx": true,
+		"~/.config/relsig/release_public.pem": true, "~/keys/signing-public-key.pem": true, "~/keys/key.pub.pem": true,
+		"~/keys/id_pub.pem": true, "~/keys/pubkey.pem": true, "~/certs/server.crt": true,
+		"~/.ssh/id_ed25519": false, "~/certs/server.key": false, "~/keys/public-repo-deploy.pem": false,
+		"~/.gnupg/private-keys-v1.d/AB12.key": false, "~/.aws/credentials": false,
+	} {
+		if got := isPublicKey(p); got != want {
+			t.Errorf("isPublicKey(%s) = %t, want %t", p, got, want)
 		}
 	}
 }

@@ -66,9 +66,57 @@ func (c *ctx) gitRepoRead(f fileOp) bool {
 	return false
 }
 
+// isPublicKey reports a file that holds public keys or certificates by
+// its name: OpenSSH's *.pub, known_hosts, authorized_keys and
+// allowed_signers, GnuPG's public keyring and trust database, a PEM named
+// public (key.pub.pem, id_pub.pem, public.pem, pubkey.pem,
+// signing_public_key.pem, release-public.pem) and certificates (*.crt,
+// *.cer). Nothing a skill sends from them is a secret of the user's.
 func isPublicKey(p string) bool {
-	b := path.Base(p)
-	return strings.HasSuffix(b, ".pub") || b == "known_hosts" || b == "known_hosts.old" || b == "authorized_keys"
+	b := strings.ToLower(path.Base(p))
+	switch b {
+	case "known_hosts", "known_hosts.old", "authorized_keys", "authorized_keys2", "allowed_signers",
+		"pubring.kbx", "pubring.kbx~", "pubring.gpg", "pubring.gpg~", "trustdb.gpg":
+		return true
+	}
+	stem := b
+	for _, ext := range []string{".pem", ".key", ".der", ".asc"} {
+		stem = strings.TrimSuffix(stem, ext)
+	}
+	return strings.HasSuffix(b, ".pub") || strings.HasSuffix(b, ".crt") || strings.HasSuffix(b, ".cer") ||
+		strings.HasSuffix(stem, ".pub") || strings.HasSuffix(stem, "_pub") || strings.HasSuffix(stem, "-pub") ||
+		strings.HasPrefix(stem, "pubkey") || strings.HasSuffix(stem, "public") ||
+		strings.Contains(strings.NewReplacer("_", "", "-", "").Replace(stem), "publickey")
+}
+
+// madeBefore reports a file the trace itself wrote (created, copied or
+// renamed into place) before the read at seq: it holds what the skill put
+// there, a key it installed from its own folder, not a secret of the
+// user's. Planted files are judged whoever wrote them.
+func (c *ctx) madeBefore(p string, seq int64) bool {
+	if c.firstWrite == nil {
+		c.firstWrite = map[string]int64{}
+		for _, f := range c.files {
+			if f.failed {
+				continue
+			}
+			target := ""
+			switch f.op {
+			case opWrite:
+				target = f.path
+			case opRename:
+				target = f.newPath
+			}
+			if target == "" {
+				continue
+			}
+			if s, ok := c.firstWrite[target]; !ok || f.ev.Seq < s {
+				c.firstWrite[target] = f.ev.Seq
+			}
+		}
+	}
+	s, ok := c.firstWrite[p]
+	return ok && s < seq
 }
 
 func credRules() {
@@ -76,7 +124,9 @@ func credRules() {
 		Severity: Medium, Confidence: ConfHigh, Technique: "T1552.001",
 		Help: "A process read a file that holds credentials (SSH private keys, cloud and registry " +
 			"credentials, .env files, tokens, shell history with secrets) under the home, or a file a " +
-			"canary was planted in. Listing a folder, reading public keys, certificates in package " +
+			"canary was planted in. Listing a folder, reading public keys and certificates (by name: " +
+			"*.pub, public*.pem, *.crt, pubring.kbx...), a file the skill itself wrote before reading it " +
+			"(a key it installed from its own folder), certificates in package " +
 			"caches, git hashing the working tree of one of the home's repositories (git add, commit, status), " +
 			"programs that print a file's type, checksum or counts (file, sha256sum, wc), " +
 			"or a tool reading its own configuration (git reading .gitconfig, ssh its keys, " +
@@ -91,7 +141,7 @@ func credRules() {
 					continue
 				}
 				_, ok := c.matchPath(planted, f.path)
-				if !ok && underDir(c.home, f.path) && !vendoredPath(f.path) {
+				if !ok && underDir(c.home, f.path) && !vendoredPath(f.path) && !c.madeBefore(f.path, f.ev.Seq) {
 					_, ok = c.matchPath(credentialPaths, f.path)
 				}
 				if !ok || ownedRead(f.path, f.proc) {

@@ -300,7 +300,7 @@ func exfilRules() {
 		func(c *ctx, r *Rule) {
 			for _, e := range c.hits {
 				h := e.Data.(*trace.CanaryHit)
-				if !networkChannel(h.Channel) || c.toOwnService(h) {
+				if !networkChannel(h.Channel) || c.ownServiceUse(h) {
 					continue
 				}
 				if _, _, deploy := c.projectDeploy(h, e); deploy {
@@ -319,7 +319,7 @@ func exfilRules() {
 		func(c *ctx, r *Rule) {
 			for _, e := range c.hits {
 				h := e.Data.(*trace.CanaryHit)
-				if networkChannel(h.Channel) && c.toOwnService(h) {
+				if networkChannel(h.Channel) && c.ownServiceUse(h) {
 					c.hit(r, h.TokenID, fmt.Sprintf("%s planted at %s sent to %s", h.Kind, h.Location, h.Where),
 						e, c.bySeq[h.EventSeq])
 				}
@@ -376,51 +376,24 @@ func exfilRules() {
 					c.configThenDrop(r, config)
 					return
 				}
-				first := base[0]
-				for _, b := range base {
-					if firstSeq(*b) < firstSeq(*first) {
-						first = b
-					}
-				}
-				start := firstSeq(*first)
-				rawOrBad := map[int64]bool{}
-				for _, id := range []string{"SBX-NET-001", "SBX-NET-003"} {
-					for _, f := range c.found(id) {
-						if f.Severity.Rank() < Medium.Rank() {
-							continue // a messaging webhook is not a drop
-						}
-						for _, ev := range f.Evidence {
-							rawOrBad[ev.Seq] = true
-						}
-					}
-				}
-				for _, d := range c.dests() {
-					if !d.egress || d.ev.Seq <= start {
-						continue
-					}
-					src := c.bySeq[start]
-					host := d.host
-					if host == "" {
-						host = d.ip
-					}
-					if d.host != "" && ReputationOf(d.host, "/").Tier == TierVendor {
-						continue // a package registry or vendor answering its own client (npm audit)
-					}
-					f := c.hit(r, "egress", fmt.Sprintf("%s (%s), then data sent to %s", first.Title, first.Message, host), src, d.ev)
-					if rawOrBad[d.ev.Seq] {
-						f.Confidence = ConfHigh
-					}
-				}
+				c.readThenSent(r, base)
 			})
 	}
 	derived("SBX-EXFIL-004", "Credentials read, then data sent out", "T1041",
-		"A credential, wallet or browser store was read and later the sandbox sent data out (an HTTP "+
-			"request with a body or a long query, a raw flow with payload, a DNS name with a long label). "+
-			"No planted token was recognised in it (it may be encrypted or compressed beyond detection). "+
-			"Confidence is high when the destination is a raw IP or a known drop service.",
+		"A credential, wallet or browser store was read and later the sandbox sent data out in a part of a "+
+			"request its client controls (rules/egress.go): an HTTP body, query, URL path, cookie or header "+
+			"holding encoded-looking data (not a short id, a UUID or a digest), a raw flow's bytes, a mail, a "+
+			"WebSocket message, a DNS name with a long label or data spread over one zone's names, a TLS "+
+			"server name no lookup gave or an unregistered ALPN id. No planted token was recognised in it (it "+
+			"may be encrypted or compressed beyond detection). The message names the source the syscall log "+
+			"links to the sending process (the file read by it, its shell or a file handed to it), else the "+
+			"environment. Confidence is high when the destination is a raw IP or a drop service, a chat "+
+			"webhook, bot API or gist whose stored content is opaque (rules/data/dropsites.tsv), or the data "+
+			"rode in a part that carries none in normal use (TLS names, ALPN, DNS names spread over a zone).",
 		"SBX-CRED-001", "SBX-CRED-002", "SBX-CRED-004", "SBX-CRED-005")
 	derived("SBX-EXFIL-005", "Environment harvested, then data sent out", "T1041",
-		"The environment was dumped (SBX-ENV-001) and later the sandbox sent data out. Confidence is "+
-			"high when the destination is a raw IP or a known drop service.",
+		"The environment was dumped (SBX-ENV-001) and later the sandbox sent data out (as SBX-EXFIL-004 "+
+			"counts it). Confidence is high when the destination is a raw IP or a drop service, or the data "+
+			"rode in a part that carries none in normal use.",
 		"SBX-ENV-001")
 }

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"net"
 	"net/url"
-	"slices"
 	"strconv"
 	"strings"
 
@@ -98,10 +97,19 @@ type dest struct {
 	path    string
 	hasPath bool
 	egress  bool // carried data out
+	// carried names the part of the exchange that held the data ("the
+	// body", "a cookie", "the TLS server name", ...: egress.go).
+	carried string
+	// covert says the data rode in a part that carries none in normal use
+	// (a TLS name no lookup gave, an unregistered ALPN id, data spread
+	// over a zone's DNS names): hidden on purpose, wherever it went.
+	covert bool
 }
 
 func (c *ctx) dests() []dest {
 	var out []dest
+	names := namesByAddr(c.events)
+	dataZones := dnsDataZones(c.events)
 	for i := range c.events {
 		e := &c.events[i]
 		switch d := e.Data.(type) {
@@ -116,25 +124,33 @@ func (c *ctx) dests() []dest {
 			if h, _, err := net.SplitHostPort(host); err == nil {
 				host = h
 			}
-			q := ""
-			if i := strings.IndexByte(d.URL, '?'); i >= 0 {
-				q = d.URL[i+1:]
-			}
-			eg := d.BodySize > 0 || len(d.Body) > 0 || len(q) >= 64 ||
-				slices.Contains([]string{"POST", "PUT", "PATCH"}, strings.ToUpper(d.Method))
-			out = append(out, dest{ev: e, host: host, ip: d.DstIP, port: d.DstPort, path: p, hasPath: true, egress: eg})
+			part := httpCarried(d)
+			out = append(out, dest{ev: e, host: host, ip: d.DstIP, port: d.DstPort, path: p, hasPath: true,
+				egress: part != "", carried: part})
 		case *trace.Connection:
-			out = append(out, dest{ev: e, host: d.Name, ip: d.DstIP, port: d.DstPort, egress: d.Size > 0})
+			out = append(out, dest{ev: e, host: d.Name, ip: d.DstIP, port: d.DstPort, egress: d.Size > 0, carried: "the flow's bytes"})
 		case *trace.TLSHello:
-			out = append(out, dest{ev: e, host: d.SNI, ip: d.DstIP, port: d.DstPort})
+			part := tlsCarried(d, names)
+			out = append(out, dest{ev: e, host: d.SNI, ip: d.DstIP, port: d.DstPort, egress: part != "", carried: part, covert: part != ""})
 		case *trace.DNSQuery:
-			eg := false
-			for _, l := range strings.Split(d.Name, ".") {
+			name := strings.ToLower(strings.TrimSuffix(d.Name, "."))
+			x := dest{ev: e, host: name}
+			for _, l := range strings.Split(name, ".") {
 				if len(l) >= 32 {
-					eg = true
+					x.egress, x.carried = true, "a DNS label"
 				}
 			}
-			out = append(out, dest{ev: e, host: strings.TrimSuffix(d.Name, "."), egress: eg})
+			if z, _ := registrable(name); dataZones[z] {
+				x.egress, x.carried, x.covert = true, "DNS names under "+z, true
+			}
+			out = append(out, x)
+		case *trace.Mail:
+			part := mailCarried(d)
+			out = append(out, dest{ev: e, host: d.Name, ip: d.DstIP, port: d.DstPort, egress: part != "", carried: part})
+		case *trace.WSMessage:
+			h, p := hostPath(d.URL)
+			eg := d.Size > 0 && d.Opcode != "close" && d.Opcode != "ping" && d.Opcode != "pong"
+			out = append(out, dest{ev: e, host: h, ip: d.DstIP, port: d.DstPort, path: p, hasPath: true, egress: eg, carried: "a WebSocket message"})
 		case *trace.Net:
 			if e.Type == trace.TypeConnect && (d.Family == "inet" || d.Family == "inet6") {
 				out = append(out, dest{ev: e, ip: d.Addr, port: d.Port})
@@ -212,7 +228,9 @@ func netRules() {
 			"interactsh/oast), canarytokens, paste sites and file drops are high; throwaway app hosts " +
 			"(*.vercel.app, *.workers.dev) and dynamic DNS medium; messaging webhooks (Discord, Slack, " +
 			"the Telegram bot API), which notification skills use for their user, low. Contact alone " +
-			"is not harm: a planted secret in it is SBX-EXFIL-001."},
+			"is not harm: a planted secret in it is SBX-EXFIL-001, and what a chat webhook, bot API or " +
+			"gist keeps is judged by its content (rules/data/dropsites.tsv: a planted secret or opaque " +
+			"data after a secret read is exfiltration)."},
 		func(c *ctx, r *Rule) {
 			for _, d := range c.dests() {
 				if b, ok := matchBadDest(d.host, d.path, d.hasPath); ok {

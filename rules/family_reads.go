@@ -13,22 +13,58 @@ import (
 // environment every process holds) is judged by what its processes then
 // sent: opaque data to a raw IP or a drop service.
 
-// dropDests returns the seqs of the events that went to a raw IP or a
-// drop service (SBX-NET-001 and SBX-NET-003 at medium or above). The
-// calling rule must declare both in After.
-func (c *ctx) dropDests() map[int64]bool {
-	out := map[int64]bool{}
+// netDrops returns, by event seq, the events that went to a raw IP or a
+// drop service (SBX-NET-001 and SBX-NET-003 at medium or above) and what
+// the destination is. The calling rule must declare both in After.
+func (c *ctx) netDrops() map[int64]string {
+	out := map[int64]string{}
+	var bySeq map[int64]dest
 	for _, id := range []string{"SBX-NET-001", "SBX-NET-003"} {
 		for _, f := range c.found(id) {
 			if f.Severity.Rank() < Medium.Rank() {
-				continue
+				continue // a messaging webhook is not a drop by contact alone
 			}
 			for _, ev := range f.Evidence {
-				out[ev.Seq] = true
+				if _, ok := out[ev.Seq]; ok {
+					continue
+				}
+				why := "a raw IP address"
+				if id == "SBX-NET-003" {
+					if bySeq == nil {
+						bySeq = map[int64]dest{}
+						for _, d := range c.dests() {
+							bySeq[d.ev.Seq] = d
+						}
+					}
+					why = "a drop service"
+					if d, ok := bySeq[ev.Seq]; ok {
+						if b, ok := matchBadDest(d.host, d.path, d.hasPath); ok {
+							why = "a " + b.kind
+						}
+					}
+				}
+				out[ev.Seq] = why
 			}
 		}
 	}
 	return out
+}
+
+// dropWhy says why d went to a drop, "" when it did not: a raw IP or a
+// drop service (netDrops), data hidden in a part of a protocol that
+// carries none in normal use (covert), or a drop site of data/dropsites.tsv
+// whose stored content is opaque (dropsites.go).
+func (c *ctx) dropWhy(d dest, netDrops map[int64]string) string {
+	if why := netDrops[d.ev.Seq]; why != "" {
+		return why
+	}
+	if d.covert {
+		return "a part that carries no data in normal use"
+	}
+	if x, ok := d.ev.Data.(*trace.HTTPExchange); ok {
+		return dropSiteWhy(x)
+	}
+	return ""
 }
 
 // configThenDrop is SBX-EXFIL-004 for .env files read as configuration: an
@@ -38,9 +74,13 @@ func (c *ctx) configThenDrop(r *Rule, config []*Finding) {
 	if len(config) == 0 {
 		return
 	}
-	drops := c.dropDests()
+	drops := c.netDrops()
 	for _, d := range c.dests() {
-		if !d.egress || !drops[d.ev.Seq] || d.ev.PID == 0 || d.ev.Source == trace.SourceSyscall {
+		if !d.egress || d.ev.PID == 0 || d.ev.Source == trace.SourceSyscall {
+			continue
+		}
+		why := c.dropWhy(d, drops)
+		if why == "" {
 			continue
 		}
 		for _, f := range config {
@@ -52,7 +92,7 @@ func (c *ctx) configThenDrop(r *Rule, config []*Finding) {
 			if host == "" {
 				host = d.ip
 			}
-			fd := c.hit(r, "egress", fmt.Sprintf("%s (%s), then the same call's processes sent data to %s", f.Title, f.Message, host), src, d.ev)
+			fd := c.hit(r, "egress", fmt.Sprintf("%s (%s), then the same call's processes sent data to %s (%s)", f.Title, f.Message, host, why), src, d.ev)
 			fd.Confidence = ConfHigh
 			break
 		}
@@ -97,7 +137,9 @@ func readRules() {
 		Severity: High, Confidence: ConfHigh, Technique: "T1041", Harm: HarmExfil,
 		After: []string{"SBX-EXFIL-001", "SBX-EXFIL-004", "SBX-EXFIL-005", "SBX-NET-001", "SBX-NET-003"},
 		Help: "A process of the skill sent data that reads as encrypted or encoded (one base64 or hex token of " +
-			"40 bytes or more, or high-entropy binary) to a raw IP address or a drop service. Every process " +
+			"40 bytes or more, or high-entropy binary; in a body, a query, a URL path, a cookie or a header) " +
+			"to a raw IP address, a drop service, a chat webhook, bot API or gist (rules/data/dropsites.tsv) " +
+			"or in a part of a protocol that carries no data in normal use. Every process " +
 			"of the skill holds the planted secrets in its environment, which a program reads in memory with " +
 			"no syscall to see: what left is the evidence. Not reported when a planted secret was recognised " +
 			"leaving (SBX-EXFIL-001) or a flagged read came first (SBX-EXFIL-004, -005)."},
@@ -107,10 +149,14 @@ func readRules() {
 					return
 				}
 			}
-			drops := c.dropDests()
+			drops := c.netDrops()
 			for _, d := range c.dests() {
-				if !d.egress || !drops[d.ev.Seq] || d.ev.PID == 0 || d.ev.Source == trace.SourceSyscall {
+				if !d.egress || d.ev.PID == 0 || d.ev.Source == trace.SourceSyscall {
 					continue // attributed to a process of the skill by its connect
+				}
+				why := c.dropWhy(d, drops)
+				if why == "" {
+					continue
 				}
 				payload := sentBytes(d.ev)
 				if !opaque(payload) {
@@ -120,24 +166,31 @@ func readRules() {
 				if host == "" {
 					host = d.ip
 				}
-				c.hit(r, "egress", fmt.Sprintf("%d bytes of opaque data sent to %s by pid %d (%s)", len(payload), host, d.ev.PID, c.progOf(d.ev.PID)), d.ev)
+				c.hit(r, "egress", fmt.Sprintf("%d bytes of opaque data sent to %s (%s) in %s by pid %d (%s), whose source is %s",
+					len(payload), host, why, d.carried, d.ev.PID, c.progOf(d.ev.PID), c.environmentSource()), d.ev)
 			}
 		})
 }
 
-// sentBytes is what an event carried out: an HTTP body (or a long query),
-// a raw flow's first bytes, a DNS name's labels.
+// sentBytes is what an event carried out: an HTTP body (or the longest
+// word of its query, URL path, cookies and headers), a raw flow's first
+// bytes, a mail, a WebSocket message, a DNS name's labels, a ClientHello's
+// server name and ALPN ids.
 func sentBytes(e *trace.Event) []byte {
 	switch d := e.Data.(type) {
 	case *trace.HTTPExchange:
 		if len(d.Body) > 0 {
 			return d.Body
 		}
-		if i := strings.IndexByte(d.URL, '?'); i >= 0 {
-			return []byte(d.URL[i+1:])
-		}
+		return []byte(httpDataWord(d))
 	case *trace.Connection:
 		return d.FirstBytes
+	case *trace.Mail:
+		return d.Data
+	case *trace.WSMessage:
+		return d.Payload
+	case *trace.TLSHello:
+		return []byte(strings.ReplaceAll(d.SNI, ".", "") + strings.Join(d.ALPN, ""))
 	case *trace.DNSQuery:
 		labels := strings.Split(strings.TrimSuffix(d.Name, "."), ".")
 		if len(labels) > 2 {

@@ -21,6 +21,17 @@ func FuzzEvaluate(f *testing.F) {
 		f.Fatal(err)
 	}
 	f.Add(buf.Bytes())
+	// the channels of egress.go and the drop sites of dropsites.go
+	buf.Reset()
+	d := credsRead("python3 s.py", "python3", "s.py").request("GET", "203.0.113.7", "203.0.113.7", 80, "http://203.0.113.7/a/"+sealed[:48],
+		map[string][]string{"Cookie": {"sid=" + cipher}}, nil).request("POST", "discord.com", "162.159.135.232", 443,
+		"https://discord.com/api/webhooks/1/x", map[string][]string{"Content-Type": {"multipart/form-data; boundary=b"}},
+		[]byte("--b\r\nContent-Disposition: form-data; name=\"payload_json\"\r\n\r\n{\"content\":\""+cipher+"\"}\r\n--b--\r\n")).
+		hello("x."+sealed[:20]+".example.net", "151.101.1.9", "h2", "zz").dns(sealed[:10] + ".0.t.cdn-sync.net.")
+	if err := trace.WriteJSONL(&buf, d.events()); err != nil {
+		f.Fatal(err)
+	}
+	f.Add(bytes.Clone(buf.Bytes()))
 	f.Add([]byte(`{"seq":1,"type":"exec","source":"syscall","pid":1,"data":{"argv":[]}}`))
 	f.Add([]byte(`{"seq":1,"type":"canary_hit","source":"canary","data":{"event_seq":99}}`))
 	f.Add([]byte(`{"seq":3,"type":"clone","source":"syscall","pid":2,"data":{"child_pid":2}}` + "\n" +
