@@ -158,6 +158,7 @@ type ctx struct {
 	heads      map[string][]string // per path, the heads of the file-system diff
 	whole      map[string]bool     // per path, whether a head is the whole file (writtenText)
 	httpByCall map[string][]*trace.HTTPExchange
+	addrs      jailAddrs // the addresses the jail gave names (httpDest)
 }
 
 // found returns the findings of rule id so far. The running rule must
