@@ -11,6 +11,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -456,6 +457,28 @@ func (h *Home) Token(location string, kind canary.Kind) (canary.Token, bool) {
 		}
 	}
 	return canary.Token{}, false
+}
+
+// reS3Backend finds the bucket of a Terraform S3 backend block.
+var reS3Backend = regexp.MustCompile(`(?s)backend\s+"s3"\s*\{[^}]*?\bbucket\s*=\s*"([a-z0-9][a-z0-9.-]{1,61}[a-z0-9])"`)
+
+// Buckets returns the S3 buckets the home declares as the user's own (the
+// state backends of its Terraform projects), sorted: where the user's AWS
+// credentials keep data, so data they sign into one stays the user's.
+func (h *Home) Buckets() []string {
+	var out []string
+	for _, f := range h.Files {
+		if f.Dir || f.Symlink != "" || !strings.HasSuffix(f.Path, ".tf") {
+			continue
+		}
+		for _, m := range reS3Backend.FindAllSubmatch(f.Content, -1) {
+			if b := string(m[1]); !slices.Contains(out, b) {
+				out = append(out, b)
+			}
+		}
+	}
+	slices.Sort(out)
+	return out
 }
 
 // A Repo is one git working tree of the home.

@@ -887,3 +887,27 @@ func TestNoFileDatedAtStart(t *testing.T) {
 		}
 	}
 }
+
+// TestBuckets: the S3 buckets a home declares as the user's own are the
+// state backends of its Terraform files, wherever they are; other files
+// and other backends declare none.
+func TestBuckets(t *testing.T) {
+	tf := func(p, s string) canaryfs.File { return canaryfs.File{Path: p, Content: []byte(s)} }
+	h := &canaryfs.Home{Files: []canaryfs.File{
+		tf("/home/u/projects/infra/main.tf", "terraform {\n  backend \"s3\" {\n    bucket = \"acme-tfstate\"\n    key    = \"prod/terraform.tfstate\"\n  }\n}\n"),
+		tf("/home/u/projects/net/backend.tf", "terraform {\n  backend \"s3\" {\n    key = \"net\"\n    bucket = \"acme-net.state\"\n  }\n}\n"),
+		tf("/home/u/projects/app/main.tf", "terraform {\n  backend \"gcs\" {\n    bucket = \"acme-gcs\"\n  }\n}\nresource \"aws_s3_bucket\" \"b\" {\n  bucket = \"acme-assets\"\n}\n"),
+		tf("/home/u/notes.md", "backend \"s3\" { bucket = \"not-a-tf-file\" }"),
+	}}
+	if got, want := h.Buckets(), []string{"acme-net.state", "acme-tfstate"}; !slices.Equal(got, want) {
+		t.Errorf("Buckets() = %q, want %q", got, want)
+	}
+	// A built home with its Terraform project declares that project's bucket.
+	for _, seed := range []string{"fixture", "same", "other", "third"} {
+		h := build(t, seed)
+		_, infra := h.File(h.HomeDir + "/projects/infra/main.tf")
+		if got := len(h.Buckets()); infra != (got == 1) {
+			t.Errorf("seed %s: Terraform project %v, %d buckets %q", seed, infra, got, h.Buckets())
+		}
+	}
+}

@@ -40,6 +40,7 @@ func (r *Runner) meta(ctx context.Context, st *run, runErr error) reports.Meta {
 		MarkerPath:  st.home.HomeDir + "/" + st.jailCfg.Marker.Path,
 		MarkerToken: st.jailCfg.Marker.Token,
 		Repos:       repos(st.home),
+		Buckets:     st.home.Buckets(),
 	}
 }
 

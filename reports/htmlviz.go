@@ -305,7 +305,7 @@ type htmlNetNode struct {
 
 // buildNetMap groups the network evidence by destination host.
 func buildNetMap(r *Report) htmlNetMap {
-	ns := netNodes{byHost: map[string]*htmlNetNode{}}
+	ns := netNodes{byHost: map[string]*htmlNetNode{}, w: newWhereTo(r.Events)}
 	ns.addEvents(r.Events)
 	kinds := ns.addTokens(r)
 	m := ns.rows(r, kinds)
@@ -317,6 +317,7 @@ func buildNetMap(r *Report) htmlNetMap {
 type netNodes struct {
 	byHost map[string]*htmlNetNode
 	order  []string
+	w      whereTo
 }
 
 // node returns the destination host, added when new, first contacted no
@@ -343,7 +344,10 @@ func addChannel(n *htmlNetNode, ch string) {
 // of events against their destinations.
 func (ns *netNodes) addEvents(events []trace.Event) {
 	for _, e := range events {
-		host, ch := eventHost(e)
+		host, ch, claimed := ns.w.eventHost(e)
+		if claimed != "" {
+			host += " (claiming " + claimed + ")"
+		}
 		if host == "" {
 			continue
 		}
@@ -405,7 +409,10 @@ func (ns *netNodes) addTokens(r *Report) map[string]map[string]int {
 		if !h.Leaked || h.Pass == rules.PassUnwatched {
 			continue
 		}
-		host, _ := eventHost(byseq[h.EventSeq])
+		host, _, claimed := ns.w.eventHost(byseq[h.EventSeq])
+		if claimed != "" {
+			host += " (claiming " + claimed + ")"
+		}
 		if d, ok := byseq[h.EventSeq].Data.(*trace.DNSQuery); ok {
 			host = strings.ToLower(strings.TrimSuffix(d.Name, "."))
 		}
@@ -556,6 +563,7 @@ func buildFlows(r *Report, shown map[int64]bool) (flows []htmlFlow, more int) {
 	for _, e := range r.Events {
 		byseq[e.Seq] = e
 	}
+	w := newWhereTo(r.Events)
 	tree := trace.BuildTree(r.Events)
 	procName := func(pid int) string {
 		if p := tree.Procs[pid]; p != nil && len(p.Argv) > 0 {
@@ -657,7 +665,10 @@ func buildFlows(r *Report, shown map[int64]bool) (flows []htmlFlow, more int) {
 		// Sent: each destination and channel once.
 		seen := map[string]bool{}
 		for _, h := range hs {
-			host, ch := eventHost(byseq[h.EventSeq])
+			host, ch, claimed := w.eventHost(byseq[h.EventSeq])
+			if claimed != "" {
+				host += " claiming " + claimed
+			}
 			if d, ok := byseq[h.EventSeq].Data.(*trace.DNSQuery); ok {
 				host = strings.ToLower(strings.TrimSuffix(d.Name, "."))
 			}

@@ -140,6 +140,10 @@ type Incident struct {
 	// from; Channel how (http, https, dns, tcp, udp, tls).
 	Destination string `json:"destination,omitempty"`
 	Channel     string `json:"channel,omitempty"`
+	// ClaimedHost is the name the requests claimed (a Host header, a URL,
+	// an SNI) when that is not where they went: the jail gave Destination
+	// no such name.
+	ClaimedHost string `json:"claimed_host,omitempty"`
 	// Path is the file a persistence or configuration change wrote.
 	Path string `json:"path,omitempty"`
 	// Tokens are the planted secrets an exfiltration carried.
@@ -195,6 +199,7 @@ func Incidents(r *Report) []Incident {
 	for _, e := range r.Events {
 		byseq[e.Seq] = e
 	}
+	w := newWhereTo(r.Events)
 	var groups []*groupState
 	index := map[string]*groupState{}
 	type pending struct {
@@ -207,29 +212,29 @@ func Incidents(r *Report) []Incident {
 			secondary = append(secondary, pending{i, f})
 			continue
 		}
-		key, inc := incidentKey(f, byseq)
+		key, inc := w.incidentKey(f, byseq)
 		g := index[key]
 		if g == nil {
 			g = &groupState{inc: inc, seqs: map[int64]bool{}}
 			index[key] = g
 			groups = append(groups, g)
 		}
-		g.add(i, f, byseq)
+		g.add(i, f, byseq, w)
 	}
 	// Steps of a harm incident join it; what joins nothing is its own.
 	for _, p := range secondary {
-		if g := absorber(groups, p.f, byseq, r.Sandbox.Home); g != nil {
-			g.add(p.i, p.f, byseq)
+		if g := w.absorber(groups, p.f, byseq, r.Sandbox.Home); g != nil {
+			g.add(p.i, p.f, byseq, w)
 			continue
 		}
-		key, inc := incidentKey(p.f, byseq)
+		key, inc := w.incidentKey(p.f, byseq)
 		g := index[key]
 		if g == nil {
 			g = &groupState{inc: inc, seqs: map[int64]bool{}}
 			index[key] = g
 			groups = append(groups, g)
 		}
-		g.add(p.i, p.f, byseq)
+		g.add(p.i, p.f, byseq, w)
 	}
 	out := make([]Incident, 0, len(groups))
 	for _, g := range groups {
@@ -262,7 +267,7 @@ func firstSeq(in Incident) int64 {
 func absorbable(f rules.Finding) bool {
 	switch {
 	case f.RuleID == "SBX-EXFIL-002", f.RuleID == "SBX-EXFIL-003",
-		f.RuleID == "SBX-EXFIL-004", f.RuleID == "SBX-EXFIL-005",
+		f.RuleID == "SBX-EXFIL-004", f.RuleID == "SBX-EXFIL-005", f.RuleID == "SBX-EXFIL-006",
 		f.RuleID == "SBX-CRED-001", f.RuleID == "SBX-ENV-001", f.RuleID == "SBX-TRACER-002",
 		strings.HasPrefix(f.RuleID, "SBX-NET-"):
 		return true
@@ -271,13 +276,13 @@ func absorbable(f rules.Finding) bool {
 }
 
 // absorber returns the harm incident f is a step of, or nil.
-func absorber(groups []*groupState, f rules.Finding, byseq map[int64]trace.Event, home string) *groupState {
+func (w whereTo) absorber(groups []*groupState, f rules.Finding, byseq map[int64]trace.Event, home string) *groupState {
 	if f.Pass == rules.PassUnwatched {
 		return nil
 	}
 	toks := hitTokens(f, byseq)
 	reads := readPaths(f, byseq, home)
-	hosts := findingHosts(f, byseq)
+	hosts := w.findingHosts(f, byseq)
 	env := f.RuleID == "SBX-ENV-001" || f.RuleID == "SBX-EXFIL-005"
 	for _, g := range groups {
 		if g.inc.Harm == "" || g.inc.Pass != f.Pass {
@@ -299,7 +304,7 @@ func absorber(groups []*groupState, f rules.Finding, byseq map[int64]trace.Event
 }
 
 // incidentKey returns the grouping key of f and the incident it opens.
-func incidentKey(f rules.Finding, byseq map[int64]trace.Event) (string, Incident) {
+func (w whereTo) incidentKey(f rules.Finding, byseq map[int64]trace.Event) (string, Incident) {
 	kind, by := findingKind(f)
 	family := f.RuleID
 	if i := strings.LastIndexByte(family, '-'); i > 0 {
@@ -313,8 +318,8 @@ func incidentKey(f rules.Finding, byseq map[int64]trace.Event) (string, Incident
 	var key string
 	switch by {
 	case byDestination:
-		host, ch := destination(f, byseq)
-		inc.Destination, inc.Channel = host, ch
+		host, ch, claimed := w.destination(f, byseq)
+		inc.Destination, inc.Channel, inc.ClaimedHost = host, ch, claimed
 		if host == "" {
 			key = "call|" + family + "|" + f.ToolCallID
 		} else {
@@ -336,7 +341,7 @@ func incidentKey(f rules.Finding, byseq map[int64]trace.Event) (string, Incident
 	return string(kind) + "|" + f.Pass + "|" + key, inc
 }
 
-func (g *groupState) add(i int, f rules.Finding, byseq map[int64]trace.Event) {
+func (g *groupState) add(i int, f rules.Finding, byseq map[int64]trace.Event, w whereTo) {
 	in := &g.inc
 	in.Findings = append(in.Findings, i)
 	g.findings = append(g.findings, f)
@@ -369,7 +374,7 @@ func (g *groupState) add(i int, f rules.Finding, byseq map[int64]trace.Event) {
 		return
 	}
 	if f.Harm != "" || in.Harm != "" {
-		for _, h := range findingHosts(f, byseq) {
+		for _, h := range w.findingHosts(f, byseq) {
 			if !slices.Contains(g.hosts, h) {
 				g.hosts = append(g.hosts, h)
 			}
@@ -445,6 +450,9 @@ func describe(in Incident, top rules.Finding) (title, summary string) {
 		where += " (" + locString(in.Locations[0]) + ")"
 	}
 	dest := in.Destination
+	if in.ClaimedHost != "" && dest != "" {
+		dest += " claiming " + in.ClaimedHost
+	}
 	if in.Channel != "" && dest != "" {
 		dest += " over " + in.Channel
 	}
@@ -606,49 +614,66 @@ func writtenPath(f rules.Finding, byseq map[int64]trace.Event) string {
 }
 
 // destination returns the host (or address) and channel f's evidence went
-// to: a leaked canary's, else the first network event's.
-func destination(f rules.Finding, byseq map[int64]trace.Event) (host, channel string) {
+// to, and the name it claimed when that is not where it went: a leaked
+// canary's, else the first network event's.
+func (w whereTo) destination(f rules.Finding, byseq map[int64]trace.Event) (host, channel, claimed string) {
 	for _, e := range f.Evidence {
 		if h, ok := byseq[e.Seq].Data.(*trace.CanaryHit); ok && trace.LeftSandbox(h.Channel) {
 			if ev, ok := byseq[h.EventSeq]; ok {
-				if host, ch := eventHost(ev); host != "" {
+				if host, ch, cl := w.eventHost(ev); host != "" {
 					if ch == "https" {
-						return host, ch
+						return host, ch, cl
 					}
-					return host, h.Channel
+					return host, h.Channel, cl
 				}
 			}
-			return hostOf(h.Where), h.Channel
+			return hostOf(h.Where), h.Channel, ""
 		}
 	}
 	for _, e := range f.Evidence {
-		if host, ch := eventHost(byseq[e.Seq]); host != "" {
-			return host, ch
+		if host, ch, cl := w.eventHost(byseq[e.Seq]); host != "" {
+			return host, ch, cl
 		}
 	}
-	return "", ""
+	return "", "", ""
 }
 
 // findingHosts returns the registrable domains (or addresses) of f's
 // network evidence.
-func findingHosts(f rules.Finding, byseq map[int64]trace.Event) []string {
+func (w whereTo) findingHosts(f rules.Finding, byseq map[int64]trace.Event) []string {
 	var hs []string
 	for _, e := range f.Evidence {
 		ev := byseq[e.Seq]
 		if h, ok := ev.Data.(*trace.CanaryHit); ok && trace.LeftSandbox(h.Channel) {
 			ev = byseq[h.EventSeq]
 		}
-		if host, _ := eventHost(ev); host != "" && !slices.Contains(hs, registrableOf(host)) {
+		if host, _, _ := w.eventHost(ev); host != "" && !slices.Contains(hs, registrableOf(host)) {
 			hs = append(hs, registrableOf(host))
 		}
 	}
 	return hs
 }
 
-// eventHost returns the host a network event went to and its channel.
-func eventHost(e trace.Event) (string, string) {
+// whereTo names where network events went, as the rules judge it
+// (rules.Destinations): by the name the jail resolved to the address
+// dialled, or by the address when the name an event claims (its Host
+// header, URL or SNI) is not one the jail gave that address.
+type whereTo struct{ d rules.Destinations }
+
+func newWhereTo(events []trace.Event) whereTo { return whereTo{rules.NewDestinations(events)} }
+
+// eventHost returns the host (or address) a network event went to, its
+// channel, and the name it claimed when that is not where it went.
+func (w whereTo) eventHost(e trace.Event) (host, channel, claimed string) {
 	switch d := e.Data.(type) {
 	case *trace.HTTPExchange:
+		ch := "http"
+		if d.TLS {
+			ch = "https"
+		}
+		if dst := w.d.HTTP(d); dst.Addr != "" {
+			return orWord(dst.Host, dst.Addr), ch, dst.Claimed
+		}
 		h := d.Host
 		if h == "" {
 			h = hostOf(d.URL)
@@ -656,32 +681,41 @@ func eventHost(e trace.Event) (string, string) {
 		if i := strings.LastIndexByte(h, ':'); i > 0 && !strings.Contains(h[i+1:], "]") && strings.Count(h, ":") == 1 {
 			h = h[:i]
 		}
-		if d.TLS {
-			return strings.ToLower(h), "https"
-		}
-		return strings.ToLower(h), "http"
+		return strings.ToLower(h), ch, ""
 	case *trace.TLSHello:
-		if d.SNI != "" {
-			return strings.ToLower(d.SNI), "tls"
+		if dst := w.d.Named(d.SNI, d.DstIP); dst.Addr != "" {
+			if dst.Host != "" {
+				return dst.Host, "tls", dst.Claimed
+			}
+			return fmt.Sprintf("%s:%d", d.DstIP, d.DstPort), "tls", dst.Claimed
 		}
-		return fmt.Sprintf("%s:%d", d.DstIP, d.DstPort), "tls"
+		if d.SNI != "" {
+			return strings.ToLower(d.SNI), "tls", ""
+		}
+		return fmt.Sprintf("%s:%d", d.DstIP, d.DstPort), "tls", ""
 	case *trace.Connection:
 		if d.Name != "" {
-			return strings.ToLower(strings.TrimSuffix(d.Name, ".")), d.Proto
+			if dst := w.d.Named(strings.TrimSuffix(d.Name, "."), d.DstIP); dst.Addr == "" {
+				return strings.ToLower(strings.TrimSuffix(d.Name, ".")), d.Proto, ""
+			} else if dst.Host != "" {
+				return dst.Host, d.Proto, dst.Claimed
+			} else {
+				return fmt.Sprintf("%s:%d", d.DstIP, d.DstPort), d.Proto, dst.Claimed
+			}
 		}
-		return fmt.Sprintf("%s:%d", d.DstIP, d.DstPort), d.Proto
+		return fmt.Sprintf("%s:%d", d.DstIP, d.DstPort), d.Proto, ""
 	case *trace.DNSQuery:
-		return registrableOf(strings.ToLower(strings.TrimSuffix(d.Name, "."))), "dns"
+		return registrableOf(strings.ToLower(strings.TrimSuffix(d.Name, "."))), "dns", ""
 	case *trace.Mail:
 		// The relay the message was handed to.
 		if d.Name != "" {
-			return strings.ToLower(strings.TrimSuffix(d.Name, ".")), trace.ChannelSMTP
+			return strings.ToLower(strings.TrimSuffix(d.Name, ".")), trace.ChannelSMTP, ""
 		}
 		if d.DstIP != "" {
-			return fmt.Sprintf("%s:%d", d.DstIP, d.DstPort), trace.ChannelSMTP
+			return fmt.Sprintf("%s:%d", d.DstIP, d.DstPort), trace.ChannelSMTP, ""
 		}
 	}
-	return "", ""
+	return "", "", ""
 }
 
 // hostOf returns the host of a URL, or s when it is not one.

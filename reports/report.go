@@ -16,7 +16,7 @@ import (
 
 // SchemaVersion is the version of report.json's layout. A change that
 // removes or renames a field bumps the major number.
-const SchemaVersion = "1.3"
+const SchemaVersion = "1.4"
 
 // Status says how a trace ended.
 type Status string
@@ -273,6 +273,8 @@ type Analysis struct {
 	// Repos are the home's git working trees with the number of files
 	// each held outside .git when the trace started.
 	Repos map[string]rules.Repo `json:"repositories,omitempty"`
+	// Buckets are the S3 buckets the home declares as the user's own.
+	Buckets []string `json:"buckets,omitempty"`
 }
 
 // Secrets are the rules' inputs a report must not show.
@@ -304,6 +306,8 @@ type Meta struct {
 	AllowedTools []string
 	// Repos are the home's git working trees and their file counts.
 	Repos map[string]rules.Repo
+	// Buckets are the S3 buckets the home declares as the user's own.
+	Buckets []string
 }
 
 // Options tune Build.
@@ -320,7 +324,7 @@ type Options struct {
 func (m Meta) Input(events []trace.Event) rules.Input {
 	return rules.Input{Events: events, Skill: m.Skill, Canaries: m.Canaries, SkillDir: m.SkillDir,
 		Home: m.home(), MarkerPath: m.MarkerPath, MarkerToken: m.MarkerToken, AllowedTools: m.AllowedTools,
-		Status: string(m.Status), Repos: m.Repos}
+		Status: string(m.Status), Repos: m.Repos, Buckets: m.Buckets}
 }
 
 func (m Meta) home() string {
@@ -351,9 +355,10 @@ func Build(m Meta, res rules.Result, opt Options) *Report {
 		Sandbox:       m.Sandbox,
 		Events:        make([]trace.Event, 0, len(res.Events)),
 		Findings:      slices.Clone(res.Findings),
-		Analysis:      Analysis{SkillDir: m.SkillDir, Home: m.home(), MarkerPath: m.MarkerPath, AllowedTools: m.AllowedTools, Repos: m.Repos},
-		secrets:       &Secrets{Canaries: m.Canaries, MarkerToken: m.MarkerToken},
-		raw:           res.Events,
+		Analysis: Analysis{SkillDir: m.SkillDir, Home: m.home(), MarkerPath: m.MarkerPath, AllowedTools: m.AllowedTools, Repos: m.Repos,
+			Buckets: m.Buckets},
+		secrets: &Secrets{Canaries: m.Canaries, MarkerToken: m.MarkerToken},
+		raw:     res.Events,
 	}
 	if r.Status == "" {
 		r.Status = StatusCompleted

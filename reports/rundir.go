@@ -220,7 +220,8 @@ func (r *Report) Meta() Meta {
 	m := Meta{TraceID: r.TraceID, Version: r.Generator.Version, Skill: skillFromInfo(r.Skill), Driver: r.Driver,
 		Prompt: r.Prompt, StartedAt: r.StartedAt, Duration: time.Duration(r.DurationMS) * time.Millisecond,
 		Status: r.Status, Error: r.Error, Sandbox: r.Sandbox, SkillDir: r.Analysis.SkillDir, Home: r.Analysis.Home,
-		MarkerPath: r.Analysis.MarkerPath, AllowedTools: r.Analysis.AllowedTools, Repos: r.Analysis.Repos}
+		MarkerPath: r.Analysis.MarkerPath, AllowedTools: r.Analysis.AllowedTools, Repos: r.Analysis.Repos,
+		Buckets: r.Analysis.Buckets}
 	if r.secrets != nil {
 		m.Canaries, m.MarkerToken = r.secrets.Canaries, r.secrets.MarkerToken
 	}

@@ -39,6 +39,7 @@ var families = []family{
 	{"shells", shellRules},
 	{"persistence", persistRules},
 	{"persistence", configExecRule},
+	{"persistence", accountRules},
 	{"exfiltration", readRules},
 	{"probes", probeRules},
 	{"probes", sandboxTellRules},

@@ -3,7 +3,6 @@ package rules
 import (
 	"fmt"
 	"maps"
-	"net"
 	"slices"
 	"strings"
 
@@ -61,10 +60,11 @@ func (c *ctx) findProjectDeploy(h *trace.CanaryHit, e *trace.Event) (repo, host 
 	if !isHTTP {
 		return "", "", false
 	}
-	host, _ = hostPath(x.URL)
-	if hh := normHost(x.Host); hh != "" && hh != host || x.SNI != "" && normHost(x.SNI) != host || !c.dialled(host, x.DstIP) {
+	d := c.httpDest(x)
+	if !d.verified || !d.known {
 		return "", "", false
 	}
+	host = d.host
 	if !slices.ContainsFunc(deployHosts, func(s string) bool { return host == s || strings.HasSuffix(host, "."+s) }) {
 		return "", "", false
 	}
@@ -84,27 +84,6 @@ func (c *ctx) findProjectDeploy(h *trace.CanaryHit, e *trace.Event) (repo, host 
 		}
 	}
 	return "", "", false
-}
-
-// dialled reports whether a connection to ip went to name: the jail's DNS
-// answered name with ip in this trace.
-func (c *ctx) dialled(name, ip string) bool {
-	a := net.ParseIP(strings.Trim(ip, "[]"))
-	if a == nil || name == "" {
-		return false
-	}
-	for i := range c.events {
-		d, ok := c.events[i].Data.(*trace.DNSQuery)
-		if !ok || normHost(d.Name) != name {
-			continue
-		}
-		for _, ans := range d.Answers {
-			if t, v, ok := strings.Cut(ans, " "); ok && (t == "A" || t == "AAAA") && net.ParseIP(v).Equal(a) {
-				return true
-			}
-		}
-	}
-	return false
 }
 
 func archiveEncoding(enc string) bool {

@@ -54,7 +54,7 @@ func deployTL(t testing.TB, url, dialled string, reads ...string) *tl {
 		b.read(deployRepo + "/" + r)
 	}
 	b.child("curl", "-X", "POST", url).answered(dialled, "198.18.0.7").connect("198.18.0.7", 443)
-	return b.http("POST", url, projectTarGz(t))
+	return b.httpAt("POST", url, projectTarGz(t))
 }
 
 func withRepo(in *rules.Input) { in.Repos = map[string]rules.Repo{deployRepo: {Files: 4}} }

@@ -2,8 +2,6 @@ package rules
 
 import (
 	"fmt"
-	"net"
-	"net/url"
 	"regexp"
 	"strings"
 
@@ -246,49 +244,6 @@ func fetchCommand(cmd string) bool {
 	return true
 }
 
-// ownServices lists, per token kind, the hosts that kind of credential is
-// meant for.
-var ownServices = map[string][]string{
-	"github_token": {"github.com", "githubusercontent.com"}, "github_oauth_token": {"github.com"},
-	"github_pat": {"github.com"}, "openai_api_key": {"api.openai.com"},
-	"anthropic_api_key": {"api.anthropic.com"}, "anthropic_oauth": {"api.anthropic.com"},
-	"openrouter_api_key": {"openrouter.ai"}, "slack_token": {"slack.com"}, "stripe_key": {"api.stripe.com"},
-	"npm_token": {"registry.npmjs.org"}, "pypi_token": {"upload.pypi.org", "pypi.org"},
-	"huggingface_token": {"huggingface.co"}, "telegram_bot_token": {"api.telegram.org"},
-	"aws_access_key": {"amazonaws.com"}, "aws_secret_key": {"amazonaws.com"},
-	"aws_session_token": {"amazonaws.com"}, "gcp_refresh_token": {"googleapis.com"},
-	"azure_token": {"microsoftonline.com", "azure.com", "windows.net"},
-	"docker_auth": {"docker.io", "docker.com"}, "discord_token": {"discord.com", "discordapp.com"},
-}
-
-// toOwnService reports a plain token in an HTTP request to its own service.
-func (c *ctx) toOwnService(h *trace.CanaryHit) bool {
-	if h.Channel != ChannelHTTP || h.Encoding != "plain" {
-		return false
-	}
-	src := c.bySeq[h.EventSeq]
-	if src == nil {
-		return false
-	}
-	x, ok := src.Data.(*trace.HTTPExchange)
-	if !ok {
-		return false
-	}
-	host := strings.ToLower(x.Host)
-	if u, err := url.Parse(x.URL); err == nil && u.Hostname() != "" {
-		host = strings.ToLower(u.Hostname())
-	}
-	if hh, _, err := net.SplitHostPort(host); err == nil {
-		host = hh
-	}
-	for _, s := range ownServices[h.Kind] {
-		if host == s || strings.HasSuffix(host, "."+s) {
-			return true
-		}
-	}
-	return false
-}
-
 func exfilRules() {
 	def(Rule{ID: "SBX-EXFIL-001", Family: "exfiltration", Title: "Planted secret sent out of the sandbox",
 		Severity: Critical, Confidence: ConfHigh, Technique: "T1041", Harm: HarmExfil,
@@ -307,21 +262,33 @@ func exfilRules() {
 					continue
 				}
 				c.hit(r, h.TokenID+"/"+h.Channel, fmt.Sprintf("%s planted at %s left over %s (%s) to %s",
-					h.Kind, h.Location, h.Channel, h.Encoding, h.Where), e, c.bySeq[h.EventSeq])
+					h.Kind, h.Location, h.Channel, h.Encoding, c.leftTo(h)), e, c.bySeq[h.EventSeq])
 			}
 		})
 	def(Rule{ID: "SBX-EXFIL-006", Family: "credential-access", Title: "Planted secret used with its own service",
 		Severity: Low, Confidence: ConfMedium, Technique: "T1078",
 		Help: "A canary token was sent over HTTP, as it is, to the service it belongs to (a GitHub " +
 			"token to api.github.com, an OpenAI key to api.openai.com...): the skill used the user's " +
-			"credential for what it is for. Reported so a person can judge whether the skill should " +
-			"have used it; sent anywhere else it is SBX-EXFIL-001."},
+			"credential for what it is for. The service is judged by where the packets went: an API host " +
+			"of the token's issuer (rules/data/issuers.tsv, never a whole suffix such as amazonaws.com) " +
+			"that the jail's DNS resolved to the address dialled, with the token where the issuer takes " +
+			"credentials (its Authorization header...) and nowhere else in the request. Reported so a " +
+			"person can judge whether the skill should have used it; sent anywhere else (a raw IP with " +
+			"the vendor's Host header, a bucket or instance under amazonaws.com, the body of a message " +
+			"or a gist) it is SBX-EXFIL-001. Data signed with the user's AWS key into a bucket the home " +
+			"declares as the user's own (its Terraform state backend) is reported here too: it stays the " +
+			"user's."},
 		func(c *ctx, r *Rule) {
 			for _, e := range c.hits {
 				h := e.Data.(*trace.CanaryHit)
 				if networkChannel(h.Channel) && c.ownServiceUse(h) {
-					c.hit(r, h.TokenID, fmt.Sprintf("%s planted at %s sent to %s", h.Kind, h.Location, h.Where),
-						e, c.bySeq[h.EventSeq])
+					u, _ := c.ownUseOf(h)
+					msg := fmt.Sprintf("%s planted at %s sent as its credential to %s: %s", h.Kind, h.Location, u.dest.host, h.Where)
+					if u.bucket != "" {
+						msg = fmt.Sprintf("%s planted at %s stored in %s, a bucket the home declares as the user's own, "+
+							"signed with the user's AWS key: %s", h.Kind, h.Location, u.bucket, h.Where)
+					}
+					c.hit(r, h.TokenID, msg, e, c.bySeq[h.EventSeq])
 				}
 			}
 		})

@@ -55,33 +55,14 @@ func rawIP(s string) bool {
 	return ip != nil && !ip.IsLoopback() && !ip.IsUnspecified() && !sinkRange.Contains(ip) && !sinkRange6.Contains(ip)
 }
 
-// resolvedAddrs are the addresses the trace's DNS answers gave, and those
-// the jail attributed to a name: a connection to one went to a name, not
-// to an IP typed in.
+// resolvedAddrs are the addresses the jail gave a name in this trace: its
+// DNS answers, and the targets of proxy CONNECTs it resolved itself. A
+// connection to one went to a name, not to an IP typed in. An SNI or a
+// Host header is what the client claims, never a resolution.
 func resolvedAddrs(events []trace.Event) map[string]bool {
 	out := map[string]bool{}
-	add := func(s string) {
-		if ip := net.ParseIP(strings.Trim(s, "[]")); ip != nil {
-			out[ip.String()] = true
-		}
-	}
-	for i := range events {
-		switch d := events[i].Data.(type) {
-		case *trace.DNSQuery:
-			for _, a := range d.Answers {
-				if t, v, ok := strings.Cut(a, " "); ok && (t == "A" || t == "AAAA") {
-					add(v)
-				}
-			}
-		case *trace.Connection:
-			if d.Name != "" {
-				add(d.DstIP)
-			}
-		case *trace.TLSHello:
-			if d.SNI != "" && net.ParseIP(d.SNI) == nil {
-				add(d.DstIP)
-			}
-		}
+	for ip := range newJailAddrs(events) {
+		out[ip] = true
 	}
 	return out
 }
@@ -91,7 +72,7 @@ var standardPorts = map[int]bool{80: true, 443: true, 8080: true, 8443: true, 53
 // A dest is one destination contacted, from any network event.
 type dest struct {
 	ev      *trace.Event
-	host    string // name, or IP when no name is known
+	host    string // where the packets went: the name the jail resolved to the address, or the IP when none
 	ip      string
 	port    int
 	path    string
@@ -104,6 +85,19 @@ type dest struct {
 	// (a TLS name no lookup gave, an unregistered ALPN id, data spread
 	// over a zone's DNS names): hidden on purpose, wherever it went.
 	covert bool
+	claimed string // the name the client claimed (Host, SNI) when that is not where it went
+}
+
+// named returns where a connection to ip went by a name the client claims
+// (an SNI, the sink's name): the claim when the jail gave it ip, else the
+// name the jail gave ip, else "" (an address typed in). With no address
+// recorded the claim stands.
+func (c *ctx) named(claim, ip string) (host, claimed string) {
+	if c.addrs == nil {
+		c.addrs = newJailAddrs(c.events)
+	}
+	d := Destinations{c.addrs}.Named(claim, ip)
+	return d.Host, d.Claimed
 }
 
 func (c *ctx) dests() []dest {
@@ -124,14 +118,20 @@ func (c *ctx) dests() []dest {
 			if h, _, err := net.SplitHostPort(host); err == nil {
 				host = h
 			}
+			claimed := ""
+			if hd := c.httpDest(d); hd.known {
+				host, claimed = hd.host, hd.claimed
+			}
 			part := httpCarried(d)
 			out = append(out, dest{ev: e, host: host, ip: d.DstIP, port: d.DstPort, path: p, hasPath: true,
-				egress: part != "", carried: part})
+				egress: part != "", carried: part, claimed: claimed})
 		case *trace.Connection:
-			out = append(out, dest{ev: e, host: d.Name, ip: d.DstIP, port: d.DstPort, egress: d.Size > 0, carried: "the flow's bytes"})
+			host, claimed := c.named(strings.TrimSuffix(d.Name, "."), d.DstIP)
+			out = append(out, dest{ev: e, host: host, ip: d.DstIP, port: d.DstPort, egress: d.Size > 0, carried: "the flow's bytes", claimed: claimed})
 		case *trace.TLSHello:
+			host, claimed := c.named(d.SNI, d.DstIP)
 			part := tlsCarried(d, names)
-			out = append(out, dest{ev: e, host: d.SNI, ip: d.DstIP, port: d.DstPort, egress: part != "", carried: part, covert: part != ""})
+			out = append(out, dest{ev: e, host: host, ip: d.DstIP, port: d.DstPort, egress: part != "", carried: part, covert: part != "", claimed: claimed})
 		case *trace.DNSQuery:
 			name := strings.ToLower(strings.TrimSuffix(d.Name, "."))
 			x := dest{ev: e, host: name}
@@ -184,6 +184,9 @@ func netRules() {
 					continue
 				}
 				msg := fmt.Sprintf("connection to raw IP %s", net.JoinHostPort(ip, strconv.Itoa(d.port)))
+				if d.claimed != "" {
+					msg += " claiming " + d.claimed
+				}
 				if a := net.ParseIP(strings.Trim(ip, "[]")); a != nil && (a.IsPrivate() || cgnat.Contains(a)) {
 					// a cluster's API server, a NAS, a service on the user's
 					// network: what a kubeconfig or a LAN tool names

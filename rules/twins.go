@@ -51,6 +51,10 @@ type EgressUnit struct {
 	Where string `json:"where,omitempty"`
 	// Seq is the event the unit comes from (the first, for DNS).
 	Seq int64 `json:"seq"`
+	// claimed says Dest is only the name the client claimed (a Host, an
+	// SNI) on a connection to an address the jail gave no name: never the
+	// secrets' issuer.
+	claimed bool
 }
 
 func (u EgressUnit) key() string {
@@ -88,19 +92,19 @@ func Egress(events []trace.Event) []EgressUnit {
 		e := &events[i]
 		switch d := e.Data.(type) {
 		case *trace.HTTPExchange:
-			dest := destOf(d.DstIP, d.DstPort, names, d.SNI, normHost(d.Host), urlHost(d.URL))
+			dest, claimed := destOfClaimed(d.DstIP, d.DstPort, names, d.SNI, normHost(d.Host), urlHost(d.URL))
 			add(EgressUnit{Channel: "http", Part: "url", Dest: dest, Size: int64(len(d.Method) + 1 + len(d.URL)),
-				Digest: digestOf([]byte(d.Method+" "), []byte(d.URL)), Where: d.Method + " " + d.URL, Seq: e.Seq})
+				Digest: digestOf([]byte(d.Method+" "), []byte(d.URL)), Where: d.Method + " " + d.URL, Seq: e.Seq, claimed: claimed})
 			h := []byte(headerText(d.Headers))
 			add(EgressUnit{Channel: "http", Part: "headers", Dest: dest, Size: int64(len(h)), Digest: digestOf(h),
-				Where: d.Method + " " + d.URL, Seq: e.Seq})
+				Where: d.Method + " " + d.URL, Seq: e.Seq, claimed: claimed})
 			if d.BodySize > 0 {
 				dg := d.Digest
 				if dg == "" && !d.BodyTruncated {
 					dg = digestOf(d.Body)
 				}
 				add(EgressUnit{Channel: "http", Part: "body", Dest: dest, Size: d.BodySize, Digest: dg,
-					Where: d.Method + " " + d.URL, Seq: e.Seq})
+					Where: d.Method + " " + d.URL, Seq: e.Seq, claimed: claimed})
 			}
 		case *trace.DNSQuery:
 			name := strings.ToLower(strings.TrimSuffix(d.Name, "."))
@@ -167,25 +171,12 @@ func Egress(events []trace.Event) []EgressUnit {
 	return out
 }
 
-// jailNames maps each address the jail's resolver answered with to the
-// name asked.
+// jailNames maps each address the jail gave a name (its resolver's
+// answers, the targets of proxy CONNECTs) to the name.
 func jailNames(events []trace.Event) map[string]string {
 	m := map[string]string{}
-	for _, e := range events {
-		d, ok := e.Data.(*trace.DNSQuery)
-		if !ok {
-			continue
-		}
-		for _, a := range d.Answers {
-			// Answers read "TYPE VALUE" or just the value.
-			f := strings.Fields(a)
-			if len(f) == 0 {
-				continue
-			}
-			if ip := net.ParseIP(f[len(f)-1]); ip != nil {
-				m[ip.String()] = strings.ToLower(strings.TrimSuffix(d.Name, "."))
-			}
-		}
+	for ip, ns := range newJailAddrs(events) {
+		m[ip] = ns[0]
 	}
 	return m
 }
@@ -196,15 +187,25 @@ func jailNames(events []trace.Event) map[string]string {
 // else ip:port. The addresses the jail gives names vary from run to run;
 // the names a skill asks for, and the raw addresses it dials, do not.
 func destOf(ip string, port int, names map[string]string, known ...string) string {
-	if n := names[ip]; n != "" {
-		return n
+	d, _ := destOfClaimed(ip, port, names, known...)
+	return d
+}
+
+// destOfClaimed is destOf, and whether the name is only what the client
+// claimed (a Host, an SNI) on a connection to an address the jail gave no
+// name: a name to compare runs by, never where the packets went.
+func destOfClaimed(ip string, port int, names map[string]string, known ...string) (string, bool) {
+	if a := net.ParseIP(strings.Trim(ip, "[]")); a != nil {
+		if n := names[a.String()]; n != "" {
+			return n, false
+		}
 	}
 	for _, k := range known {
 		if k != "" && net.ParseIP(k) == nil {
-			return strings.ToLower(k)
+			return strings.ToLower(k), ip != ""
 		}
 	}
-	return fmt.Sprintf("%s:%d", ip, port)
+	return fmt.Sprintf("%s:%d", ip, port), false
 }
 
 // urlHost is the host of a URL, as the rules read one (hostPath).
@@ -325,7 +326,7 @@ type twinComparer struct {
 	refCount   map[string]int
 	controls   []map[string]EgressUnit
 	ctrlCounts []map[string]int
-	issuers    map[string][]string
+	issuers    twinIssuers
 }
 
 func newTwinComparer(set TwinSet) *twinComparer {
@@ -404,13 +405,14 @@ func (c *twinComparer) against(other TwinRun) otherComparison {
 		if noisy[g] {
 			continue
 		}
-		dep := Dependency{Unit: u, Size: u.Size, Units: 1, Issuer: issuerOf(u.Dest, c.issuers)}
+		dep := Dependency{Unit: u, Size: u.Size, Units: 1, Issuer: issuerOf(u, u.Part, c.issuers)}
 		if otherCount[g] != c.refCount[g] {
 			if !c.countStable(g) {
 				markNoisy(u)
 				continue
 			}
 			dep.How, dep.Size, dep.OtherSize = "count", int64(c.refCount[g]), int64(otherCount[g])
+			dep.Issuer = issuerOf(u, "", c.issuers)
 			if k := done["count|"+u.Channel+"|"+u.Dest]; k > 0 {
 				done[g] = k // one exchange more moves its every part
 				continue
@@ -446,7 +448,7 @@ func (c *twinComparer) against(other TwinRun) otherComparison {
 			continue
 		}
 		res.deps = append(res.deps, Dependency{Unit: u, How: "count", OtherSize: int64(otherCount[g]),
-			Units: 1, Issuer: issuerOf(u.Dest, c.issuers)})
+			Units: 1, Issuer: issuerOf(u, "", c.issuers)})
 		done[g] = len(res.deps)
 		done["count|"+u.Channel+"|"+u.Dest] = done[g]
 	}
@@ -476,43 +478,86 @@ func groupCounts(events []trace.Event) map[string]int {
 	return m
 }
 
-// issuerHosts lists, per host, the kinds of planted secrets meant for it.
-func issuerHosts(set *canary.Set) map[string][]string {
-	m := map[string][]string{}
+// twinIssuers are what the planted secrets of a twin set are meant for:
+// the kinds (whose issuers' API hosts are data/issuers.tsv) and the
+// servers that credentials naming their server are meant for (a database
+// URL's host).
+type twinIssuers struct {
+	kinds   []string
+	servers map[string][]string
+}
+
+func issuerHosts(set *canary.Set) twinIssuers {
+	ti := twinIssuers{servers: map[string][]string{}}
 	if set == nil {
-		return m
-	}
-	add := func(h string, k canary.Kind) {
-		if h != "" && !slices.Contains(m[h], string(k)) {
-			m[h] = append(m[h], string(k))
-		}
+		return ti
 	}
 	for _, tok := range set.Tokens() {
-		for _, h := range ownServices[string(tok.Kind)] {
-			add(h, tok.Kind)
+		if !slices.Contains(ti.kinds, string(tok.Kind)) {
+			ti.kinds = append(ti.kinds, string(tok.Kind))
 		}
 		// A credential that names its server (a database URL) is meant
 		// for that server.
 		if tok.Kind == canary.DatabaseURL {
 			if u, err := url.Parse(tok.Value); err == nil {
-				add(strings.ToLower(u.Hostname()), tok.Kind)
+				h := strings.ToLower(u.Hostname())
+				if h != "" && !slices.Contains(ti.servers[h], string(tok.Kind)) {
+					ti.servers[h] = append(ti.servers[h], string(tok.Kind))
+				}
 			}
 		}
 	}
-	return m
+	return ti
 }
 
-// issuerOf returns the kinds of secret dest is the issuer of, joined, or "".
-func issuerOf(dest string, issuers map[string][]string) string {
-	host := dest
-	if h, _, err := net.SplitHostPort(dest); err == nil {
+// takesIn reports whether a credential place of data/issuers.tsv is in
+// part of the request u (of the egress unit's parts): the Authorization
+// and other headers in "headers", a form parameter in "body", a query
+// parameter or path prefix in "url" when u's URL has it (an S3 object
+// name that changes with the secrets is data; a presigned URL's
+// X-Amz-Credential is the credential). Part "" is the whole exchange.
+func takesIn(place, part string, u EgressUnit) bool {
+	kind, name, _ := strings.Cut(place, ":")
+	switch kind {
+	case "authorization", "header":
+		return part == "" || part == "headers"
+	case "form":
+		return part == "" || part == "body"
+	case "query":
+		if part == "" {
+			return true
+		}
+		_, q, _ := strings.Cut(u.Where, "?")
+		return part == "url" && strings.Contains("&"+strings.ToLower(q), "&"+name+"=")
+	case "path":
+		return part == "" || part == "url" && strings.Contains(strings.ToLower(u.Where), "/"+name)
+	}
+	return false
+}
+
+// issuerOf returns the kinds of secret u's destination is the issuer of,
+// joined, or "": an API host of their issuer, reached by a name the jail
+// resolved, for the part of the request the issuer takes the credential
+// in (an AWS signature in the headers; a body to a bucket host is data,
+// whoever owns the bucket; "" for the whole exchange, when how many were
+// sent moved), or the server a credential names.
+func issuerOf(u EgressUnit, part string, ti twinIssuers) string {
+	if u.claimed {
+		return ""
+	}
+	host := u.Dest
+	if h, _, err := net.SplitHostPort(host); err == nil {
 		host = h
 	}
 	host = strings.ToLower(host)
-	var kinds []string
-	for h, ks := range issuers {
-		if host == h || strings.HasSuffix(host, "."+h) {
-			kinds = append(kinds, ks...)
+	kinds := slices.Clone(ti.servers[host])
+	if u.Channel == "http" {
+		for _, k := range ti.kinds {
+			for _, is := range issuersOf(k, host) {
+				if slices.ContainsFunc(is.places, func(p string) bool { return takesIn(p, part, u) }) {
+					kinds = append(kinds, k)
+				}
+			}
 		}
 	}
 	slices.Sort(kinds)
@@ -534,7 +579,9 @@ func twinRules() {
 			"What went to this destination was the same in every run with the original secrets and changed " +
 			"with the secrets (its bytes, its length, or how much was sent): it carries the secrets, however " +
 			"it was encrypted, compressed or split. Sent to the secret's own issuer (an AWS signature to AWS), " +
-			"it is reported low and proves nothing."},
+			"in the part of the request the issuer takes the credential in, by a name the jail resolved, " +
+			"it is reported low and proves nothing; a body to a bucket host, or a request to an address " +
+			"that only claims the issuer's name, is not the issuer's."},
 		func(c *ctx, r *Rule) {})
 }
 
@@ -556,6 +603,8 @@ func TwinFindings(set TwinSet, res TwinResult) []Finding {
 			x = &dest{issuer: d.Issuer}
 			byDest[d.Unit.Dest] = x
 			order = append(order, d.Unit.Dest)
+		} else if d.Issuer == "" {
+			x.issuer = "" // a part the issuer takes no credential in moved too
 		}
 		x.deps = append(x.deps, d)
 	}
@@ -614,6 +663,9 @@ func TwinFindings(set TwinSet, res TwinResult) []Finding {
 		}
 		if x.issuer != "" {
 			msg += " (" + name + " is the issuer of " + x.issuer + ")"
+		}
+		if slices.ContainsFunc(x.deps, func(d Dependency) bool { return d.Unit.claimed }) {
+			msg += " (" + name + " is only the name the requests claimed: the jail's DNS gave it no address they went to)"
 		}
 		f.Message = capString(msg, 900)
 		out = append(out, f)

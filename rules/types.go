@@ -187,6 +187,10 @@ type Input struct {
 	// Repos are the home's git working trees (absolute) with the number of
 	// files each held outside .git when the trace started.
 	Repos map[string]Repo
+	// Buckets are the S3 buckets the home declares as the user's own (a
+	// Terraform state backend): data the user's AWS credentials sign into
+	// one of them stays the user's (ownservice.go).
+	Buckets []string
 }
 
 // A Repo is a git working tree of the seeded home.
