@@ -159,7 +159,7 @@ type ctx struct {
 	whole      map[string]bool     // per path, whether a head is the whole file (writtenText)
 	httpByCall map[string][]*trace.HTTPExchange
 	firstWrite map[string]int64 // per path, the first event that wrote it (madeBefore)
-	addrs      jailAddrs // the addresses the jail gave names (httpDest)
+	addrs      jailAddrs        // the addresses the jail gave names (httpDest)
 }
 
 // found returns the findings of rule id so far. The running rule must

@@ -84,7 +84,7 @@ type dest struct {
 	// covert says the data rode in a part that carries none in normal use
 	// (a TLS name no lookup gave, an unregistered ALPN id, data spread
 	// over a zone's DNS names): hidden on purpose, wherever it went.
-	covert bool
+	covert  bool
 	claimed string // the name the client claimed (Host, SNI) when that is not where it went
 }
 
