@@ -14,8 +14,11 @@ build: ## build the static bin/sandboxctl
 test: ## all tests; Docker ones skip without an engine (fail with SANDBOXCTL_REQUIRE_DOCKER=1)
 	CGO_ENABLED=1 $(GO) test -race -timeout 40m ./...
 
+# Without the race detector's one-second sleep as each process exits (every
+# test binary, and every copy of one that a test runs as a subprocess);
+# `make test` keeps it. GORACE from the environment wins.
 test-short: ## unit tests only: no Docker test runs (testenv.RequireDocker skips under -short)
-	CGO_ENABLED=1 $(GO) test -race -short ./...
+	CGO_ENABLED=1 GORACE="$${GORACE-atexit_sleep_ms=0}" $(GO) test -race -short ./...
 
 lint: ## gofmt, go vet, staticcheck (pinned in go.mod) and the layering check
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt:"; echo "$$out"; exit 1; fi

@@ -99,6 +99,9 @@ func TestUVShim(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			// pip's start and its refused index are most of the time; the
+			// failed installs write to folders of their own and remove them.
+			t.Parallel()
 			cmd := exec.Command(filepath.Join(bin, tt.argv[0]), tt.argv[1:]...)
 			cmd.Env, cmd.Dir = env, dir
 			out, err := cmd.CombinedOutput()
@@ -114,6 +117,11 @@ func TestUVShim(t *testing.T) {
 		})
 	}
 	t.Run("venv", func(t *testing.T) {
+		if testing.Short() {
+			// python3 -m venv installs pip into it: 3 to 6 s, most of this
+			// test's time. The shim only hands it the folder.
+			t.Skip("python3 -m venv takes seconds: run without -short")
+		}
 		cmd := exec.Command(filepath.Join(bin, "uv"), "venv")
 		cmd.Env, cmd.Dir = env, dir
 		if out, err := cmd.CombinedOutput(); err != nil {

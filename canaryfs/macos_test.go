@@ -18,12 +18,21 @@ import (
 	"github.com/sandboxctl/sandboxctl/persona"
 )
 
+// buildMac returns the Mac home of seed, built once per test binary (as
+// build does): tests only read it.
 func buildMac(t testing.TB, seed string) *canaryfs.Home {
 	t.Helper()
+	homesMu.Lock()
+	defer homesMu.Unlock()
+	key := "macos\x00" + seed
+	if h, ok := homes[key]; ok {
+		return h
+	}
 	h, err := canaryfs.Build(canaryfs.Options{User: "mwalker", Seed: []byte(seed), Now: now, Persona: persona.MacOS})
 	if err != nil {
 		t.Fatal(err)
 	}
+	homes[key] = h
 	return h
 }
 

@@ -102,6 +102,10 @@ func newEnv(t testing.TB) *env {
 		LogDir:    filepath.Join(root, "calls"),
 		Home:      e.home,
 		MaxOutput: 64 << 10,
+		// The shim, the file tools and the probes are this binary: built
+		// with -race, each would sleep a second as it exits (the race
+		// detector's atexit_sleep_ms), which is most of a call's time.
+		Env: []string{"GORACE=atexit_sleep_ms=0"},
 	}
 	_, straceErr := os.Stat(hostStrace)
 	if os.Geteuid() == 0 && straceErr == nil {
@@ -221,6 +225,7 @@ func TestListTools(t *testing.T) {
 }
 
 func TestTools(t *testing.T) {
+	t.Parallel() // an env of its own
 	e := newEnv(t)
 	c := e.start(t)
 	home := e.home
@@ -392,27 +397,36 @@ func TestCallIDs(t *testing.T) {
 }
 
 func TestOutputFlood(t *testing.T) {
+	t.Parallel() // an env of its own
 	e := newEnv(t)
 	c := e.start(t)
+	// Under -short the flood is 64 MiB: the same cut and the same account
+	// of it, without the seconds a GiB costs (make test floods the GiB,
+	// whose peak memory the log shows).
+	size := 1 << 30
+	if testing.Short() {
+		size = 64 << 20
+	}
 	start := time.Now()
 	r := call(t, c, "flood", "bash", map[string]any{
-		"command": "head -c 1073741824 /dev/zero | tr '\\0' x; head -c 100000 /dev/zero >&2"})
+		"command": fmt.Sprintf("head -c %d /dev/zero | tr '\\0' x; head -c 100000 /dev/zero >&2", size)})
 	took := time.Since(start)
 	status, _ := os.ReadFile("/proc/self/status")
 	for _, l := range strings.Split(string(status), "\n") {
 		if strings.HasPrefix(l, "VmHWM") {
-			t.Logf("1 GiB flood took %s; peak RSS of the test process (server and client): %s", took, strings.Join(strings.Fields(l)[1:], " "))
+			t.Logf("%d MiB flood took %s; peak RSS of the test process (server and client): %s", size>>20, took, strings.Join(strings.Fields(l)[1:], " "))
 		}
 	}
 	if !r.Truncated || len(r.Stdout) != 64<<10 || len(r.Stderr) != 64<<10 || r.ExitCode != 0 {
 		t.Errorf("Truncated %v, kept %d stdout / %d stderr bytes, exit %d", r.Truncated, len(r.Stdout), len(r.Stderr), r.ExitCode)
 	}
-	if !strings.Contains(r.Text, "kept 65536 of 1073741824 stdout bytes, 65536 of 100000 stderr bytes") {
+	if !strings.Contains(r.Text, fmt.Sprintf("kept 65536 of %d stdout bytes, 65536 of 100000 stderr bytes", size)) {
 		t.Errorf("text does not report the drop: %q", r.Text[max(0, len(r.Text)-300):])
 	}
 }
 
 func TestTimeout(t *testing.T) {
+	t.Parallel() // waits out the call's 1 s timeout; an env of its own
 	e := newEnv(t)
 	c := e.start(t)
 	start := time.Now()
@@ -429,6 +443,7 @@ func TestTimeout(t *testing.T) {
 }
 
 func TestCancelStopsCall(t *testing.T) {
+	t.Parallel() // waits out the 1 s context; an env of its own
 	e := newEnv(t)
 	c := e.start(t)
 	ctx, cancel := context.WithTimeout(t.Context(), time.Second)
@@ -466,6 +481,7 @@ func TestCancelStopsCall(t *testing.T) {
 // TestBackgroundStaysTraced: a process a call leaves behind neither holds
 // the call up nor escapes the trace.
 func TestBackgroundStaysTraced(t *testing.T) {
+	t.Parallel() // waits for a 3 s sleep; an env of its own
 	e := newEnv(t)
 	c := e.start(t)
 	start := time.Now()

@@ -20,6 +20,7 @@ import (
 // configuration names besides its own, and each answers as the image's
 // vendor CLI stubs do.
 func TestStubExecutables(t *testing.T) {
+	t.Parallel() // most of its time is node's and python's
 	cfg := testConfig(t).withDefaults()
 	cfg.PackageBins = map[string][]string{"npm:@google/gemini-cli": {"gemini"}, "pypi:openai-whisper": {"whisper"}}
 	r := newResponder(cfg, time.Now)

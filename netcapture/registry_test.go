@@ -217,6 +217,7 @@ func TestVersionsIncludeConfiguredAndSort(t *testing.T) {
 // loopback, with the sink as their registry: both installs complete with
 // the stub, and the package events name what was asked.
 func TestRealNPMAndPipInstall(t *testing.T) {
+	t.Parallel() // most of its time is npm's and pip's
 	cfg := testConfig(t)
 	cfg.PackageBins = map[string][]string{"npm:@acme/shipit-cli": {"shipit"}, "pypi:acme-shipit": {"shipit"}}
 	addr, col := startTransparent(t, cfg, nil, netip.MustParseAddrPort("104.16.3.35:80"))
@@ -233,6 +234,7 @@ func TestRealNPMAndPipInstall(t *testing.T) {
 		return string(out)
 	}
 	t.Run("npm", func(t *testing.T) {
+		t.Parallel() // a folder each; the sink is safe for concurrent use
 		if _, err := exec.LookPath("npm"); err != nil {
 			t.Skip("no npm")
 		}
@@ -243,9 +245,13 @@ func TestRealNPMAndPipInstall(t *testing.T) {
 		if _, err := os.Stat(filepath.Join(dir, "node_modules", "@acme", "util", "index.js")); err != nil {
 			t.Errorf("scoped package not installed: %v", err)
 		}
-		out := run(t, dir, env, "npx", "--registry", "http://"+addr+"/", "--yes", "cowsay-lite")
-		if !strings.Contains(out, "cowsay-lite") {
-			t.Errorf("npx printed %q", out)
+		// npx fetches as npm install does (the packument, then the
+		// tarball): -short leaves it to make test.
+		if !testing.Short() {
+			out := run(t, dir, env, "npx", "--registry", "http://"+addr+"/", "--yes", "cowsay-lite")
+			if !strings.Contains(out, "cowsay-lite") {
+				t.Errorf("npx printed %q", out)
+			}
 		}
 		// A global install into the user's prefix (~/.npm-global, as the
 		// seeded home's ~/.npmrc sets) links the executables the skill runs.
@@ -263,6 +269,7 @@ func TestRealNPMAndPipInstall(t *testing.T) {
 		})
 	})
 	t.Run("pip", func(t *testing.T) {
+		t.Parallel()
 		if _, err := exec.LookPath("pip3"); err != nil {
 			t.Skip("no pip3")
 		}
@@ -273,9 +280,13 @@ func TestRealNPMAndPipInstall(t *testing.T) {
 			t.Errorf("stub module not installed: %v", err)
 		}
 		// pip leaves an existing --target's bin/ alone: another target.
-		run(t, dir, env, "pip3", "install", "--index-url", "http://"+addr+"/simple", "--target", filepath.Join(dir, "site2"), "acme-shipit")
-		if b, err := os.ReadFile(filepath.Join(dir, "site2", "bin", "shipit")); err != nil || !strings.Contains(string(b), "acme_shipit.__main__") {
-			t.Errorf("console script shipit: %q, %v", b, err)
+		// -short leaves this second pip run to make test (TestStubExecutables
+		// runs the stub's entry point either way).
+		if !testing.Short() {
+			run(t, dir, env, "pip3", "install", "--index-url", "http://"+addr+"/simple", "--target", filepath.Join(dir, "site2"), "acme-shipit")
+			if b, err := os.ReadFile(filepath.Join(dir, "site2", "bin", "shipit")); err != nil || !strings.Contains(string(b), "acme_shipit.__main__") {
+				t.Errorf("console script shipit: %q, %v", b, err)
+			}
 		}
 		col.waitFor(t, "pip wheel event", func(e trace.Event) bool {
 			p, ok := e.Data.(*trace.PackageFetch)

@@ -120,6 +120,7 @@ func TestProxyInterceptsHTTPS(t *testing.T) {
 // TestProxyNeverTunnels points CONNECT at a real TLS server on loopback and
 // proves none of its bytes come back: the tunnel is intercepted.
 func TestProxyNeverTunnels(t *testing.T) {
+	t.Parallel() // the raw flow waits out the catch-all's idle timeout (3 s)
 	var hits atomic.Int64
 	const secret = "UPSTREAM-BYTES-7c1e"
 	upstream := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -310,6 +311,7 @@ func TestTransparentHTTPAndCatchAll(t *testing.T) {
 // TestRejectedHTTPIsRecorded sends a request the HTTP server refuses
 // before any handler runs: its bytes must still reach the events.
 func TestRejectedHTTPIsRecorded(t *testing.T) {
+	t.Parallel() // the connection event comes at the catch-all's idle timeout (3 s)
 	addr, col := startTransparent(t, testConfig(t), NewNames(), netip.MustParseAddrPort("198.51.100.30:80"))
 	c, err := net.Dial("tcp", addr)
 	if err != nil {
@@ -359,6 +361,7 @@ func TestCatchAllBanner(t *testing.T) {
 // command whose answer must be computed; only a flow that computes it
 // counts as answered.
 func TestCatchAllShellProbe(t *testing.T) {
+	t.Parallel() // each case waits for a probe or its absence (up to 2 s)
 	probeRe := regexp.MustCompile(`^echo (\w+)\$\(\((\d+)\+(\d+)\)\)(\w+)\n$`)
 	// shell evaluates the probe like sh would; echo sends the line back
 	// as a terminal does; none sends nothing.
@@ -387,6 +390,7 @@ func TestCatchAllShellProbe(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel() // a sink each
 			cfg := testConfig(t)
 			addr, col := startTransparent(t, cfg, NewNames(), netip.MustParseAddrPort("198.51.100.24:4444"))
 			c, err := net.Dial("tcp", addr)

@@ -44,7 +44,13 @@ func chattyDeadToolServer(ctx context.Context, sb *runtimetest.Sandbox, e orches
 // the error when the MCP handshake fails, is read while the exec may still
 // be writing it; under -race an unsynchronised read fails this test.
 func TestToolServerStderrWhileFailing(t *testing.T) {
-	for i := range 5 {
+	// Each round seeds a home (most of its time); -short runs two rounds of
+	// the five that make test runs.
+	rounds := 5
+	if testing.Short() {
+		rounds = 2
+	}
+	for i := range rounds {
 		rt := &runtimetest.Fake{Logs: readyLogs, Exec: chattyDeadToolServer}
 		r := &orchestrator.Runner{Runtime: rt, Binary: binary(t), Teardown: 5 * time.Second}
 		p := testPlan(t)

@@ -9,6 +9,7 @@ import (
 	"path"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -64,13 +65,20 @@ type mac struct {
 	log  string // what the fake curl was asked
 }
 
+// macHome is the home the shim tests run in: built once (most of a test's
+// time is the build's key search and keystore derivation), and written to a
+// folder of its own for each test.
+var macHome = sync.OnceValues(func() (*canaryfs.Home, error) {
+	return canaryfs.Build(canaryfs.Options{User: "mwalker", Seed: []byte("shims"), Persona: persona.MacOS,
+		Now: time.Date(2026, 11, 23, 10, 0, 0, 0, time.UTC)})
+})
+
 func newMac(t *testing.T) *mac {
 	t.Helper()
 	if _, err := os.Stat("/usr/bin/python3"); err != nil {
 		t.Skip("no /usr/bin/python3")
 	}
-	h, err := canaryfs.Build(canaryfs.Options{User: "mwalker", Seed: []byte("shims"), Persona: persona.MacOS,
-		Now: time.Date(2026, 11, 23, 10, 0, 0, 0, time.UTC)})
+	h, err := macHome()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -240,6 +248,12 @@ return "done"`
 	}
 }
 
+// waitFor is shell that waits, up to 5 s, until a background process has
+// written the file at path (one write: once it is not empty, it is whole).
+func waitFor(path string) string {
+	return "for i in $(seq 500); do [ -s " + path + " ] && break; sleep 0.01; done; "
+}
+
 func TestShellShims(t *testing.T) {
 	m := newMac(t)
 	if err := os.WriteFile(filepath.Join(m.dir, "plain.txt"), []byte("hello mac"), 0o644); err != nil {
@@ -280,9 +294,9 @@ func TestShellShims(t *testing.T) {
 		{name: "xattr quarantine removed", script: "xattr -d com.apple.quarantine plain.txt && xattr -cr plain.txt"},
 		{name: "xattr read finds nothing", script: "xattr -p com.apple.quarantine plain.txt", code: 1},
 		{name: "xattr missing file", script: "xattr -d com.apple.quarantine nope", code: 1},
-		{name: "launchctl load starts a RunAtLoad agent", script: "launchctl load -w Library/LaunchAgents/com.x.plist; sleep 1; cat agent.out", want: "ran\n"},
+		{name: "launchctl load starts a RunAtLoad agent", script: "launchctl load -w Library/LaunchAgents/com.x.plist; " + waitFor("agent.out") + "cat agent.out", want: "ran\n"},
 		{name: "launchctl list", script: "launchctl list | head -1", want: "PID\tStatus\tLabel\n"},
-		{name: "open a url fetches it", script: "open https://example.test/x && sleep 1 && cat " + m.log, want: ""},
+		{name: "open a url fetches it", script: "open https://example.test/x && " + waitFor(m.log) + "cat " + m.log, want: ""},
 		{name: "open a missing file", script: "open nope.pdf", code: 1},
 		{name: "brew install asks the formula api", script: "brew install jq >/dev/null && cat " + m.log, want: "-fsS -m 15 -o /dev/null https://formulae.brew.sh/api/formula/jq.json\n"},
 		{name: "system_profiler", script: "system_profiler SPHardwareDataType | grep -c 'Hardware UUID'", want: "1\n"},

@@ -73,10 +73,11 @@ func ReadPage(out *PageFacts) chromedp.Action[chromedp.Void] {
 // that its DOM holds the incidents first, the token flows, the timeline's
 // lanes, the network map and the process tree.
 func TestHTMLInBrowser(t *testing.T) {
-	exe := testenv.Chromium(t)
+	browser := testenv.NewBrowser(t, testenv.Chromium(t))
 	wantOrder := []string{"incidents", "timeline", "network", "processes", "findings", "coverage", "events", "network-detail", "canaries", "skill"}
 	for _, name := range fixtures {
 		t.Run(name, func(t *testing.T) {
+			t.Parallel() // a tab each in the one browser
 			r := fixture(t, name)
 			var buf bytes.Buffer
 			if err := reports.WriteHTML(&buf, r); err != nil {
@@ -87,7 +88,7 @@ func TestHTMLInBrowser(t *testing.T) {
 				t.Fatal(err)
 			}
 			var f PageFacts
-			visit := testenv.VisitPage(t, exe, page, ReadPage(&f))
+			visit := browser.Visit(t, page, ReadPage(&f))
 			for _, p := range visit.Problems() {
 				t.Errorf("browser: %s", p)
 			}
@@ -199,7 +200,7 @@ func TestHTMLInBrowserLinkOpensDetails(t *testing.T) {
 // TestBrowserCheckCatches: the browser check itself fails on a page that
 // fetches or throws (a check that cannot fail proves nothing).
 func TestBrowserCheckCatches(t *testing.T) {
-	exe := testenv.Chromium(t)
+	browser := testenv.NewBrowser(t, testenv.Chromium(t))
 	var buf bytes.Buffer
 	if err := reports.WriteHTML(&buf, fixture(t, "clean")); err != nil {
 		t.Fatal(err)
@@ -212,12 +213,13 @@ func TestBrowserCheckCatches(t *testing.T) {
 		{name: "inline script blocked by CSP", inject: `<script>document.title = "x"</script>`, want: "Content Security Policy"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel() // a tab each in the one browser
 			h := strings.Replace(buf.String(), "<main>", "<main>"+tc.inject, 1)
 			page := filepath.Join(t.TempDir(), "report.html")
 			if err := os.WriteFile(page, []byte(h), 0o644); err != nil {
 				t.Fatal(err)
 			}
-			v := testenv.VisitPage(t, exe, page)
+			v := browser.Visit(t, page)
 			if !strings.Contains(strings.Join(v.Problems(), "\n"), tc.want) {
 				t.Errorf("problems %q, want one naming %q", v.Problems(), tc.want)
 			}

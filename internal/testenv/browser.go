@@ -75,14 +75,28 @@ func (v PageVisit) Problems() []string {
 // network access and every request recorded, waits until it has loaded,
 // runs each action in order (chromedp.Evaluate to read the DOM, clicks...),
 // and returns what the browser saw. A browser that cannot start or a page
-// that does not load fails the test.
+// that does not load fails the test. A test that visits several pages
+// shares one browser with NewBrowser instead.
 func VisitPage(t testing.TB, exe, path string, actions ...chromedp.Action[chromedp.Void]) PageVisit {
 	t.Helper()
-	abs, err := filepath.Abs(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pageURL := (&url.URL{Scheme: "file", Path: abs}).String()
+	b := NewBrowser(t, exe)
+	defer b.Close()
+	return b.Visit(t, path, actions...)
+}
+
+// A Browser is one headless Chromium that several page visits share, so
+// that its start (most of a visit's time) is paid once. Each Visit gets a
+// browser context of its own (no cookie, storage or cache of another
+// visit) in a window of its own; visits may run in parallel.
+type Browser struct {
+	ctx   context.Context // the browser's first tab
+	close func()
+}
+
+// NewBrowser starts headless Chromium (exe). It is closed when the test
+// ends, or earlier by Close.
+func NewBrowser(t testing.TB, exe string) *Browser {
+	t.Helper()
 	opts := append(chromedp.DefaultExecAllocatorOptions[:],
 		chromedp.ExecPath(exe),
 		chromedp.NoSandbox, // tests run as root in CI
@@ -90,16 +104,46 @@ func VisitPage(t testing.TB, exe, path string, actions ...chromedp.Action[chrome
 		chromedp.WindowSize(1280, 1600),
 		chromedp.UserDataDir(t.TempDir()),
 	)
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-	defer cancel()
-	actx, acancel := chromedp.NewExecAllocator(ctx, opts...)
-	defer acancel()
+	actx, acancel := chromedp.NewExecAllocator(context.Background(), opts...)
 	bctx, bcancel := chromedp.NewContext(actx)
-	defer bcancel()
+	b := &Browser{ctx: bctx, close: sync.OnceFunc(func() { bcancel(); acancel() })}
+	t.Cleanup(b.Close)
+	// The first run starts the browser and binds it to the context it is
+	// given, so it gets bctx itself; the timer bounds the start.
+	started := make(chan error, 1)
+	go func() { started <- chromedp.Do(bctx) }()
+	select {
+	case err := <-started:
+		if err != nil {
+			b.Close()
+			t.Fatalf("start chromium: %v", err)
+		}
+	case <-time.After(90 * time.Second):
+		b.Close()
+		t.Fatal("start chromium: no answer in 90 s")
+	}
+	return b
+}
+
+// Close ends the browser; it is idempotent.
+func (b *Browser) Close() { b.close() }
+
+// Visit is VisitPage in the shared browser.
+func (b *Browser) Visit(t testing.TB, path string, actions ...chromedp.Action[chromedp.Void]) PageVisit {
+	t.Helper()
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pageURL := (&url.URL{Scheme: "file", Path: abs}).String()
+	tctx, tcancel := chromedp.NewContext(b.ctx, chromedp.WithNewBrowserContext())
+	defer tcancel()
+	ctx, cancel := context.WithTimeout(tctx, 90*time.Second)
+	defer cancel()
 
 	var mu sync.Mutex
 	var v PageVisit
-	err = chromedp.Listen(bctx, func(ev any) {
+	err = chromedp.Listen(ctx, func(ev any) {
 		mu.Lock()
 		defer mu.Unlock()
 		switch e := ev.(type) {
@@ -128,7 +172,7 @@ func VisitPage(t testing.TB, exe, path string, actions ...chromedp.Action[chrome
 		}
 	})
 	if err != nil {
-		t.Fatalf("start chromium: %v", err)
+		t.Fatalf("listen to chromium: %v", err)
 	}
 	all := append([]chromedp.Action[chromedp.Void]{
 		chromedp.Navigate(pageURL),
@@ -136,7 +180,7 @@ func VisitPage(t testing.TB, exe, path string, actions ...chromedp.Action[chrome
 	}, actions...)
 	// Let late events (a deferred fetch, an error in a handler) arrive.
 	all = append(all, chromedp.Sleep(300*time.Millisecond))
-	if err := chromedp.Do(bctx, all...); err != nil {
+	if err := chromedp.Do(ctx, all...); err != nil {
 		t.Fatalf("chromium on %s: %v", path, err)
 	}
 	mu.Lock()
