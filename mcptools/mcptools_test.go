@@ -225,7 +225,6 @@ func TestListTools(t *testing.T) {
 }
 
 func TestTools(t *testing.T) {
-	t.Parallel() // an env of its own
 	e := newEnv(t)
 	c := e.start(t)
 	home := e.home
@@ -397,7 +396,6 @@ func TestCallIDs(t *testing.T) {
 }
 
 func TestOutputFlood(t *testing.T) {
-	t.Parallel() // an env of its own
 	e := newEnv(t)
 	c := e.start(t)
 	// Under -short the flood is 64 MiB: the same cut and the same account
@@ -426,7 +424,6 @@ func TestOutputFlood(t *testing.T) {
 }
 
 func TestTimeout(t *testing.T) {
-	t.Parallel() // waits out the call's 1 s timeout; an env of its own
 	e := newEnv(t)
 	c := e.start(t)
 	start := time.Now()
@@ -443,7 +440,6 @@ func TestTimeout(t *testing.T) {
 }
 
 func TestCancelStopsCall(t *testing.T) {
-	t.Parallel() // waits out the 1 s context; an env of its own
 	e := newEnv(t)
 	c := e.start(t)
 	ctx, cancel := context.WithTimeout(t.Context(), time.Second)
@@ -481,7 +477,6 @@ func TestCancelStopsCall(t *testing.T) {
 // TestBackgroundStaysTraced: a process a call leaves behind neither holds
 // the call up nor escapes the trace.
 func TestBackgroundStaysTraced(t *testing.T) {
-	t.Parallel() // waits for a 3 s sleep; an env of its own
 	e := newEnv(t)
 	c := e.start(t)
 	start := time.Now()
