@@ -2,6 +2,7 @@ package rules
 
 import (
 	"math"
+	"slices"
 	"strings"
 
 	"github.com/sandboxctl/sandboxctl/trace"
@@ -33,15 +34,8 @@ func (c *ctx) dnsZones() []*dnsZone {
 		if !ok {
 			continue
 		}
-		names := []string{d.Name}
-		for _, q := range d.Questions {
-			if n, _, _ := strings.Cut(q, " "); n != d.Name {
-				names = append(names, n)
-			}
-		}
-		for _, name := range names {
-			name = strings.ToLower(strings.TrimSuffix(name, "."))
-			if name == "" || seen[name] {
+		for _, name := range queryNames(d) {
+			if seen[name] {
 				continue
 			}
 			seen[name] = true
@@ -178,4 +172,22 @@ func wordiness(s string) int {
 	}
 	flush()
 	return total
+}
+
+// queryNames are the names a DNS query asked for (its name and every
+// question's), lower-case, without the root dot, each once.
+func queryNames(d *trace.DNSQuery) []string {
+	var out []string
+	add := func(n string) {
+		n = strings.ToLower(strings.TrimSuffix(n, "."))
+		if n != "" && !slices.Contains(out, n) {
+			out = append(out, n)
+		}
+	}
+	add(d.Name)
+	for _, q := range d.Questions {
+		n, _, _ := strings.Cut(q, " ")
+		add(n)
+	}
+	return out
 }

@@ -233,14 +233,8 @@ func dnsDataZones(events []trace.Event) map[string]bool {
 		if !ok {
 			continue
 		}
-		names := []string{d.Name}
-		for _, q := range d.Questions {
-			n, _, _ := strings.Cut(q, " ")
-			names = append(names, n)
-		}
-		for _, name := range names {
-			name = strings.ToLower(strings.TrimSuffix(name, "."))
-			if name == "" || seen[name] {
+		for _, name := range queryNames(d) {
+			if seen[name] {
 				continue
 			}
 			seen[name] = true
