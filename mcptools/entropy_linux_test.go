@@ -286,11 +286,39 @@ func TestEntropyGetrandomSemantics(t *testing.T) {
 	kernel, served := shapes(t, nil), shapes(t, []byte("seed"))
 	for i, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
+			if want, ok := interrupted(kernel[i], tc.args); ok {
+				// The kernel stopped a long read early at a page boundary
+				// because a signal was pending (the race detector's and the
+				// Go scheduler's signals under load): the full count is
+				// what it gives without one, and what the server gives.
+				t.Logf("getrandom %s: the kernel was interrupted (%s)", tc.args, kernel[i])
+				kernel[i] = want
+			}
 			if served[i] != kernel[i] {
 				t.Errorf("getrandom %s: %q under the server, %q from the kernel", tc.args, served[i], kernel[i])
 			}
 		})
 	}
+}
+
+// interrupted reports whether got ("n=N") is a getrandom(count, ...) the
+// kernel cut short at a page boundary because a signal was pending
+// (drivers/char/random.c checks for one every page), and if so the shape of
+// the uninterrupted call.
+func interrupted(got, args string) (string, bool) {
+	f := strings.Fields(args)
+	count, err := strconv.Atoi(f[0])
+	if err != nil {
+		return "", false
+	}
+	n, err := strconv.Atoi(strings.TrimPrefix(got, "n="))
+	if err != nil || !strings.HasPrefix(got, "n=") {
+		return "", false
+	}
+	if n > 0 && n < count && n%4096 == 0 {
+		return "n=" + strconv.Itoa(count), true
+	}
+	return "", false
 }
 
 // TestEntropyListenerEnds: a listener is served as long as a process uses

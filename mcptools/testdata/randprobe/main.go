@@ -2,7 +2,11 @@
 // what Go's randomness gives it, for the Entropy container test: crypto/rand
 // (the vDSO's getrandom on Linux 6.11 and later, keyed by the getrandom
 // syscall), math/rand/v2 and map order (both seeded by the runtime from
-// the kernel's AT_RANDOM).
+// the kernel's AT_RANDOM). The main goroutine stays on one thread: the
+// vDSO keys one state per thread, in the order threads first draw, so a
+// second draw is reproducible only on the thread of the first (a Go
+// program whose draws move between threads parts from its twin: the
+// documented limit, docs/sandbox.md).
 package main
 
 import (
@@ -10,10 +14,12 @@ import (
 	"encoding/hex"
 	"fmt"
 	mrand "math/rand/v2"
+	"runtime"
 	"strings"
 )
 
 func main() {
+	runtime.LockOSThread()
 	b := make([]byte, 16)
 	if _, err := rand.Read(b); err != nil {
 		panic(err) // a probe: the test reads the missing line
