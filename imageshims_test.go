@@ -4,9 +4,11 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/sandboxctl/sandboxctl"
 	"github.com/sandboxctl/sandboxctl/orchestrator"
@@ -236,5 +238,213 @@ func TestBunShim(t *testing.T) {
 				t.Errorf("%q: %v, output %q, want %q", tc.argv, err, b, tc.want)
 			}
 		})
+	}
+}
+
+// TestPnpmYarnShims runs the image's pnpm, pnpx and yarn as a skill would:
+// each command goes to npm or npx with its arguments (stand-ins that print
+// what they were asked).
+func TestPnpmYarnShims(t *testing.T) {
+	dir := t.TempDir()
+	for _, tool := range []string{"npm", "npx"} {
+		if err := os.WriteFile(filepath.Join(dir, tool), []byte("#!/bin/sh\necho "+tool+" \"$@\"\n"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, shim := range []string{"pnpm", "yarn"} {
+		src, err := sandboxctl.ImageContext.ReadFile("sandbox-image/" + shim)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, shim), src, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Symlink("pnpm", filepath.Join(dir, "pnpx")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(dir, "node_modules/.bin"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "node_modules/.bin/eslint"), []byte("#!/bin/sh\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		argv []string
+		want string
+	}{
+		{[]string{"pnpm", "--version"}, "9.15.0"},
+		{[]string{"pnpm", "install"}, "npm install"},
+		{[]string{"pnpm", "add", "-g", "@acme/cli"}, "npm install -g @acme/cli"},
+		{[]string{"pnpm", "add", "-D", "vitest"}, "npm install -D vitest"},
+		{[]string{"pnpm", "dlx", "create-vite", "app"}, "npx --yes create-vite app"},
+		{[]string{"pnpx", "prettier", "--check", "."}, "npx --yes prettier --check ."},
+		{[]string{"pnpm", "run", "build"}, "npm run build"},
+		{[]string{"pnpm", "dev", "--port", "3000"}, "npm run dev --port 3000"},
+		{[]string{"pnpm", "exec", "tsc"}, "npx --no-install tsc"},
+		{[]string{"yarn"}, "npm install"},
+		{[]string{"yarn", "--version"}, "1.22.22"},
+		{[]string{"yarn", "add", "axios"}, "npm install axios"},
+		{[]string{"yarn", "global", "add", "@acme/cli"}, "npm install -g @acme/cli"},
+		{[]string{"yarn", "build"}, "npm run build"},
+		{[]string{"yarn", "eslint", "src"}, "npx --no-install eslint src"},
+		{[]string{"yarn", "dlx", "create-expo-app"}, "npx --yes create-expo-app"},
+		{[]string{"yarn", "remove", "left-pad"}, "npm uninstall left-pad"},
+	}
+	for _, tc := range tests {
+		t.Run(strings.Join(tc.argv, " "), func(t *testing.T) {
+			cmd := exec.Command(filepath.Join(dir, tc.argv[0]), tc.argv[1:]...)
+			cmd.Dir = dir
+			cmd.Env = []string{"PATH=" + dir + ":/usr/bin:/bin"}
+			b, err := cmd.CombinedOutput()
+			if err != nil || strings.TrimSpace(string(b)) != tc.want {
+				t.Errorf("%q: %v, output %q, want %q", tc.argv, err, b, tc.want)
+			}
+		})
+	}
+}
+
+// TestSystemctlShim runs the image's systemctl and journalctl on a user
+// unit as a skill would: enable --now makes the [Install] link and runs
+// ExecStart= with the unit's environment, working folder and specifiers;
+// the state verbs answer from what ran; stop and disable undo it; starting
+// a timer runs its service once; unknown units fail as systemd fails.
+func TestSystemctlShim(t *testing.T) {
+	if _, err := os.Stat("/usr/bin/python3"); err != nil {
+		t.Skip("no /usr/bin/python3 (the shim runs on the image's)")
+	}
+	dir := t.TempDir()
+	bin, home, tmp := filepath.Join(dir, "bin"), filepath.Join(dir, "home"), filepath.Join(dir, "tmp")
+	units := filepath.Join(home, ".config/systemd/user")
+	for _, d := range []string{bin, filepath.Join(home, "work"), tmp, units} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, shim := range []string{"systemctl", "journalctl"} {
+		src, err := sandboxctl.ImageContext.ReadFile("sandbox-image/" + shim)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(bin, shim), src, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	files := map[string]string{
+		"upd.service": "[Unit]\nDescription=Updater\n\n[Service]\nEnvironment=\"GREETING=hi there\" OTHER=1\n" +
+			"WorkingDirectory=%h/work\nExecStart=/bin/sh -c 'echo \"$GREETING\" > %h/out; pwd >> %h/out; exec sleep 30'\n" +
+			"Restart=always\n\n[Install]\nWantedBy=default.target\n",
+		"tick.timer":       "[Timer]\nOnCalendar=hourly\nUnit=tick-job.service\n\n[Install]\nWantedBy=timers.target\n",
+		"tick-job.service": "[Service]\nType=oneshot\nExecStart=/bin/sh -c 'echo ticked > %h/ticked; echo tick'\n",
+	}
+	for name, body := range files {
+		if err := os.WriteFile(filepath.Join(units, name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	run := func(argv ...string) (string, string, int) {
+		t.Helper()
+		cmd := exec.Command(filepath.Join(bin, argv[0]), argv[1:]...)
+		cmd.Env = []string{"PATH=" + bin + ":/usr/bin:/bin", "HOME=" + home, "TMPDIR=" + tmp, "USER=dev"}
+		var out, errb strings.Builder
+		cmd.Stdout, cmd.Stderr = &out, &errb
+		err := cmd.Run()
+		code := 0
+		if ee, ok := err.(*exec.ExitError); ok {
+			code = ee.ExitCode()
+		} else if err != nil {
+			t.Fatalf("%q: %v", argv, err)
+		}
+		return out.String(), errb.String(), code
+	}
+	t.Cleanup(func() { run("systemctl", "--user", "stop", "upd") })
+
+	unit := filepath.Join(units, "upd.service")
+	link := filepath.Join(units, "default.target.wants/upd.service")
+	_, stderr, code := run("systemctl", "--user", "enable", "--now", "upd")
+	if code != 0 || !strings.Contains(stderr, "Created symlink "+link+" \u2192 "+unit+".") {
+		t.Fatalf("enable --now: exit %d, stderr %q", code, stderr)
+	}
+	if got, err := os.Readlink(link); err != nil || got != unit {
+		t.Errorf("link %s -> %q (%v), want %s", link, got, err, unit)
+	}
+	want := "hi there\n" + filepath.Join(home, "work") + "\n"
+	var got []byte
+	for range 100 {
+		if got, _ = os.ReadFile(filepath.Join(home, "out")); string(got) == want {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if string(got) != want {
+		t.Errorf("ExecStart wrote %q, want %q", got, want)
+	}
+	checks := []struct {
+		name     string
+		argv     []string
+		stdout   string // contained
+		exitCode int
+	}{
+		{"is-active while running", []string{"systemctl", "--user", "is-active", "upd"}, "active\n", 0},
+		{"is-enabled", []string{"systemctl", "--user", "is-enabled", "upd.service"}, "enabled\n", 0},
+		{"status", []string{"systemctl", "--user", "status", "upd"}, "Active: active (running)", 0},
+		{"list-units", []string{"systemctl", "--user", "list-units", "--no-legend"}, "upd.service", 0},
+		{"version", []string{"systemctl", "--version"}, "systemd 252", 0},
+		{"timer runs its service", []string{"systemctl", "--user", "start", "tick.timer"}, "", 0},
+		{"journal of the oneshot", []string{"journalctl", "--user", "-u", "tick-job", "--no-pager"}, "tick\n", 0},
+		{"stop", []string{"systemctl", "--user", "stop", "upd"}, "", 0},
+		{"is-active after stop", []string{"systemctl", "--user", "is-active", "upd"}, "inactive\n", 3},
+		{"disable", []string{"systemctl", "--user", "disable", "upd"}, "", 0},
+		{"is-enabled after disable", []string{"systemctl", "--user", "is-enabled", "upd"}, "disabled\n", 1},
+		{"start of a missing unit", []string{"systemctl", "--user", "start", "nope"}, "", 5},
+		{"enable of a missing unit", []string{"systemctl", "--user", "enable", "nope"}, "", 1},
+		{"unknown verb", []string{"systemctl", "frobnicate"}, "", 1},
+		{"journal of a unit that printed nothing", []string{"journalctl", "-u", "nope"}, "-- No entries --", 0},
+	}
+	for _, c := range checks {
+		stdout, stderr, code := run(c.argv...)
+		if code != c.exitCode || !strings.Contains(stdout, c.stdout) {
+			t.Errorf("%s: %q exit %d stdout %q stderr %q; want exit %d and %q", c.name, c.argv, code, stdout, stderr, c.exitCode, c.stdout)
+		}
+		if c.name == "timer runs its service" {
+			if b, err := os.ReadFile(filepath.Join(home, "ticked")); err != nil || string(b) != "ticked\n" {
+				t.Errorf("the timer's oneshot service wrote %q (%v)", b, err)
+			}
+		}
+	}
+	if _, err := os.Lstat(link); !os.IsNotExist(err) {
+		t.Errorf("disable left %s (%v)", link, err)
+	}
+}
+
+// TestSetupFilesCopied: every file setup.sh takes from its own folder
+// ("$here/NAME") is one the Dockerfile copies there (the image build fails
+// at that line otherwise, after minutes).
+func TestSetupFilesCopied(t *testing.T) {
+	setup, err := sandboxctl.ImageContext.ReadFile("sandbox-image/setup.sh")
+	if err != nil {
+		t.Fatal(err)
+	}
+	docker, err := sandboxctl.ImageContext.ReadFile("Dockerfile.sandbox")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var copied []string
+	for _, l := range strings.Split(string(docker), "\n") {
+		if f := strings.Fields(l); len(f) > 2 && f[0] == "COPY" {
+			copied = append(copied, f[1:len(f)-1]...)
+		}
+	}
+	used := regexp.MustCompile(`"\$here/([A-Za-z0-9._-]+)"`).FindAllStringSubmatch(string(setup), -1)
+	if len(used) == 0 {
+		t.Fatal("setup.sh names no file of its folder: the pattern is out of date")
+	}
+	for _, m := range used {
+		if _, err := sandboxctl.ImageContext.ReadFile("sandbox-image/" + m[1]); err != nil {
+			t.Errorf("setup.sh uses %s, which sandbox-image/ does not have", m[1])
+		}
+		if !slices.Contains(copied, m[1]) {
+			t.Errorf("setup.sh uses %s, which Dockerfile.sandbox does not copy (COPY %v)", m[1], copied)
+		}
 	}
 }

@@ -55,6 +55,17 @@ install -m 4755 -o root -g root "$here/sudo" /usr/bin/sudo
 # file says what each command does).
 install -m 0755 "$here/bun" /usr/local/bin/bun
 ln -s bun /usr/local/bin/bunx
+# pnpm, pnpx and yarn, likewise on node, npm and npx (Debian has neither
+# under its own name).
+install -m 0755 "$here/pnpm" /usr/local/bin/pnpm
+ln -s pnpm /usr/local/bin/pnpx
+install -m 0755 "$here/yarn" /usr/local/bin/yarn
+# systemctl and journalctl where systemd is not installed (a container's
+# case): unit files are enabled and their programs run as systemd would run
+# them, as the user (the file says what each verb does).
+for c in systemctl journalctl; do
+	command -v "$c" >/dev/null 2>&1 || install -m 0755 "$here/$c" "/usr/bin/$c"
+done
 # pip installs into the user's site-packages as on a workstation whose
 # owner has turned PEP 668's refusal off, instead of stopping with
 # "externally-managed-environment" (pip, pip3 and python -m pip read it).

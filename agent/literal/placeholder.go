@@ -107,6 +107,9 @@ func findPlaceholders(text string) []placeholder {
 		add(m[0], m[1], m[0], m[1], stylePathTo)
 	}
 	for _, m := range bracketRE.FindAllStringSubmatchIndex(text, -1) {
+		if aloneOnLine(text, m[0], m[1]) {
+			continue // [DEFAULT]: an INI section header
+		}
 		name := text[m[2]:m[3]]
 		if k := classify(words(name), ""); k.kind == "" || k.kind == kindPhrase || k.kind == kindSlug {
 			continue // [DOWN], [INSTALLED], [TRUNCATED]: labels in output, not values
@@ -131,6 +134,9 @@ func findPlaceholders(text string) []placeholder {
 	for _, m := range optionalRE.FindAllStringSubmatchIndex(text, -1) {
 		if m[1] < len(text) && text[m[1]] != ' ' && text[m[1]] != '\t' && text[m[1]] != '\n' {
 			continue // [abc]* is a glob, a[0] an index
+		}
+		if aloneOnLine(text, m[2], m[3]) {
+			continue // [Service], [default]: a section of a file the step writes, not a synopsis
 		}
 		add(m[2], m[1], m[2], m[3], styleOptional)
 	}
@@ -160,6 +166,18 @@ func findPlaceholders(text string) []placeholder {
 		end = p.end
 	}
 	return kept
+}
+
+// aloneOnLine reports whether text[start:end] is all its line holds but
+// blanks: a section header of an INI, TOML or systemd unit file that a
+// heredoc writes, never a part of a command's synopsis.
+func aloneOnLine(text string, start, end int) bool {
+	ls := strings.LastIndexByte(text[:start], '\n') + 1
+	le := len(text)
+	if i := strings.IndexByte(text[end:], '\n'); i >= 0 {
+		le = end + i
+	}
+	return strings.TrimSpace(text[ls:start]) == "" && strings.TrimSpace(text[end:le]) == ""
 }
 
 // assignedTo returns the variable, flag or key that the text ending at a
