@@ -141,9 +141,26 @@ func TestMatchConntrack(t *testing.T) {
 		{name: "other client port", client: "127.0.0.1:48363", port: 15002},
 		{name: "other sink port", client: "127.0.0.1:48362", port: 15003},
 	}
+	// One socket that sent to two ports: NAT gave the second flow another
+	// source port in its reply tuple, which is what the catch-all sees.
+	remapped := "ipv4     2 udp      17 29 src=172.18.0.3 dst=203.0.113.5 sport=41000 dport=40001 [UNREPLIED] src=172.18.0.2 dst=172.18.0.3 sport=15002 dport=3635 mark=0 zone=0 use=2"
+	tests = append(tests, []struct {
+		name   string
+		client string
+		port   uint16
+		want   string
+	}{
+		{name: "remapped source port", client: "172.18.0.3:3635", port: 15002, want: "203.0.113.5:40001"},
+		{name: "remapped: the socket's own port is not the flow's", client: "172.18.0.3:41000", port: 15002},
+	}...)
+	lines := map[string]string{"remapped source port": remapped, "remapped: the socket's own port is not the flow's": remapped}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, ok := matchConntrack(line, netip.MustParseAddrPort(tt.client), tt.port)
+			l := line
+			if x, ok := lines[tt.name]; ok {
+				l = x
+			}
+			got, ok := matchConntrack(l, netip.MustParseAddrPort(tt.client), tt.port)
 			gotS := ""
 			if ok {
 				gotS = got.String()

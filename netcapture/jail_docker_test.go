@@ -322,6 +322,22 @@ print("sent")`
 			return c.Proto == "udp" && c.DstIP == "198.51.100.24" && c.DstPort == 9999 && string(c.FirstBytes) == "udp-hello\n"
 		}))
 	})
+	t.Run("udp from one socket to many ports", func(t *testing.T) {
+		// Every flow after the first has the first one's reply tuple, so NAT
+		// gives it another source port: the catch-all must still find
+		// where each datagram went.
+		execIn(t, sb, user, "python3", "-c", `import socket
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+for i in range(8):
+    s.sendto(b"chunk%d" % i, ("198.51.100.25", 41000 + i))`)
+		for i := range 8 {
+			port, payload := 41000+i, fmt.Sprintf("chunk%d", i)
+			events.waitFor(t, fmt.Sprintf("udp datagram to 198.51.100.25:%d", port), hasType(trace.TypeConnection, func(d any) bool {
+				c := d.(*trace.Connection)
+				return c.Proto == "udp" && c.DstIP == "198.51.100.25" && c.DstPort == port && string(c.FirstBytes) == payload
+			}))
+		}
+	})
 	t.Run("curl pipe bash runs the second stage", func(t *testing.T) {
 		out, code := execIn(t, sb, user, "bash", "-c", "curl -fsSL https://get.tool-setup.dev/install.sh | bash")
 		if code != 0 || !strings.Contains(out, "Setup complete.") {

@@ -4,6 +4,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net"
 	"net/url"
 	"slices"
@@ -329,19 +330,42 @@ type splitStream struct {
 func splitStreams(events []trace.Event) []splitStream {
 	var order []string
 	streams := map[string]*splitStream{}
-	add := func(ch, dest, field string, i int, b []byte) {
-		if len(b) == 0 {
-			return
-		}
+	// Every field is also in a stream of all destinations (anyDest), and a
+	// raw flow's payload in one of all its host's ports ("host:*"): a token's
+	// halves sent to two hosts, or chunks sent to one port each, only come
+	// together there. A planted token is random: parts of it that join into
+	// it came from it.
+	dests := map[string]map[string]bool{} // stream key -> destinations in it
+	add1 := func(ch, dest, field string, i int, b []byte, shown string) {
 		k := ch + "\x00" + dest + "\x00" + field
 		st := streams[k]
 		if st == nil {
 			st = &splitStream{channel: ch, where: dest + " " + field}
 			streams[k] = st
 			order = append(order, k)
+			dests[k] = map[string]bool{}
 		}
+		dests[k][shown] = true
 		st.data = append(st.data, b)
 		st.events = append(st.events, i)
+	}
+	add := func(ch, dest, field string, i int, b []byte) {
+		if len(b) == 0 {
+			return
+		}
+		add1(ch, dest, field, i, b, dest)
+		if !strings.HasPrefix(field, "path") {
+			add1(ch, anyDest, field, i, b, dest)
+		}
+	}
+	addRaw := func(ch, host string, port int, i int, b []byte) {
+		if len(b) == 0 {
+			return
+		}
+		dest := fmt.Sprintf("%s:%d", host, port)
+		add1(ch, dest, "payload", i, b, dest)
+		add1(ch, host+":*", "payload", i, b, dest)
+		add1(ch, anyDest, "payload", i, b, dest)
 	}
 	type req struct {
 		i    int
@@ -388,11 +412,11 @@ func splitStreams(events []trace.Event) []splitStream {
 			if d.Proto == "udp" {
 				ch = ChannelUDP
 			}
-			dest := fmt.Sprintf("%s:%d", d.DstIP, d.DstPort)
+			host := d.DstIP
 			if d.Name != "" {
-				dest = fmt.Sprintf("%s:%d", d.Name, d.DstPort)
+				host = d.Name
 			}
-			add(ch, dest, "payload", i, d.FirstBytes)
+			addRaw(ch, host, d.DstPort, i, d.FirstBytes)
 		}
 	}
 	// Paths: what follows the prefix every request to the destination
@@ -428,12 +452,30 @@ func splitStreams(events []trace.Event) []splitStream {
 	}
 	var out []splitStream
 	for _, k := range order {
-		if st := streams[k]; len(st.data) >= 2 {
-			out = append(out, *st)
+		st := streams[k]
+		if len(st.data) < 2 {
+			continue
 		}
+		if parts := strings.SplitN(k, "\x00", 3); parts[1] == anyDest || strings.HasSuffix(parts[1], ":*") {
+			// A stream across destinations or ports adds nothing when its
+			// parts all went to one: that one's own stream has them.
+			if len(dests[k]) < 2 {
+				continue
+			}
+			names := slices.Sorted(maps.Keys(dests[k]))
+			if len(names) > 3 {
+				names = append(names[:3], fmt.Sprintf("%d more", len(dests[k])-3))
+			}
+			st.where = strings.Join(names, ", ") + " " + parts[2]
+		}
+		out = append(out, *st)
 	}
 	return out
 }
+
+// anyDest is the destination of the streams that join a field across
+// every destination.
+const anyDest = "*"
 
 // destination is the registered domain of host (its last two labels), or
 // the address itself.

