@@ -34,9 +34,9 @@ var internalRules = map[string][]string{
 	"canaryfs":   {"canary", "persona"},
 	"persona":    {},
 	"strace":     {"trace"},
-	"netcapture": {"trace"},
+	"netcapture": {"trace", "internal/pyimport"},
 	"mcptools":   {"trace", "toolspec", "internal/capbuf"},
-	"agent":      {"trace", "skill", "toolspec"},
+	"agent":      {"trace", "skill", "toolspec", "internal/pyimport"},
 	"rules":      {"trace", "canary", "skill", "persona", "toolspec"},
 	"reports":    {"trace", "rules", "canary", "skill", "safetext", "internal/fsutil", "fingerprint"},
 	// fingerprint/store (SQLite) is under the same key: it may import

@@ -41,6 +41,7 @@ const (
 	ReasonEntryPoint   = "bundled entry point" // a bundled script, package.json script, Makefile target the text does not call
 	ReasonUsageProbe   = "usage probe"         // SCRIPT --help, run to learn the arguments of an entry point
 	ReasonDependency   = "dependency install"  // installing what a bundled entry point declares it needs
+	ReasonRetry        = "retry after install" // a failed call again, after installing the module or package its output said was missing
 	ReasonPlaceholder  = "placeholder filled"  // a planned call whose placeholders were filled with fixture files and plausible values
 	ReasonExampleInput = "example input"       // the data file a step reads, made from a fixture of its kind when missing
 	ReasonModel        = "model"               // the model asked for it

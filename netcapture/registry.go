@@ -24,6 +24,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/sandboxctl/sandboxctl/internal/pyimport"
 	"github.com/sandboxctl/sandboxctl/trace"
 )
 
@@ -611,7 +612,17 @@ class _Stand:
     __add__ = __radd__ = __sub__ = __rsub__ = __mul__ = __rmul__ = _same
     __truediv__ = __rtruediv__ = __floordiv__ = __mod__ = __pow__ = _same
     __and__ = __or__ = __xor__ = __neg__ = __pos__ = __invert__ = _same
+    __rfloordiv__ = __rmod__ = __rpow__ = __lshift__ = __rshift__ = _same
+    __rand__ = __ror__ = __rxor__ = __abs__ = _same
     __lt__ = __le__ = __gt__ = __ge__ = lambda self, other: False
+
+    def __round__(self, ndigits=None):
+        return 0
+
+    def __trunc__(self):
+        return 0
+
+    __floor__ = __ceil__ = __trunc__
 
 
 def _stand(name):
@@ -653,6 +664,21 @@ class _Finder(_abc.MetaPathFinder, _abc.Loader):
 
 
 _sys.meta_path.append(_Finder())
+
+import json as _json
+
+_json_default = _json.JSONEncoder.default
+
+
+def _default(self, o):
+    # What a stand-in stands for is unknown: JSON writes it as null, so
+    # that a script that reports what it got goes on.
+    if isinstance(o, _Stand):
+        return None
+    return _json_default(self, o)
+
+
+_json.JSONEncoder.default = _default
 `
 
 // jsIndex is the stub package's main: a stand-in for whatever the real
@@ -708,17 +734,31 @@ func buildWheel(name, version string, bins []string) []byte {
 			scripts += b + " = " + mod + ".__main__:main\n"
 		}
 	}
-	files := []struct {
+	// The modules the real distribution provides under other names
+	// (beautifulsoup4: bs4), each the same stand-in.
+	tops := []string{mod}
+	for _, m := range pyimport.Modules(name) {
+		if !slices.Contains(tops, m) {
+			tops = append(tops, m)
+		}
+	}
+	type file struct {
 		name string
 		data []byte
-	}{
+	}
+	files := []file{
 		{mod + "/__init__.py", []byte(pyInit(version))},
 		{mod + "/__main__.py", []byte(main)},
-		{di + "/METADATA", []byte("Metadata-Version: 2.1\nName: " + name + "\nVersion: " + version + "\nSummary: Utilities for " + name + "\nLicense: MIT\nRequires-Python: >=3.8\n")},
-		{di + "/WHEEL", []byte("Wheel-Version: 1.0\nGenerator: bdist_wheel (0.42.0)\nRoot-Is-Purelib: true\nTag: py3-none-any\n")},
-		{di + "/entry_points.txt", []byte(scripts)},
-		{di + "/top_level.txt", []byte(mod + "\n")},
 	}
+	for _, m := range tops[1:] {
+		files = append(files, file{m + "/__init__.py", []byte(pyInit(version))})
+	}
+	files = append(files,
+		file{di + "/METADATA", []byte("Metadata-Version: 2.1\nName: " + name + "\nVersion: " + version + "\nSummary: Utilities for " + name + "\nLicense: MIT\nRequires-Python: >=3.8\n")},
+		file{di + "/WHEEL", []byte("Wheel-Version: 1.0\nGenerator: bdist_wheel (0.42.0)\nRoot-Is-Purelib: true\nTag: py3-none-any\n")},
+		file{di + "/entry_points.txt", []byte(scripts)},
+		file{di + "/top_level.txt", []byte(strings.Join(tops, "\n") + "\n")},
+	)
 	var record strings.Builder
 	var b bytes.Buffer
 	zw := zip.NewWriter(&b)

@@ -12,6 +12,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"io"
+	"maps"
 	"net/http/httptest"
 	"net/netip"
 	"os"
@@ -178,6 +179,33 @@ func TestWheelIsValid(t *testing.T) {
 	}
 	if !bytes.Equal(w, buildWheel("my-tool", "1.4.0", nil)) {
 		t.Error("wheel is not deterministic: the index's hashes would not match")
+	}
+}
+
+// TestWheelProvidesImportNames: a distribution whose modules have other
+// names (beautifulsoup4: bs4) gets them in its stub wheel, so that `pip
+// install beautifulsoup4` followed by `from bs4 import BeautifulSoup` runs.
+func TestWheelProvidesImportNames(t *testing.T) {
+	w := wheel("beautifulsoup4", "4.12.3", nil)
+	zr, err := zip.NewReader(bytes.NewReader(w), int64(len(w)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	files := map[string]string{}
+	for _, f := range zr.File {
+		rc, _ := f.Open()
+		b, _ := io.ReadAll(rc)
+		rc.Close()
+		files[f.Name] = string(b)
+	}
+	if files["bs4/__init__.py"] == "" || files["bs4/__init__.py"] != files["beautifulsoup4/__init__.py"] {
+		t.Errorf("bs4/__init__.py missing or not the stand-in (files %v)", slices.Sorted(maps.Keys(files)))
+	}
+	if got := files["beautifulsoup4-4.12.3.dist-info/top_level.txt"]; got != "beautifulsoup4\nbs4\n" {
+		t.Errorf("top_level.txt = %q", got)
+	}
+	if !strings.Contains(files["beautifulsoup4-4.12.3.dist-info/RECORD"], "bs4/__init__.py,sha256=") {
+		t.Error("RECORD does not list bs4/__init__.py")
 	}
 }
 

@@ -60,6 +60,12 @@ for idx, row in df.iterrows():
 assert rows == 2 and len(df) == 0 and "x" not in df and bool(df)
 total = df["a"].sum() + 1
 assert not (total > 3)
+mem = sdk.virtual_memory()
+assert round(mem.total / (1024**3), 2) == 0 and int(mem.percent) == 0 and abs(mem.free) is not None
+import math
+assert math.floor(mem.used) == 0 and "%d%%" % 0 == "0%"
+import json
+assert json.dumps({"t": mem.total, "n": 1}) == '{"t": null, "n": 1}', json.dumps({"t": mem.total})
 class Mine(Message):
     pass
 assert isinstance(Mine(), Message)

@@ -142,7 +142,8 @@ var reVersionOnly = regexp.MustCompile(`^\S+(?:\s+(?:--version|-V|version|--help
 func (c *ctx) coverage() Coverage {
 	cov := Coverage{Steps: []StepCoverage{}}
 	setEarlier := map[string]bool{}
-	var otherSteps []int // steps whose command only another platform has was not found
+	retried := map[string]bool{} // skill file:line of the retries after an install that succeeded
+	var otherSteps []int         // steps whose command only another platform has was not found
 	decisiveRan := 0
 	var ranCmds []string         // the commands of the steps that succeeded
 	stepCmds := map[int]string{} // the command of each step listed, by its index in cov.Steps
@@ -190,6 +191,9 @@ func (c *ctx) coverage() Coverage {
 		case OutcomeSucceeded:
 			cov.Run++
 			cov.Succeeded++
+			if tc.PlanReason == planRetry {
+				retried[fmt.Sprintf("%s:%d", tc.SkillFile, tc.SkillLine)] = true
+			}
 			ranCmds = append(ranCmds, cmd)
 			if len(stubs) == 0 {
 				continue
@@ -232,6 +236,23 @@ func (c *ctx) coverage() Coverage {
 			cov.DecisiveNotRun--
 		}
 	}
+	// A step that stopped at a missing module and ran again after the
+	// driver installed it (agent.ReasonRetry, same skill line) was seen
+	// when the retry ran: the retry is the step that counts.
+	for i := range cov.Steps {
+		st := &cov.Steps[i]
+		if !st.Decisive || st.Outcome == OutcomeSucceeded || st.SkillFile == "" || st.PlanReason == planRetry {
+			continue
+		}
+		if retried[fmt.Sprintf("%s:%d", st.SkillFile, st.SkillLine)] {
+			st.Decisive = false
+			st.Reason += " (ran again after the install it asked for)"
+			cov.Decisive--
+			if st.Outcome == OutcomeNotRun {
+				cov.DecisiveNotRun--
+			}
+		}
+	}
 	// A Windows command (irm | iex, powershell) next to the Linux and macOS
 	// ones, or a macOS installer (brew install) next to the Linux one, is
 	// the skill's other platform, not a step this sandbox missed, as long
@@ -247,6 +268,10 @@ func (c *ctx) coverage() Coverage {
 	}
 	return cov
 }
+
+// planRetry is agent.ReasonRetry: a call made again after the install its
+// output asked for.
+const planRetry = "retry after install"
 
 // windowsOnly are commands only Windows has (PowerShell and its aliases,
 // cmd's built-ins and package managers): a skill lists them beside the

@@ -19,6 +19,13 @@ func (b *tl) step(tool string, args map[string]any, exit int, stdout, stderr, re
 		SkillFile: "SKILL.md", SkillLine: 10 + b.n, PlanReason: "code block"})
 }
 
+// retryOf makes the last step the driver's retry of the step at line.
+func (b *tl) retryOf(line int) *tl {
+	tc := b.evs[len(b.evs)-1].Data.(*trace.ToolCall)
+	tc.SkillLine, tc.PlanReason = line, "retry after install"
+	return b
+}
+
 func sh(cmd string) map[string]any { return map[string]any{"command": cmd} }
 
 func TestCoverage(t *testing.T) {
@@ -58,6 +65,16 @@ func TestCoverage(t *testing.T) {
 			return newTL().step("bash", sh("python3 "+skillDir+"/scripts/eda.py"), 1, "Usage: python eda.py <filepath> [output.md]\n", "", "").
 				step("bash", sh("python3 "+skillDir+"/scripts/eda.py ~/Documents/customers.csv"), 0, "Report saved", "", "")
 		}, want: []row{{"not run", "usage error (the same script ran with its arguments in another step)", false}}, cov: [5]int{2, 2, 1, 0, 1}, v: rules.Clean},
+		{name: "a step that ran again after the install it asked for", build: func() *tl {
+			b := newTL().step("bash", sh("python3 tool.py"), 1, "", "ModuleNotFoundError: No module named 'psutil'\n", "").
+				step("bash", sh("python3 -m pip install psutil 2>&1 | tail -n 2\npython3 tool.py"), 0, "ok", "", "")
+			return b.retryOf(11)
+		}, want: []row{{"not run", "missing module: ModuleNotFoundError: No module named 'psutil' (ran again after the install it asked for)", false}}, cov: [5]int{2, 2, 1, 0, 1}, v: rules.Clean},
+		{name: "a retry that failed again keeps the step decisive", build: func() *tl {
+			b := newTL().step("bash", sh("python3 tool.py"), 1, "", "ModuleNotFoundError: No module named 'psutil'\n", "").
+				step("bash", sh("python3 -m pip install psutil 2>&1 | tail -n 2\npython3 tool.py"), 1, "", "ModuleNotFoundError: No module named 'psutil'\n", "")
+			return b.retryOf(11)
+		}, want: []row{{"not run", "missing module: ModuleNotFoundError: No module named 'psutil'", true}, {"not run", "missing module: ModuleNotFoundError: No module named 'psutil'", true}}, cov: [5]int{2, 2, 0, 0, 2}, v: rules.Inconclusive},
 		{name: "a bundled script that only ever showed its usage stays decisive", build: func() *tl {
 			return newTL().step("bash", sh("python3 "+skillDir+"/scripts/eda.py"), 1, "Usage: python eda.py <filepath>\n", "", "").
 				step("bash", sh("python3 "+skillDir+"/scripts/other.py"), 0, "ok", "", "")
@@ -135,7 +152,7 @@ func TestCoverage(t *testing.T) {
 			var got []row
 			for _, s := range res.Coverage.Steps {
 				got = append(got, row{s.Outcome, s.Reason, s.Decisive})
-				if s.PlanReason != "code block" || s.SkillLine == 0 || s.ToolCallID == "" {
+				if (s.PlanReason != "code block" && s.PlanReason != "retry after install") || s.SkillLine == 0 || s.ToolCallID == "" {
 					t.Errorf("step %+v lacks its origin", s)
 				}
 			}

@@ -58,6 +58,10 @@ type Driver struct {
 	items []item
 	notes []string
 	i     int
+	// retries counts the calls made again after an install (retry.go);
+	// installed names the installs made, one each per run
+	retries   int
+	installed map[string]bool
 }
 
 // New plans the calls for s.
@@ -72,6 +76,14 @@ func (d *Driver) Next(ctx context.Context, prev []agent.Exchange) (agent.Step, e
 	var step agent.Step
 	if d.i == 0 && len(d.notes) > 0 {
 		step.Note = strings.Join(d.notes, "; ")
+	}
+	// A step that stopped at a missing module runs again after its
+	// install, before the next planned call.
+	if len(prev) == 1 && d.i > 0 {
+		if call, ok := d.retry(prev[0]); ok {
+			step.Calls = []agent.Proposal{call}
+			return step, nil
+		}
 	}
 	if d.i >= len(d.items) {
 		step.Done = true
