@@ -253,6 +253,24 @@ func (c *ctx) coverage() Coverage {
 			}
 		}
 	}
+	// A script the skill calls and does not ship, that no step made, hides
+	// nothing: there is no code of the skill's to see there.
+	for i := range cov.Steps {
+		st := &cov.Steps[i]
+		if !st.Decisive || st.Outcome != OutcomeNotRun || !strings.HasPrefix(st.Reason, "missing file") && st.Reason != "command not found" {
+			continue
+		}
+		tc := c.toolCall(st.ToolCallID)
+		if tc == nil {
+			continue
+		}
+		if script := missingScript(tc.Stderr + "\n" + tc.Stdout); script != "" && !c.shipsOrMade(script) {
+			st.Decisive = false
+			st.Reason += " (the skill does not ship " + path.Base(script) + " and no step made it)"
+			cov.Decisive--
+			cov.DecisiveNotRun--
+		}
+	}
 	// A Windows command (irm | iex, powershell) next to the Linux and macOS
 	// ones, or a macOS installer (brew install) next to the Linux one, is
 	// the skill's other platform, not a step this sandbox missed, as long
@@ -452,4 +470,63 @@ func (c *ctx) skillScript(cmd string) string {
 		end++
 	}
 	return cmd[i:end]
+}
+
+// missingScriptRE are interpreters' messages for a script file that is not
+// there (not a file the script itself then failed to open).
+var missingScriptRE = []*regexp.Regexp{
+	regexp.MustCompile(`(?m)^python[0-9.]*: can't open file '([^'\n]+)'`),
+	regexp.MustCompile(`(?m)^(?:/bin/)?(?:ba)?sh: (?:line \d+: )?([^:\n]+\.(?:sh|bash)): No such file or directory`),
+	regexp.MustCompile(`(?m)^Error: Cannot find module '(/[^'\n]+\.(?:js|mjs|cjs|ts))'`),
+	regexp.MustCompile(`(?m)^ruby: No such file or directory -- (\S+)`),
+	regexp.MustCompile(`(?m)^Can't open perl script "([^"\n]+)": No such file or directory`),
+}
+
+// missingScript returns the script an interpreter could not find, from a
+// step's output ("" when the output says no such thing).
+func missingScript(out string) string {
+	for _, re := range missingScriptRE {
+		if m := re.FindStringSubmatch(out); m != nil {
+			return m[1]
+		}
+	}
+	return ""
+}
+
+// toolCall returns the tool call event data of id, or nil.
+func (c *ctx) toolCall(id string) *trace.ToolCall {
+	for i := range c.events {
+		if tc, ok := c.events[i].Data.(*trace.ToolCall); ok && tc.ID == id {
+			return tc
+		}
+	}
+	return nil
+}
+
+// shipsOrMade reports whether the skill ships a file of script's name, or
+// the trace created a file at that path (a download, a file block).
+func (c *ctx) shipsOrMade(script string) bool {
+	base := path.Base(script)
+	if c.in.Skill != nil {
+		for _, f := range c.in.Skill.Files {
+			if path.Base(f.Path) == base {
+				return true
+			}
+		}
+	} else {
+		return true // without the skill's files nothing can be said
+	}
+	for i := range c.events {
+		switch d := c.events[i].Data.(type) {
+		case *trace.File:
+			if d.Errno == "" && (path.Base(d.Path) == base && d.Write || path.Base(d.NewPath) == base) {
+				return true
+			}
+		case *trace.FSChange:
+			if path.Base(d.Path) == base {
+				return true
+			}
+		}
+	}
+	return false
 }

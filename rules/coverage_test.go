@@ -2,10 +2,12 @@ package rules_test
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/sandboxctl/sandboxctl/rules"
+	"github.com/sandboxctl/sandboxctl/skill"
 	"github.com/sandboxctl/sandboxctl/trace"
 )
 
@@ -201,5 +203,60 @@ func TestDecisiveStep(t *testing.T) {
 		if got := res.Coverage.Decisive == 1; got != tt.want {
 			t.Errorf("%s %q: decisive = %v, want %v", tt.tool, tt.cmd, got, tt.want)
 		}
+	}
+}
+
+// TestCoverageMissingScript: a script the skill calls but does not ship,
+// and no step made, hides nothing (not decisive); a script it ships but
+// that was not found where the step looked, one a step made, and a data
+// file a script could not open stay decisive.
+func TestCoverageMissingScript(t *testing.T) {
+	onlySkillMD := []skill.File{{Path: "SKILL.md", Doc: true}}
+	shipsIt := []skill.File{{Path: "SKILL.md", Doc: true}, {Path: "scripts/onboard.py"}}
+	cant := "python3: can't open file '/home/u/projects/app/scripts/onboard.py': [Errno 2] No such file or directory\n"
+	tests := []struct {
+		name     string
+		files    []skill.File
+		build    func() *tl
+		decisive bool
+		v        rules.Verdict
+	}{
+		{name: "not shipped, not made", files: onlySkillMD, build: func() *tl {
+			return newTL().step("bash", sh("python3 scripts/onboard.py"), 2, "", cant, "")
+		}, v: rules.Clean},
+		{name: "a shell script not shipped", files: onlySkillMD, build: func() *tl {
+			return newTL().step("bash", sh("bash scripts/setup.sh"), 127, "", "bash: scripts/setup.sh: No such file or directory\n", "")
+		}, v: rules.Clean},
+		{name: "shipped, looked for in the wrong folder", files: shipsIt, build: func() *tl {
+			return newTL().step("bash", sh("python3 scripts/onboard.py"), 2, "", cant, "")
+		}, decisive: true, v: rules.Inconclusive},
+		{name: "made by an earlier step", files: onlySkillMD, build: func() *tl {
+			b := newTL().step("bash", sh("curl -o /tmp/dl/onboard.py https://example.com/onboard.py"), 0, "", "", "")
+			b.add(trace.SourceSyscall, trace.TypeOpen, 101, &trace.File{Path: "/tmp/dl/onboard.py", Flags: "O_WRONLY|O_CREAT|O_TRUNC", Write: true})
+			return b.step("bash", sh("python3 scripts/onboard.py"), 2, "", cant, "")
+		}, decisive: true, v: rules.Inconclusive},
+		{name: "a data file the script could not open", files: onlySkillMD, build: func() *tl {
+			return newTL().step("bash", sh("python3 report.py"), 1, "", "FileNotFoundError: [Errno 2] No such file or directory: 'data.csv'\n", "")
+		}, decisive: true, v: rules.Inconclusive},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			res := eval(tt.build(), func(in *rules.Input) { in.Skill = &skill.Skill{Name: "s", Files: tt.files} })
+			var steps []rules.StepCoverage
+			for _, s := range res.Coverage.Steps {
+				if s.Outcome != "succeeded" {
+					steps = append(steps, s)
+				}
+			}
+			if len(steps) != 1 || steps[0].Decisive != tt.decisive {
+				t.Fatalf("steps %+v, want one with decisive %v", steps, tt.decisive)
+			}
+			if !tt.decisive && !strings.Contains(steps[0].Reason, "the skill does not ship ") {
+				t.Errorf("reason %q", steps[0].Reason)
+			}
+			if res.Verdict != tt.v {
+				t.Errorf("verdict %s (%q), want %s", res.Verdict, res.Reasons, tt.v)
+			}
+		})
 	}
 }
