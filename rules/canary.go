@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/sandboxctl/sandboxctl/canary"
@@ -88,7 +89,7 @@ func ScanCanaries(set *canary.Set, events []trace.Event) []trace.Event {
 			add(e, h, ch, where)
 		}
 	}
-	var dnsNames []string
+	var dnsNames, dnsShown []string // as matched (reverseName), as queried
 	var dnsEvents []int
 	for i, e := range events {
 		switch d := e.Data.(type) {
@@ -116,7 +117,8 @@ func ScanCanaries(set *canary.Set, events []trace.Event) []trace.Event {
 			}
 			for _, n := range names {
 				if n != "" {
-					dnsNames = append(dnsNames, n)
+					dnsNames = append(dnsNames, reverseName(n))
+					dnsShown = append(dnsShown, n)
 					dnsEvents = append(dnsEvents, i)
 				}
 			}
@@ -178,7 +180,7 @@ func ScanCanaries(set *canary.Set, events []trace.Event) []trace.Event {
 			if h.Offset >= 0 && h.Offset < len(dnsEvents) {
 				e := events[dnsEvents[h.Offset]]
 				n := len(out)
-				add(e, h, ChannelDNS, dnsNames[h.Offset])
+				add(e, h, ChannelDNS, dnsShown[h.Offset])
 				var spans []int64
 				for _, p := range h.Parts {
 					if p >= 0 && p < len(dnsEvents) {
@@ -367,6 +369,11 @@ func splitStreams(events []trace.Event) []splitStream {
 		add1(ch, host+":*", "payload", i, b, dest)
 		add1(ch, anyDest, "payload", i, b, dest)
 	}
+	// The ports a host was sent to, in order: one connection per byte
+	// carries data in its port number.
+	type portAt struct{ port, i int }
+	portSeqs := map[string][]portAt{}
+	var portOrder []string
 	type req struct {
 		i    int
 		dest string
@@ -417,6 +424,11 @@ func splitStreams(events []trace.Event) []splitStream {
 				host = d.Name
 			}
 			addRaw(ch, host, d.DstPort, i, d.FirstBytes)
+			k := ch + " " + host
+			if _, ok := portSeqs[k]; !ok {
+				portOrder = append(portOrder, k)
+			}
+			portSeqs[k] = append(portSeqs[k], portAt{d.DstPort, i})
 		}
 	}
 	// Paths: what follows the prefix every request to the destination
@@ -450,6 +462,46 @@ func splitStreams(events []trace.Event) []splitStream {
 		add(ChannelHTTP, r.dest, "path", r.i, plain)
 		add(ChannelHTTP, r.dest, "path-data", r.i, nocount)
 	}
+	for _, k := range portOrder {
+		seq := portSeqs[k]
+		ch, host, _ := strings.Cut(k, " ")
+		distinct := map[int]bool{}
+		lo := seq[0].port
+		for _, p := range seq {
+			distinct[p.port] = true
+			lo = min(lo, p.port)
+		}
+		if len(seq) < minPortBytes || len(distinct) < 4 {
+			continue
+		}
+		// A byte per port: port - base for the bases an encoder picks
+		// (a round number below the lowest port; 0 for the low byte
+		// when every port is one 256-block), or two bytes per port.
+		bases := []int{lo / 1000 * 1000, lo / 1024 * 1024, lo / 256 * 256, lo / 100 * 100}
+		seen := map[int]bool{}
+		for _, base := range bases {
+			if seen[base] {
+				continue
+			}
+			seen[base] = true
+			fits := true
+			for _, p := range seq {
+				if p.port-base > 255 {
+					fits = false
+					break
+				}
+			}
+			if !fits {
+				continue
+			}
+			for _, p := range seq {
+				add1(ch, host, fmt.Sprintf("ports-%d", base), p.i, []byte{byte(p.port - base)}, host)
+			}
+		}
+		for _, p := range seq {
+			add1(ch, host, "ports16", p.i, []byte{byte(p.port >> 8), byte(p.port)}, host)
+		}
+	}
 	var out []splitStream
 	for _, k := range order {
 		st := streams[k]
@@ -472,6 +524,10 @@ func splitStreams(events []trace.Event) []splitStream {
 	}
 	return out
 }
+
+// minPortBytes is the fewest connections to one host whose ports are read
+// as data: fewer could not carry a secret worth finding.
+const minPortBytes = 8
 
 // anyDest is the destination of the streams that join a field across
 // every destination.
@@ -557,4 +613,44 @@ func isSeqNumber(s string) bool {
 		}
 	}
 	return true
+}
+
+// reverseName gives a reverse lookup's name the order of the bytes it
+// carries: an ip6.arpa name's nibbles ("b.a.9.8.….ip6.arpa": 16 bytes a
+// query, last first) joined in address order as one hex label, an
+// in-addr.arpa name's octets as hex. A skill that hides data in the
+// addresses it "looks up" is then read as any hex in DNS labels is. Any
+// other name is returned as it is.
+func reverseName(n string) string {
+	lower := strings.ToLower(strings.TrimSuffix(n, "."))
+	var zone string
+	switch {
+	case strings.HasSuffix(lower, ".ip6.arpa"):
+		zone = ".ip6.arpa"
+	case strings.HasSuffix(lower, ".in-addr.arpa"):
+		zone = ".in-addr.arpa"
+	default:
+		return n
+	}
+	labels := strings.Split(strings.TrimSuffix(lower, zone), ".")
+	var b strings.Builder
+	for i := len(labels) - 1; i >= 0; i-- {
+		l := labels[i]
+		if zone == ".ip6.arpa" {
+			if len(l) != 1 || !strings.Contains("0123456789abcdef", l) {
+				return n
+			}
+			b.WriteString(l)
+			continue
+		}
+		v, err := strconv.Atoi(l)
+		if err != nil || v < 0 || v > 255 || len(l) > 3 {
+			return n
+		}
+		fmt.Fprintf(&b, "%02x", v)
+	}
+	if b.Len() < 2 {
+		return n
+	}
+	return b.String() + zone
 }

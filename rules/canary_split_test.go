@@ -2,8 +2,11 @@ package rules_test
 
 import (
 	"encoding/hex"
+	"fmt"
 	"os"
 	"slices"
+	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -69,6 +72,49 @@ func TestScanCanariesSplitAndKeys(t *testing.T) {
 			b.conn("203.0.113.9", 4444, "", half1)
 			b.conn("198.51.100.7", 8080, "", half2)
 		}, want: []string{"tcp/split"}, spans: 2},
+		{name: "ip6.arpa lookups carry the key in their nibbles", build: func(b *tl) {
+			h := hex.EncodeToString([]byte(awsKey))
+			for i := 0; i < len(h); i += 32 {
+				chunk := h[i:min(i+32, len(h))]
+				var labels []string
+				for j := len(chunk) - 1; j >= 0; j-- {
+					labels = append(labels, chunk[j:j+1])
+				}
+				b.dns(strings.Join(labels, ".") + ".ip6.arpa.")
+			}
+		}, want: []string{"dns/dns-labels+hex"}, spans: (2*len(awsKey) + 31) / 32},
+		{name: "in-addr.arpa lookups, four bytes each", build: func(b *tl) {
+			k := []byte(awsKey)
+			for i := 0; i < len(k); i += 4 {
+				var labels []string
+				for j := min(i+4, len(k)) - 1; j >= i; j-- {
+					labels = append(labels, strconv.Itoa(int(k[j])))
+				}
+				b.dns(strings.Join(labels, ".") + ".in-addr.arpa.")
+			}
+		}, want: []string{"dns/dns-labels+hex"}, spans: (len(awsKey) + 3) / 4},
+		{name: "one connection per byte, the byte in the port", build: func(b *tl) {
+			for i, c := range []byte(awsKey) {
+				// each from its own client port, as the jail records them
+				b.add(trace.SourceTCP, trace.TypeConnection, 0, &trace.Connection{Proto: "tcp", DstIP: "203.0.113.7",
+					DstPort: 20000 + int(c), Client: fmt.Sprintf("172.18.0.3:%d", 41000+i)})
+			}
+		}, want: []string{"tcp/split"}, spans: len(awsKey)},
+		{name: "two bytes per port", build: func(b *tl) {
+			k := []byte(awsKey)
+			for i := 0; i+1 < len(k); i += 2 {
+				b.conn("203.0.113.7", int(k[i])<<8|int(k[i+1]), "", "")
+			}
+		}, want: []string{"tcp/split"}, spans: len(awsKey) / 2},
+		{name: "benign twin: a port scan", build: func(b *tl) {
+			for p := 20; p < 1024; p += 7 {
+				b.conn("203.0.113.7", p, "", "")
+			}
+		}},
+		{name: "benign twin: ordinary reverse lookups", build: func(b *tl) {
+			b.dns("4.3.2.1.in-addr.arpa.")
+			b.dns("b.a.9.8.7.6.5.4.3.2.1.0.0.0.0.0.0.0.0.0.0.0.0.0.8.b.d.0.1.0.0.2.ip6.arpa.")
+		}},
 		{name: "benign twin: halves of two different tokens", build: func(b *tl) {
 			b.http("GET", "https://one.example/c?d="+half1, "")
 			b.http("GET", "https://two.example/c?d="+awsKey[:10], "")
