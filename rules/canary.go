@@ -394,11 +394,18 @@ func splitStreams(events []trace.Event) []splitStream {
 				var all []byte
 				for _, kv := range strings.Split(u.RawQuery, "&") {
 					k, v, _ := strings.Cut(kv, "=")
+					raw := v
 					if uv, err := url.QueryUnescape(v); err == nil {
 						v = uv
 					}
 					add(ChannelHTTP, dest, "query:"+k, i, []byte(v))
 					all = append(all, v...)
+					// A "+" the client sent unencoded (curl does) is the
+					// server's to read as "+" (base64 keeps it): every value
+					// of the field is also joined as sent.
+					if pv, err := url.PathUnescape(raw); err == nil {
+						add(ChannelHTTP, dest, "query+:"+k, i, []byte(pv))
+					}
 				}
 				add(ChannelHTTP, dest, "query", i, all)
 				reqs = append(reqs, req{i, dest, strings.Split(strings.Trim(u.Path, "/"), "/")})
