@@ -131,36 +131,23 @@ func FuzzParseClientHello(f *testing.F) {
 
 func TestMatchConntrack(t *testing.T) {
 	line := "ipv4     2 udp      17 30 src=0.0.0.0 dst=198.51.100.9 sport=48362 dport=5555 [UNREPLIED] src=127.0.0.1 dst=0.0.0.0 sport=15002 dport=48362 mark=0 zone=0 use=2"
-	tests := []struct {
-		name   string
-		client string
-		port   uint16
-		want   string
-	}{
-		{name: "match", client: "127.0.0.1:48362", port: 15002, want: "198.51.100.9:5555"},
-		{name: "other client port", client: "127.0.0.1:48363", port: 15002},
-		{name: "other sink port", client: "127.0.0.1:48362", port: 15003},
-	}
 	// One socket that sent to two ports: NAT gave the second flow another
 	// source port in its reply tuple, which is what the catch-all sees.
 	remapped := "ipv4     2 udp      17 29 src=172.18.0.3 dst=203.0.113.5 sport=41000 dport=40001 [UNREPLIED] src=172.18.0.2 dst=172.18.0.3 sport=15002 dport=3635 mark=0 zone=0 use=2"
-	tests = append(tests, []struct {
-		name   string
-		client string
-		port   uint16
-		want   string
+	tests := []struct {
+		name, line, client string
+		port               uint16
+		want               string
 	}{
-		{name: "remapped source port", client: "172.18.0.3:3635", port: 15002, want: "203.0.113.5:40001"},
-		{name: "remapped: the socket's own port is not the flow's", client: "172.18.0.3:41000", port: 15002},
-	}...)
-	lines := map[string]string{"remapped source port": remapped, "remapped: the socket's own port is not the flow's": remapped}
+		{name: "match", line: line, client: "127.0.0.1:48362", port: 15002, want: "198.51.100.9:5555"},
+		{name: "other client port", line: line, client: "127.0.0.1:48363", port: 15002},
+		{name: "other sink port", line: line, client: "127.0.0.1:48362", port: 15003},
+		{name: "remapped source port", line: remapped, client: "172.18.0.3:3635", port: 15002, want: "203.0.113.5:40001"},
+		{name: "remapped: the socket's own port is not the flow's", line: remapped, client: "172.18.0.3:41000", port: 15002},
+	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			l := line
-			if x, ok := lines[tt.name]; ok {
-				l = x
-			}
-			got, ok := matchConntrack(l, netip.MustParseAddrPort(tt.client), tt.port)
+			got, ok := matchConntrack(tt.line, netip.MustParseAddrPort(tt.client), tt.port)
 			gotS := ""
 			if ok {
 				gotS = got.String()

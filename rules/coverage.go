@@ -145,8 +145,9 @@ func (c *ctx) coverage() Coverage {
 	retried := map[string]bool{} // skill file:line of the retries after an install that succeeded
 	var otherSteps []int         // steps whose command only another platform has was not found
 	decisiveRan := 0
-	var ranCmds []string         // the commands of the steps that succeeded
-	stepCmds := map[int]string{} // the command of each step listed, by its index in cov.Steps
+	var ranCmds []string            // the commands of the steps that succeeded
+	stepCmds := map[int]string{}    // the command of each step listed, by its index in cov.Steps
+	stepScripts := map[int]string{} // the script an interpreter could not find, by step index
 	for i := range c.events {
 		e := &c.events[i]
 		tc, ok := e.Data.(*trace.ToolCall)
@@ -216,6 +217,9 @@ func (c *ctx) coverage() Coverage {
 		}
 		a := decodeArgs(tc)
 		stepCmds[len(cov.Steps)] = cmd
+		if outcome == OutcomeNotRun {
+			stepScripts[len(cov.Steps)] = missingScript(tc.Stderr + "\n" + tc.Stdout)
+		}
 		cov.Steps = append(cov.Steps, StepCoverage{ToolCallID: tc.ID, Seq: e.Seq, Tool: tc.Tool,
 			Summary: c.redact(short(firstOf(a.Command, a.Path, a.URL, a.Pattern))), PlanReason: tc.PlanReason,
 			SkillFile: tc.SkillFile, SkillLine: tc.SkillLine, ExitCode: tc.ExitCode, Outcome: outcome,
@@ -260,11 +264,7 @@ func (c *ctx) coverage() Coverage {
 		if !st.Decisive || st.Outcome != OutcomeNotRun || !strings.HasPrefix(st.Reason, "missing file") && st.Reason != "command not found" {
 			continue
 		}
-		tc := c.toolCall(st.ToolCallID)
-		if tc == nil {
-			continue
-		}
-		if script := missingScript(tc.Stderr + "\n" + tc.Stdout); script != "" && !c.shipsOrMade(script) {
+		if script := stepScripts[i]; script != "" && !c.shipsOrMade(script) {
 			st.Decisive = false
 			st.Reason += " (the skill does not ship " + path.Base(script) + " and no step made it)"
 			cov.Decisive--
@@ -491,16 +491,6 @@ func missingScript(out string) string {
 		}
 	}
 	return ""
-}
-
-// toolCall returns the tool call event data of id, or nil.
-func (c *ctx) toolCall(id string) *trace.ToolCall {
-	for i := range c.events {
-		if tc, ok := c.events[i].Data.(*trace.ToolCall); ok && tc.ID == id {
-			return tc
-		}
-	}
-	return nil
 }
 
 // shipsOrMade reports whether the skill ships a file of script's name, or
