@@ -442,18 +442,37 @@ func TestTimeout(t *testing.T) {
 func TestCancelStopsCall(t *testing.T) {
 	e := newEnv(t)
 	c := e.start(t)
-	ctx, cancel := context.WithTimeout(t.Context(), time.Second)
+	// Cancel once the command has started (under load that can take more
+	// than a second), or after 30 s so a command that never starts fails.
+	pidFile := filepath.Join(e.home, "cancel.pid")
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
-	start := time.Now()
+	var cancelled time.Time
+	watched := make(chan struct{})
+	go func() {
+		defer close(watched)
+		for ctx.Err() == nil {
+			if b, err := os.ReadFile(pidFile); err == nil && len(b) > 0 && b[len(b)-1] == '\n' {
+				cancelled = time.Now()
+				cancel()
+				return
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}()
 	_, err := c.Call(ctx, "cancel", "bash", json.RawMessage(`{"command":"echo $$ > cancel.pid; exec sleep 60"}`))
+	<-watched
 	if err == nil {
 		t.Error("Call with an ended context succeeded")
 	}
-	if took := time.Since(start); took > 10*time.Second {
-		t.Errorf("cancelled call took %s", took)
+	if cancelled.IsZero() {
+		t.Fatalf("the command never wrote its pid (call error: %v)", err)
+	}
+	if took := time.Since(cancelled); took > 10*time.Second {
+		t.Errorf("cancelled call took %s after the cancel", took)
 	}
 	// The client's cancellation reaches the server, which kills the command.
-	b, err := os.ReadFile(filepath.Join(e.home, "cancel.pid"))
+	b, err := os.ReadFile(pidFile)
 	if err != nil {
 		t.Fatal(err)
 	}
