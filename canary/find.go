@@ -139,6 +139,7 @@ func (f *finder) find(data []byte, outer Encoding, base, depth int) {
 				f.record(tok, enc.wrap(outer), off)
 			}, scanJoined)
 		}
+		f.interleaved(joined[k], func(i int) int { return base + r.orig(i) }, outer, depth)
 	}
 	if depth >= maxDepth {
 		return
@@ -156,8 +157,35 @@ func (f *finder) find(data []byte, outer Encoding, base, depth int) {
 			return true
 		})
 	}
+	f.numbers(data, outer, base, depth)
 	f.blobs(data, outer, base, depth, textDecoded(outer))
 	f.inflateAll(data, outer, base, depth)
+}
+
+// interleaved scans either half of a run's joined text j, every other
+// character: the token's characters with a filler between each
+// (zip(token, noise)). The halves are scanned for every form of the
+// needles (a base64 token interleaved is found), not decoded further.
+// orig maps an offset in j to one in the input.
+func (f *finder) interleaved(j []byte, orig func(int) int, outer Encoding, depth int) {
+	if len(j) < 2*MinNeedle {
+		return
+	}
+	buf := f.scratch(depth)
+	for half := range 2 {
+		d := grow((*buf)[:0], (len(j)-half+1)/2)
+		for k := range d {
+			d[k] = j[half+2*k]
+		}
+		*buf = d[:0]
+		f.scan(d, func(tok int, enc Encoding, i int) {
+			off := orig(half + 2*i)
+			if outer != Plain {
+				off = orig(0)
+			}
+			f.record(tok, enc.wrap(Interleave).wrap(outer), off)
+		}, scanAll)
+	}
 }
 
 // Scan modes: which patterns count.

@@ -10,6 +10,7 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"net/url"
 	"os"
 	"slices"
@@ -101,16 +102,48 @@ func reverse(s string) string {
 	return string(b)
 }
 
-func rot13(s string) string {
+func rot13(s string) string { return caesar(s, 13) }
+
+// caesar shifts s's letters by k, as the one-liners do: (c-'a'+k)%26.
+func caesar(s string, k rune) string {
 	return strings.Map(func(r rune) rune {
 		switch {
 		case r >= 'a' && r <= 'z':
-			return 'a' + (r-'a'+13)%26
+			return 'a' + (r-'a'+k)%26
 		case r >= 'A' && r <= 'Z':
-			return 'A' + (r-'A'+13)%26
+			return 'A' + (r-'A'+k)%26
 		}
 		return r
 	}, s)
+}
+
+// rot47 is tr '!-~' 'P-~!-O'.
+func rot47(s string) string {
+	return strings.Map(func(r rune) rune {
+		if r >= '!' && r <= '~' {
+			return '!' + (r-'!'+47)%94
+		}
+		return r
+	}, s)
+}
+
+// numbersOf writes s's bytes with format (%d, %o) joined by sep.
+func numbersOf(s, format, sep string) string {
+	parts := make([]string, len(s))
+	for i := range len(s) {
+		parts[i] = fmt.Sprintf(format, s[i])
+	}
+	return strings.Join(parts, sep)
+}
+
+// interleave puts one filler character from noise after each of s's.
+func interleave(s, noise string) string {
+	var b strings.Builder
+	for i := range len(s) {
+		b.WriteByte(s[i])
+		b.WriteByte(noise[i%len(noise)])
+	}
+	return b.String()
 }
 
 func must[T any](v T, err error) T {
@@ -171,6 +204,20 @@ func TestSetFind(t *testing.T) {
 		{name: "url lower-case percent", data: "p=" + lowerEscapes(url.QueryEscape(tokPW.Value)), want: hit(tokPW, canary.URL, 2)},
 		{name: "reversed", data: "x=" + reverse(tokGH.Value), want: hit(tokGH, canary.Reversed, 2)},
 		{name: "rot13", data: rot13(tokGH.Value) + "\n", want: hit(tokGH, canary.ROT13, 0)},
+		{name: "caesar 3", data: "c=" + caesar(tokGH.Value, 3), want: hit(tokGH, canary.Caesar, 2)},
+		{name: "caesar 25", data: caesar(tokAWS.Value, 25), want: hit(tokAWS, canary.Caesar, 0)},
+		{name: "rot47", data: "x " + rot47(tokPW.Value), want: hit(tokPW, canary.ROT47, 2)},
+		{name: "decimal codes", data: "String.fromCharCode(" + numbersOf(tokGH.Value, "%d", ",") + ")",
+			want: hit(tokGH, canary.Decimal, 20)},
+		{name: "decimal list", data: "[" + numbersOf("k="+tokAWS.Value, "%d", ", ") + "]", want: hit(tokAWS, canary.Decimal, 1)},
+		{name: "html references", data: "<p>&#" + numbersOf(tokPW.Value, "%d", ";&#") + ";</p>", want: hit(tokPW, canary.Decimal, 5)},
+		{name: "octal escapes", data: `printf '\` + numbersOf(tokGH.Value, "%03o", `\`) + `'`, want: hit(tokGH, canary.Decimal, 9)},
+		{name: "decimal of base64", data: numbersOf(b64(tokGH.Value), "%d", " "), want: hit(tokGH, canary.Decimal+"+"+canary.Base64, 0)},
+		{name: "decimal too large", data: numbersOf(tokGH.Value, "%d", "0,")},
+		{name: "decimal mixed separators", data: numbersOf(tokGH.Value[:20], "%d", ",") + " " + numbersOf(tokGH.Value[20:], "%d", ",")},
+		{name: "interleaved", data: "d=" + interleave(tokGH.Value, "q7Xz0Lp"), want: hit(tokGH, canary.Interleave, 2)},
+		{name: "interleaved second half", data: "d=Z" + interleave(tokAWS.Value, "abc"), want: hit(tokAWS, canary.Interleave, 3)},
+		{name: "interleaved base64", data: interleave(b64("..."+tokGH.Value), "xyz"), want: hit(tokGH, canary.Interleave+"+"+canary.Base64, 8)},
 		{name: "json go escapes", data: `{"p":` + string(must(json.Marshal(tokAmp.Value))) + `}`, want: hit(tokAmp, canary.JSON, 6)},
 		{name: "json escaped slash", data: `{"p":"` + strings.ReplaceAll(tokPW.Value, "/", `\/`) + `"}`, want: hit(tokPW, canary.JSON, 6)},
 		{name: "url-escaped base64", data: "d=" + url.QueryEscape(b64(tokPW.Value)), want: hit(tokPW, canary.URL+"+"+canary.Base64, 2)},

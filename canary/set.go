@@ -243,8 +243,19 @@ func variants(n []byte) []variant {
 		rev[len(n)-1-i] = c
 	}
 	out = append(out, variant{s: rev, enc: Reversed})
-	if r := rot13(n); !bytes.Equal(r, n) {
-		out = append(out, variant{s: r, enc: ROT13})
+	// Letter rotations: ROT13 (tr), and the other Caesar shifts that
+	// one-liners write as (c-'a'+k)%26; ROT47 over printable ASCII.
+	for k := byte(1); k < 26; k++ {
+		if r := rotate(n, k); !bytes.Equal(r, n) {
+			enc := Caesar
+			if k == 13 {
+				enc = ROT13
+			}
+			out = append(out, variant{s: r, enc: enc})
+		}
+	}
+	if r := rot47(n); !bytes.Equal(r, n) {
+		out = append(out, variant{s: r, enc: ROT47})
 	}
 	if utf8.Valid(n) {
 		// JSON string escaping: Go's encoder writes \u0026 for &, < and >,
@@ -330,14 +341,27 @@ func escapeAll(n []byte, prefix, digits string) []byte {
 	return b
 }
 
-func rot13(n []byte) []byte {
+// rotate shifts n's letters by k places, each case in its own alphabet.
+func rotate(n []byte, k byte) []byte {
 	out := make([]byte, len(n))
 	for i, c := range n {
 		switch {
 		case c >= 'a' && c <= 'z':
-			c = 'a' + (c-'a'+13)%26
+			c = 'a' + (c-'a'+k)%26
 		case c >= 'A' && c <= 'Z':
-			c = 'A' + (c-'A'+13)%26
+			c = 'A' + (c-'A'+k)%26
+		}
+		out[i] = c
+	}
+	return out
+}
+
+// rot47 rotates n's printable ASCII characters ('!' to '~') by 47.
+func rot47(n []byte) []byte {
+	out := make([]byte, len(n))
+	for i, c := range n {
+		if c >= '!' && c <= '~' {
+			c = '!' + (c-'!'+47)%94
 		}
 		out[i] = c
 	}

@@ -94,36 +94,40 @@ type Encoding string
 
 // The encodings detection knows.
 const (
-	Plain     Encoding = "plain"
-	Base64    Encoding = "base64"      // standard alphabet, any alignment, padded or not, line breaks allowed
-	Base64URL Encoding = "base64url"   // URL alphabet
-	Base32    Encoding = "base32"      // RFC 4648, either case, no padding
-	Hex       Encoding = "hex"         // either case
-	URL       Encoding = "url"         // percent-encoding, + for space
-	Reversed  Encoding = "reversed"    // the needle backwards (rev)
-	ROT13     Encoding = "rot13"       // letters rotated by 13 (tr A-Za-z N-ZA-Mn-za-m)
-	JSON      Encoding = "json"        // JSON string escapes (\u0026, \/, \")
-	Gzip      Encoding = "gzip"        // gzip stream
-	Zlib      Encoding = "zlib"        // zlib stream (git objects, Python zlib)
-	Zip       Encoding = "zip"         // a deflated zip entry (stored entries are plain)
-	Bzip2     Encoding = "bzip2"       // bzip2 stream
-	Tar       Encoding = "tar"         // uncompressed tar archive
-	TarGz     Encoding = "tar.gz"      // gzip-compressed tar archive
-	TarBz2    Encoding = "tar.bz2"     // bzip2-compressed tar archive
-	DNSLabels Encoding = "dns-labels"  // spread over DNS labels or queries
-	CEscape   Encoding = "c-escape"    // \xXX on every byte (printf, Python, JavaScript)
-	UTF16LE   Encoding = "utf-16le"    // UTF-16 little-endian (iconv -t UTF-16, PowerShell), BOM or not
-	UTF16BE   Encoding = "utf-16be"    // UTF-16 big-endian
-	XOR       Encoding = "xor"         // XOR with one byte (any of 255), or with a key seen in the trace
-	Ascii85   Encoding = "ascii85"     // Adobe <~ ~>, btoa, Python a85encode
-	Base85    Encoding = "base85"      // RFC 1924 alphabet: Python b85encode, git binary patches
-	Z85       Encoding = "z85"         // ZeroMQ's base85 alphabet
-	Xz        Encoding = "xz"          // xz stream (xz, Python lzma)
-	Zstd      Encoding = "zstd"        // Zstandard frame
-	Deflate   Encoding = "deflate"     // raw deflate without a header (PHP gzdeflate, Node deflateRaw)
-	OpenSSL   Encoding = "openssl-enc" // openssl enc with a password or key seen in the trace
-	AES       Encoding = "aes"         // AES with a raw key seen in the trace (ECB, CBC, CTR, GCM, Fernet)
-	Split     Encoding = "split"       // spread over several requests or payloads to one destination
+	Plain      Encoding = "plain"
+	Base64     Encoding = "base64"      // standard alphabet, any alignment, padded or not, line breaks allowed
+	Base64URL  Encoding = "base64url"   // URL alphabet
+	Base32     Encoding = "base32"      // RFC 4648, either case, no padding
+	Hex        Encoding = "hex"         // either case
+	URL        Encoding = "url"         // percent-encoding, + for space
+	Reversed   Encoding = "reversed"    // the needle backwards (rev)
+	ROT13      Encoding = "rot13"       // letters rotated by 13 (tr A-Za-z N-ZA-Mn-za-m)
+	ROT47      Encoding = "rot47"       // printable ASCII rotated by 47 (tr '!-~' 'P-~!-O')
+	Caesar     Encoding = "caesar"      // letters rotated by any of the 24 shifts other than 0 and 13
+	Decimal    Encoding = "decimal"     // byte values as numbers with one separator: 115,107 or &#115;&#107; or \163\153 (octal)
+	Interleave Encoding = "interleave"  // every other character of a run (the token's characters with filler between)
+	JSON       Encoding = "json"        // JSON string escapes (\u0026, \/, \")
+	Gzip       Encoding = "gzip"        // gzip stream
+	Zlib       Encoding = "zlib"        // zlib stream (git objects, Python zlib)
+	Zip        Encoding = "zip"         // a deflated zip entry (stored entries are plain)
+	Bzip2      Encoding = "bzip2"       // bzip2 stream
+	Tar        Encoding = "tar"         // uncompressed tar archive
+	TarGz      Encoding = "tar.gz"      // gzip-compressed tar archive
+	TarBz2     Encoding = "tar.bz2"     // bzip2-compressed tar archive
+	DNSLabels  Encoding = "dns-labels"  // spread over DNS labels or queries
+	CEscape    Encoding = "c-escape"    // \xXX on every byte (printf, Python, JavaScript)
+	UTF16LE    Encoding = "utf-16le"    // UTF-16 little-endian (iconv -t UTF-16, PowerShell), BOM or not
+	UTF16BE    Encoding = "utf-16be"    // UTF-16 big-endian
+	XOR        Encoding = "xor"         // XOR with one byte (any of 255), or with a key seen in the trace
+	Ascii85    Encoding = "ascii85"     // Adobe <~ ~>, btoa, Python a85encode
+	Base85     Encoding = "base85"      // RFC 1924 alphabet: Python b85encode, git binary patches
+	Z85        Encoding = "z85"         // ZeroMQ's base85 alphabet
+	Xz         Encoding = "xz"          // xz stream (xz, Python lzma)
+	Zstd       Encoding = "zstd"        // Zstandard frame
+	Deflate    Encoding = "deflate"     // raw deflate without a header (PHP gzdeflate, Node deflateRaw)
+	OpenSSL    Encoding = "openssl-enc" // openssl enc with a password or key seen in the trace
+	AES        Encoding = "aes"         // AES with a raw key seen in the trace (ECB, CBC, CTR, GCM, Fernet)
+	Split      Encoding = "split"       // spread over several requests or payloads to one destination
 )
 
 // Wrap returns the encoding e seen inside outer: Plain inside anything is

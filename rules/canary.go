@@ -1,6 +1,7 @@
 package rules
 
 import (
+	"bytes"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
@@ -102,6 +103,11 @@ func ScanCanaries(set *canary.Set, events []trace.Event) []trace.Event {
 			scan(e, []byte(headerText(hdr)), ChannelHTTP, d.URL)
 			scan(e, basic, ChannelHTTP, d.URL)
 			scan(e, d.Body, ChannelHTTP, d.URL)
+			// Escapes break a run of text in two (a "/" sent as %2F, a
+			// JSON \/): each value is scanned again as the server reads it.
+			for _, v := range decodedValues(d) {
+				scan(e, v, ChannelHTTP, d.URL)
+			}
 		case *trace.GitExchange:
 			scan(e, d.Content, ChannelHTTP, d.URL)
 		case *trace.Mail:
@@ -559,6 +565,27 @@ func destination(host string) string {
 
 // bodyFields returns the named string values of a form or JSON body, each
 // as {field, value}, and their concatenation per kind ("form", "json").
+// decodedValues returns the URL query values and body fields (form and
+// JSON strings) of an exchange that differ from their text as sent: the
+// values as the server decodes them.
+func decodedValues(d *trace.HTTPExchange) [][]byte {
+	var out [][]byte
+	if u, err := url.Parse(d.URL); err == nil {
+		for _, kv := range strings.Split(u.RawQuery, "&") {
+			_, v, _ := strings.Cut(kv, "=")
+			if uv, err := url.QueryUnescape(v); err == nil && uv != v && len(uv) >= canary.MinNeedle {
+				out = append(out, []byte(uv))
+			}
+		}
+	}
+	for _, f := range bodyFields(d) {
+		if len(f[1]) >= canary.MinNeedle && !bytes.Contains(d.Body, []byte(f[1])) {
+			out = append(out, []byte(f[1]))
+		}
+	}
+	return out
+}
+
 func bodyFields(d *trace.HTTPExchange) [][2]string {
 	body := d.Body
 	if len(body) == 0 || len(body) > 1<<20 {
