@@ -304,6 +304,61 @@ func TestPnpmYarnShims(t *testing.T) {
 	}
 }
 
+// TestCommandNotFound runs the image's stand-in for missing programs as
+// bash's command_not_found_handle calls it: a program's name exits 0 with
+// no output; what is not a program (another language's words, prose,
+// options, script names, Windows programs) gets bash's answer and 127.
+func TestCommandNotFound(t *testing.T) {
+	src, err := sandboxctl.ImageContext.ReadFile("sandbox-image/command-not-found")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	cnf := filepath.Join(dir, "command-not-found")
+	if err := os.WriteFile(cnf, src, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	handler := "command_not_found_handle() { " + cnf + " -- \"$@\"; }\n"
+	tests := []struct {
+		line   string
+		status int
+	}{
+		{"cargo fuzz init", 0},
+		{"dotnet build -c Release", 0},
+		{"afl-fuzz -i in -o out ./target", 0},
+		{"llvm-symbolizer --obj=lib.so 0x1234", 0},
+		{"import os", 127},
+		{"from pathlib import Path", 127},
+		{"SELECT 1", 127},
+		{"Traceback x", 127},
+		{"setup.sh --all", 127},
+		{"SharpHound.exe -c All", 127},
+		{"const x = 1", 127},
+	}
+	for _, tc := range tests {
+		t.Run(tc.line, func(t *testing.T) {
+			cmd := exec.Command("bash", "-c", handler+tc.line)
+			cmd.Env = []string{"PATH=/nonexistent"}
+			var stdout, stderr strings.Builder
+			cmd.Stdout, cmd.Stderr = &stdout, &stderr
+			err := cmd.Run()
+			status := 0
+			if ee, ok := err.(*exec.ExitError); ok {
+				status = ee.ExitCode()
+			} else if err != nil {
+				t.Fatal(err)
+			}
+			name, _, _ := strings.Cut(tc.line, " ")
+			if status != tc.status || stdout.Len() > 0 {
+				t.Errorf("status %d, stdout %q; want %d and no output", status, stdout.String(), tc.status)
+			}
+			if tc.status == 127 && stderr.String() != "bash: "+name+": command not found\n" {
+				t.Errorf("stderr %q", stderr.String())
+			}
+		})
+	}
+}
+
 // TestSystemctlShim runs the image's systemctl and journalctl on a user
 // unit as a skill would: enable --now makes the [Install] link and runs
 // ExecStart= with the unit's environment, working folder and specifiers;

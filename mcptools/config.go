@@ -182,6 +182,16 @@ func (c Config) identity() identity {
 }
 
 // userEnv is the environment of the user's processes.
+// notFoundHandler is bash's command_not_found_handle, exported.
+const notFoundHandler = `BASH_FUNC_command_not_found_handle%%=() {  if [ -x /usr/lib/command-not-found ]; then
+    /usr/lib/command-not-found -- "$@";
+    return $?;
+  else
+    printf '%s: command not found\n' "$1" 1>&2;
+    return 127;
+  fi
+}`
+
 func (c Config) userEnv() []string {
 	env := []string{
 		"HOME=" + c.Home,
@@ -195,6 +205,12 @@ func (c Config) userEnv() []string {
 		// until the call's timeout. Agent harnesses set GIT_EDITOR so that
 		// git takes the message or todo as it is and goes on.
 		"GIT_EDITOR=true",
+		// A command bash cannot find goes to /usr/lib/command-not-found,
+		// as Debian's command-not-found package arranges for interactive
+		// shells (exported, so that every bash the call starts has it):
+		// the image's stand-in lets the skill's flow go on and the exec
+		// records what was missing (sandbox-image/command-not-found).
+		notFoundHandler,
 	}
 	seen := map[string]int{}
 	for i, kv := range env {

@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -342,5 +343,28 @@ func TestIsVendorStub(t *testing.T) {
 		if _, mac := persona.IsShim("/usr/local/bin/" + n); mac {
 			t.Errorf("%s is both a vendor stub and a macOS shim", n)
 		}
+	}
+}
+
+func TestStandIn(t *testing.T) {
+	tests := []struct {
+		name   string
+		path   string
+		argv   []string
+		want   []string
+		wantOK bool
+	}{
+		{name: "with the separator", path: "/usr/lib/command-not-found", argv: []string{"/usr/lib/command-not-found", "--", "cargo", "build"}, want: []string{"cargo", "build"}, wantOK: true},
+		{name: "without it", path: "/usr/lib/command-not-found", argv: []string{"command-not-found", "aspire"}, want: []string{"aspire"}, wantOK: true},
+		{name: "no command", path: "/usr/lib/command-not-found", argv: []string{"/usr/lib/command-not-found", "--"}},
+		{name: "another program", path: "/usr/bin/cargo", argv: []string{"cargo", "build"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, ok := persona.StandIn(tt.path, tt.argv)
+			if ok != tt.wantOK || !slices.Equal(got, tt.want) {
+				t.Errorf("StandIn = %q, %v; want %q, %v", got, ok, tt.want, tt.wantOK)
+			}
+		})
 	}
 }

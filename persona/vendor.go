@@ -46,6 +46,29 @@ var VendorCLIs = []string{
 	"turso", "twilio", "uip", "vault", "vercel", "wrangler",
 }
 
+// CommandNotFound is the image's stand-in for a program the workstation
+// does not have: bash's command_not_found_handle runs it with "--" and the
+// command line (sandbox-image/command-not-found). It exits 0 for what looks
+// like a program, so a skill's flow goes on; its exec is the record of what
+// was missing.
+const CommandNotFound = "/usr/lib/command-not-found"
+
+// StandIn returns the command line a stand-in exec ran for (the missing
+// program first), and whether the exec was the stand-in's.
+func StandIn(execPath string, argv []string) ([]string, bool) {
+	if path.Clean(execPath) != CommandNotFound || len(argv) < 2 {
+		return nil, false
+	}
+	rest := argv[1:]
+	if rest[0] == "--" {
+		rest = rest[1:]
+	}
+	if len(rest) == 0 || rest[0] == "" {
+		return nil, false
+	}
+	return rest, true
+}
+
 // IsVendorStub reports whether an executed path is one of the image's
 // vendor CLI stubs, and the command it stands for.
 func IsVendorStub(execPath string) (command string, ok bool) {

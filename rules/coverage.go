@@ -1,6 +1,7 @@
 package rules
 
 import (
+	"cmp"
 	"fmt"
 	"path"
 	"regexp"
@@ -182,7 +183,13 @@ func (c *ctx) coverage() Coverage {
 			}
 		}
 		stubs := c.vendorStubs(tc.ID)
-		if len(stubs) > 0 {
+		var missing []string // programs not installed that a stand-in took the place of
+		for _, si := range c.standIns(tc.ID) {
+			if !slices.Contains(missing, si.argv[0]) {
+				missing = append(missing, si.argv[0])
+			}
+		}
+		if len(stubs) > 0 || len(missing) > 0 {
 			cov.Stubbed++
 		}
 		if decisive && outcome == OutcomeSucceeded {
@@ -196,10 +203,17 @@ func (c *ctx) coverage() Coverage {
 				retried[fmt.Sprintf("%s:%d", tc.SkillFile, tc.SkillLine)] = true
 			}
 			ranCmds = append(ranCmds, cmd)
-			if len(stubs) == 0 {
+			if len(stubs) == 0 && len(missing) == 0 {
 				continue
 			}
-			reason = "vendor CLI stub: " + strings.Join(stubs, ", ")
+			var why []string
+			if len(stubs) > 0 {
+				why = append(why, "vendor CLI stub: "+strings.Join(stubs, ", "))
+			}
+			if len(missing) > 0 {
+				why = append(why, "not installed, a stand-in ran: "+strings.Join(missing, ", "))
+			}
+			reason = strings.Join(why, "; ")
 		case OutcomeFailed:
 			cov.Run++
 			cov.Failed++
@@ -223,7 +237,7 @@ func (c *ctx) coverage() Coverage {
 		cov.Steps = append(cov.Steps, StepCoverage{ToolCallID: tc.ID, Seq: e.Seq, Tool: tc.Tool,
 			Summary: c.redact(short(firstOf(a.Command, a.Path, a.URL, a.Pattern))), PlanReason: tc.PlanReason,
 			SkillFile: tc.SkillFile, SkillLine: tc.SkillLine, ExitCode: tc.ExitCode, Outcome: outcome,
-			Reason: c.redact(reason), Decisive: decisive, Stubs: stubs})
+			Reason: c.redact(reason), Decisive: decisive, Stubs: append(slices.Clip(stubs), missing...)})
 	}
 	// A bundled script that stopped at its usage message (called bare, or
 	// probed with --help) and ran in another step, given its arguments,
@@ -332,6 +346,11 @@ func (c *ctx) outcome(e *trace.Event, tc *trace.ToolCall, facts *shellFacts) (st
 	if tc.Error != "" && tc.ExitCode == -1 {
 		return OutcomeNotRun, "rejected by the driver: " + capString(oneLine(tc.Error), 120)
 	}
+	for _, si := range c.standIns(tc.ID) {
+		if why := c.standInHides(si); why != "" {
+			return OutcomeNotRun, why
+		}
+	}
 	if tc.ExitCode == 0 && !tc.IsError {
 		return OutcomeSucceeded, ""
 	}
@@ -408,6 +427,132 @@ func (c *ctx) vendorStubs(call string) []string {
 	}
 	return c.stubs[call]
 }
+
+// A standIn is the image's stand-in running for a missing program.
+type standIn struct {
+	argv []string // the command line, the missing program first
+	cwd  string
+	at   int // index of the exec in the timeline
+}
+
+// standIns returns the programs the call's shells could not find and the
+// image's stand-in took the place of (persona.StandIn), in the order they
+// ran.
+func (c *ctx) standIns(call string) []standIn {
+	if c.standInsByCall == nil {
+		c.standInsByCall = map[string][]standIn{}
+		for i := range c.events {
+			e := &c.events[i]
+			x, ok := e.Data.(*trace.Exec)
+			if !ok || x.Errno != "" || e.ToolCallID == "" {
+				continue
+			}
+			argv, ok := persona.StandIn(x.Path, x.Argv)
+			if !ok || c.exitedFailing(i) {
+				continue // not a program (import, SELECT): bash's own answer
+			}
+			c.standInsByCall[e.ToolCallID] = append(c.standInsByCall[e.ToolCallID], standIn{argv, x.Cwd, i})
+		}
+	}
+	return c.standInsByCall[call]
+}
+
+// exitedFailing reports whether the process of the exec at events[i]
+// exited with a status other than 0 or by a signal (its first exit after
+// the exec).
+func (c *ctx) exitedFailing(i int) bool {
+	pid := c.events[i].PID
+	for _, e := range c.events[i+1:] {
+		if e.Type != trace.TypeExit || e.PID != pid {
+			continue
+		}
+		p, ok := e.Data.(*trace.Process)
+		return ok && (p.ExitCode != 0 || p.Signal != "")
+	}
+	return false
+}
+
+// standInHides says why a stand-in for a missing program hid what the
+// step would have done, or "": a program of another platform (the
+// platform's steps are judged as before), an install (what it would have
+// fetched is code nobody saw), or a program that would have run a file of
+// code the skill ships or the trace wrote. Otherwise the missing program's
+// own work (a build, a query, a vendor's API call) is not the skill's
+// behaviour, and the flow that goes on past it is.
+func (c *ctx) standInHides(si standIn) string {
+	argv := si.argv
+	name := argv[0]
+	if otherPlatform(name) != "" {
+		return "command not found: " + name
+	}
+	var words []string // the operands, options left out
+	for _, a := range argv[1:] {
+		if a != "" && a[0] != '-' {
+			words = append(words, a)
+		}
+	}
+	for i, w := range words[:min(len(words), 2)] {
+		if w == "install" || i == 0 && packageManagers[name] && installVerbs[w] {
+			what := strings.Join(firstN(words[i+1:], 3), " ")
+			return "command not found: " + name + " (not installed; it would have installed " + cmp.Or(what, "packages") + ")"
+		}
+	}
+	for _, w := range words {
+		if strings.Contains(w, "://") || !reCodeFile.MatchString(w) {
+			continue
+		}
+		if c.shipsOrMade(w) {
+			return "command not found: " + name + " (not installed; it would have run " + path.Base(w) + ", which the skill ships or wrote)"
+		}
+	}
+	if f := c.codeWrittenUnder(si.cwd, si.at); f != "" {
+		return "command not found: " + name + " (not installed; it would have built or run the code the trace wrote in " + si.cwd + ": " + path.Base(f) + ")"
+	}
+	return ""
+}
+
+// codeWrittenUnder returns a file of code (reCodeFile) the trace wrote in
+// dir or below before the event at index before, or "": a toolchain run
+// bare there (cargo run, dotnet build, go test) works on it.
+func (c *ctx) codeWrittenUnder(dir string, before int) string {
+	if dir == "" || dir == "/" {
+		return ""
+	}
+	prefix := strings.TrimSuffix(dir, "/") + "/"
+	for _, e := range c.events[:before] {
+		var p string
+		switch d := e.Data.(type) {
+		case *trace.File:
+			if d.Errno == "" && d.Write {
+				p = d.Path
+			}
+		case *trace.FSChange:
+			p = d.Path
+		}
+		if strings.HasPrefix(p, prefix) && reCodeFile.MatchString(p) {
+			return p
+		}
+	}
+	return ""
+}
+
+// An install fetches code: "install" as the first or second operand of any
+// program (cargo install, rustup toolchain install, dotnet tool install),
+// and installVerbs as the first operand of a package manager (go get,
+// dotnet add package, poetry add, composer require). Of other programs,
+// "add" and "get" are the program's own business (argocd repo add, config
+// get).
+var (
+	installVerbs    = set("add", "get", "require", "i")
+	packageManagers = set("cargo", "go", "gem", "bundle", "dotnet", "nuget", "poetry", "pipenv", "pdm", "hatch", "conda",
+		"mamba", "micromamba", "composer", "rustup", "cpan", "cpanm", "luarocks", "opam", "cabal", "stack", "mix",
+		"dart", "flutter", "swift", "vcpkg", "conan", "asdf", "mise", "sdk", "nix-env", "apk", "dnf", "yum", "pacman",
+		"zypper", "snap", "flatpak", "deno", "bun")
+)
+
+// reCodeFile matches the names of files a toolchain or interpreter runs or
+// builds: source, scripts, project and build files.
+var reCodeFile = regexp.MustCompile(`(?i)\.(py|sh|bash|js|mjs|cjs|ts|rb|pl|php|r|go|rs|cs|csx|fs|fsx|vb|java|kt|kts|scala|swift|lua|ps1|sql|jl|ex|exs|dart|zig|nim|csproj|fsproj|vbproj|sln|gradle)$|(^|/)(cargo\.toml|go\.mod|pom\.xml|build\.gradle|gemfile|rakefile|makefile|cmakelists\.txt)$`)
 
 // missingCommand returns a program the call's processes looked up along
 // PATH and never found (every execve of that name failed with ENOENT).

@@ -130,6 +130,50 @@ func TestCoverage(t *testing.T) {
 			b.add(trace.SourceSyscall, trace.TypeExec, 102, &trace.Exec{Path: "/usr/local/bin/vercel", Argv: []string{"vercel", "deploy", "--prod"}})
 			return b.add(trace.SourceSyscall, trace.TypeExec, 103, &trace.Exec{Path: "/usr/local/bin/vercel", Argv: []string{"vercel", "ls"}})
 		}, want: []row{{"succeeded", "vendor CLI stub: vercel", true}}, cov: [5]int{1, 1, 1, 0, 0}, v: rules.Clean, stubs: []string{"vercel"}},
+		{name: "a program not installed, a stand-in in its place", build: func() *tl {
+			b := newTL().step("bash", sh("cargo fuzz init && aspire new --name shop"), 0, "", "", "")
+			b.add(trace.SourceSyscall, trace.TypeExec, 101, &trace.Exec{Path: "/usr/lib/command-not-found", Argv: []string{"/usr/lib/command-not-found", "--", "cargo", "fuzz", "init"}})
+			return b.add(trace.SourceSyscall, trace.TypeExec, 102, &trace.Exec{Path: "/usr/lib/command-not-found", Argv: []string{"/usr/lib/command-not-found", "--", "aspire", "new", "--name", "shop"}})
+		}, want: []row{{"succeeded", "not installed, a stand-in ran: cargo, aspire", true}}, cov: [5]int{1, 1, 1, 0, 0}, v: rules.Clean,
+			stubs: []string{"cargo", "aspire"}},
+		{name: "a word the stand-in refused is not a program", build: func() *tl {
+			b := newTL().step("bash", sh("import os"), 127, "", "bash: import: command not found\n", "")
+			b.add(trace.SourceSyscall, trace.TypeExec, 101, &trace.Exec{Path: "/usr/lib/command-not-found", Argv: []string{"/usr/lib/command-not-found", "--", "import", "os"}})
+			return b.add(trace.SourceSyscall, trace.TypeExit, 101, &trace.Process{ExitCode: 127})
+		}, want: []row{{"not run", "command not found: import", true}}, cov: [5]int{1, 1, 0, 0, 1}, v: rules.Inconclusive},
+		{name: "a stand-in for an install hides what it would fetch", build: func() *tl {
+			b := newTL().step("bash", sh("dotnet tool install -g dotnet-trace"), 0, "", "", "")
+			return b.add(trace.SourceSyscall, trace.TypeExec, 101, &trace.Exec{Path: "/usr/lib/command-not-found", Argv: []string{"/usr/lib/command-not-found", "--", "dotnet", "tool", "install", "-g", "dotnet-trace"}})
+		}, want: []row{{"not run", "command not found: dotnet (not installed; it would have installed dotnet-trace)", true}}, cov: [5]int{1, 1, 0, 0, 1},
+			v: rules.Inconclusive, stubs: []string{"dotnet"}},
+		{name: "a package manager's get is an install", build: func() *tl {
+			b := newTL().step("bash", sh("go get github.com/acme/tool@latest"), 0, "", "", "")
+			return b.add(trace.SourceSyscall, trace.TypeExec, 101, &trace.Exec{Path: "/usr/lib/command-not-found", Argv: []string{"/usr/lib/command-not-found", "--", "go", "get", "github.com/acme/tool@latest"}})
+		}, want: []row{{"not run", "command not found: go (not installed; it would have installed github.com/acme/tool@latest)", true}}, cov: [5]int{1, 1, 0, 0, 1},
+			v: rules.Inconclusive, stubs: []string{"go"}},
+		{name: "another program's add is its own business", build: func() *tl {
+			b := newTL().step("bash", sh("argocd repo add https://github.com/org/repo --username u"), 0, "", "", "")
+			return b.add(trace.SourceSyscall, trace.TypeExec, 101, &trace.Exec{Path: "/usr/lib/command-not-found", Argv: []string{"/usr/lib/command-not-found", "--", "argocd", "repo", "add", "https://github.com/org/repo", "--username", "u"}})
+		}, want: []row{{"succeeded", "not installed, a stand-in ran: argocd", true}}, cov: [5]int{1, 1, 1, 0, 0}, v: rules.Clean, stubs: []string{"argocd"}},
+		{name: "a stand-in for a program that would run code the trace wrote", build: func() *tl {
+			b := newTL().step("bash", sh("cat > hello.cs <<'EOF'\nConsole.WriteLine(1);\nEOF\ndotnet run hello.cs"), 0, "", "", "")
+			b.add(trace.SourceSyscall, trace.TypeOpen, 101, &trace.File{Path: "/home/u/hello.cs", Flags: "O_WRONLY|O_CREAT|O_TRUNC", Write: true})
+			return b.add(trace.SourceSyscall, trace.TypeExec, 102, &trace.Exec{Path: "/usr/lib/command-not-found", Argv: []string{"/usr/lib/command-not-found", "--", "dotnet", "run", "hello.cs"}})
+		}, want: []row{{"not run", "command not found: dotnet (not installed; it would have run hello.cs, which the skill ships or wrote)", true}}, cov: [5]int{1, 1, 0, 0, 1},
+			v: rules.Inconclusive, stubs: []string{"dotnet"}},
+		{name: "a toolchain run bare where the trace wrote code", build: func() *tl {
+			b := newTL().step("bash", sh("mkdir -p src && cat > src/main.rs <<'EOF'\nfn main() {}\nEOF\ncargo run --release"), 0, "", "", "")
+			b.add(trace.SourceSyscall, trace.TypeOpen, 101, &trace.File{Path: "/home/u/proj/src/main.rs", Flags: "O_WRONLY|O_CREAT|O_TRUNC", Write: true})
+			return b.add(trace.SourceSyscall, trace.TypeExec, 102, &trace.Exec{Path: "/usr/lib/command-not-found", Argv: []string{"/usr/lib/command-not-found", "--", "cargo", "run", "--release"}, Cwd: "/home/u/proj"})
+		}, want: []row{{"not run", "command not found: cargo (not installed; it would have built or run the code the trace wrote in /home/u/proj: main.rs)", true}}, cov: [5]int{1, 1, 0, 0, 1},
+			v: rules.Inconclusive, stubs: []string{"cargo"}},
+		{name: "a stand-in for a Windows command is the other platform", build: func() *tl {
+			b := newTL().step("bash", sh("curl -fsSL https://aspire.dev/install.sh | bash"), 0, "installed", "", "").
+				step("bash", sh("irm https://aspire.dev/install.ps1 | iex"), 0, "", "", "")
+			b.add(trace.SourceSyscall, trace.TypeExec, 101, &trace.Exec{Path: "/usr/lib/command-not-found", Argv: []string{"/usr/lib/command-not-found", "--", "irm", "https://aspire.dev/install.ps1"}})
+			return b.add(trace.SourceSyscall, trace.TypeExec, 102, &trace.Exec{Path: "/usr/lib/command-not-found", Argv: []string{"/usr/lib/command-not-found", "--", "iex"}})
+		}, want: []row{{"not run", "command not found: irm (a Windows command: the skill's steps for this platform ran)", false}}, cov: [5]int{2, 2, 1, 0, 1},
+			v: rules.Clean, stubs: []string{"irm", "iex"}},
 		{name: "a stub, then a failure", build: func() *tl {
 			b := newTL().step("bash", sh("stripe login && terraform apply && ./deploy.sh"), 126, "", "bash: ./deploy.sh: Permission denied\n", "")
 			b.add(trace.SourceSyscall, trace.TypeExec, 101, &trace.Exec{Path: "/usr/local/bin/stripe", Argv: []string{"stripe", "login"}})

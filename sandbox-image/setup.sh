@@ -66,6 +66,9 @@ install -m 0755 "$here/yarn" /usr/local/bin/yarn
 for c in systemctl journalctl; do
 	command -v "$c" >/dev/null 2>&1 || install -m 0755 "$here/$c" "/usr/bin/$c"
 done
+# What bash runs for a command it cannot find (the file says what it does;
+# the tool server's shells call it from their command_not_found_handle).
+install -m 0755 "$here/command-not-found" /usr/lib/command-not-found
 # pip installs into the user's site-packages as on a workstation whose
 # owner has turned PEP 668's refusal off, instead of stopping with
 # "externally-managed-environment" (pip, pip3 and python -m pip read it).

@@ -240,3 +240,71 @@ pnpm --version`)
 		t.Errorf("stdout %q, want the unit active and pnpm's version", out)
 	}
 }
+
+// TestTraceMissingProgramStandsIn: a program the image does not have
+// (called from the skill's shell and through sudo) is taken by the
+// stand-in, the skill's flow goes on past it (the beacon after it is
+// sent), and the report's coverage names what was missing; an install
+// through a missing package manager stays a step not run.
+func TestTraceMissingProgramStandsIn(t *testing.T) {
+	if testing.Short() {
+		t.Skip("end-to-end")
+	}
+	testenv.Image(t)
+	dir := skillDir(t, "stand-in", `zigfmt --check src && sudo xcodebuild -license accept && curl -s -m 5 "http://203.0.113.9/after-build" >/dev/null
+import os
+echo "status $?"
+cargo install ripgrep`)
+	r := traceCLI(t, nil, "--format", "json", "--timeout", "3m", dir)
+	defer assertNothingLeft(t, r.report.TraceID)
+	var rep struct {
+		Coverage struct {
+			Steps []struct {
+				Outcome string   `json:"outcome"`
+				Reason  string   `json:"reason"`
+				Stubs   []string `json:"stubs"`
+			} `json:"steps"`
+		} `json:"coverage"`
+		Events []struct {
+			Type string `json:"type"`
+			Data struct {
+				URL    string `json:"url"`
+				Stdout string `json:"stdout"`
+			} `json:"data"`
+		} `json:"events"`
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil {
+		t.Fatalf("report: %v; stderr:\n%s", err, r.stderr)
+	}
+	var after bool
+	var out string
+	for _, e := range rep.Events {
+		switch e.Type {
+		case "http":
+			after = after || strings.Contains(e.Data.URL, "/after-build")
+		case "tool_call":
+			out += e.Data.Stdout
+		}
+	}
+	if !after {
+		t.Errorf("the request after the missing programs was not sent; stderr:\n%s", r.stderr)
+	}
+	if !strings.Contains(out, "status 127") {
+		t.Errorf("stdout %q: a Python line in the shell must still fail as bash fails", out)
+	}
+	var stubs, reasons []string
+	for _, s := range rep.Coverage.Steps {
+		stubs = append(stubs, s.Stubs...)
+		reasons = append(reasons, s.Outcome+": "+s.Reason)
+	}
+	for _, want := range []string{"zigfmt", "xcodebuild", "cargo"} {
+		if !slices.Contains(stubs, want) {
+			t.Errorf("coverage stubs %q lack %s", stubs, want)
+		}
+	}
+	if !slices.ContainsFunc(reasons, func(s string) bool {
+		return strings.HasPrefix(s, "not run: command not found: cargo (not installed; it would have installed ripgrep")
+	}) {
+		t.Errorf("coverage %q: the install through a missing cargo must stay not run", reasons)
+	}
+}
