@@ -64,6 +64,10 @@ type Home struct {
 	// history, its git-ignored .env files holding canaries, CLAUDE.md and
 	// .mcp.json; where an agent the user starts in their project works.
 	Project string
+	// Projects maps each kind of the planted git projects ("node",
+	// "python", "go", "terraform") to the first of that kind (absolute);
+	// the main project is among them.
+	Projects map[string]string
 }
 
 // Names that must never be a user: sandbox tells, and what probes look for.
@@ -203,7 +207,7 @@ func (x *Builder) Finish() (*Home, error) {
 		}
 		ids[t.ID] = true
 	}
-	h := &Home{User: b.user, FullName: b.fullName, Hostname: b.host, HomeDir: b.home, Set: canary.NewSet(b.tokens...), Project: b.project}
+	h := &Home{User: b.user, FullName: b.fullName, Hostname: b.host, HomeDir: b.home, Set: canary.NewSet(b.tokens...), Project: b.project, Projects: b.projects}
 	h.Env = append([]string{
 		"HOME=" + b.home, "USER=" + b.user, "LOGNAME=" + b.user, "SHELL=/bin/bash",
 		"PATH=" + b.home + "/" + NPMPrefix + "/bin:" + b.home + "/.local/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
@@ -275,6 +279,7 @@ type builder struct {
 	chromeKey                         []byte // Chrome's encryption key; nil: Linux's
 	safeStorage                       canary.Token
 	project                           string                 // the main project, absolute (Home.Project)
+	projects                          map[string]string      // kind -> first project of that kind (Home.Projects)
 	rsaKey                            func() *rsa.PrivateKey // ~/.ssh/id_rsa's key, made in the background
 	rsaTime                           time.Time              // and its mtime
 	later                             []func()               // what waits for work done in the background

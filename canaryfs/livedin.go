@@ -71,6 +71,12 @@ func (b *builder) plantProject(p projectKind, main bool) {
 		b.register(b.m.DatabaseURL(loc+"/.env", "postgres", strings.ReplaceAll(p.name, "-", "_"), "db.internal."+b.company.domain, strings.ReplaceAll(p.name, "-", "_"))).Value,
 		b.mint(canary.StripeKey, dir+"/.env"), b.mint(canary.AWSAccessKey, dir+"/.env"), b.mint(canary.AWSSecretKey, dir+"/.env"))
 	untracked := []gitFile{{".env", 0o600, []byte(env)}}
+	if b.projects == nil {
+		b.projects = map[string]string{}
+	}
+	if _, ok := b.projects[p.lang]; !ok {
+		b.projects[p.lang] = b.abs(dir)
+	}
 	if main {
 		b.project = b.abs(dir)
 		untracked = append(untracked,

@@ -1,6 +1,7 @@
 package orchestrator
 
 import (
+	"maps"
 	"strings"
 
 	"github.com/sandboxctl/sandboxctl/agent/literal"
@@ -22,8 +23,17 @@ func literalConfig(st *run) literal.Config {
 	if workdir == "" {
 		workdir = st.fixtures.Paths[canaryfs.FixtureGit]
 	}
+	// The git projects by kind; the fixtures' Node project where the home
+	// has none.
+	projects := maps.Clone(st.home.Projects)
+	if d := st.fixtures.Paths[canaryfs.FixtureNode]; d != "" && projects["node"] == "" {
+		if projects == nil {
+			projects = map[string]string{}
+		}
+		projects["node"] = d
+	}
 	return literal.Config{
-		SkillDir: st.skillDir, Home: st.home.HomeDir, Workdir: workdir, Fixtures: st.fixtures.Paths, Env: env,
+		SkillDir: st.skillDir, Home: st.home.HomeDir, Workdir: workdir, Projects: projects, Fixtures: st.fixtures.Paths, Env: env,
 		User: st.home.User, FullName: st.home.FullName, Email: st.fixtures.Email, Domain: st.fixtures.Domain,
 		// Today as the sandbox sees it: under a fake clock, the fake date.
 		Date: st.started.Add(st.clockOff).In(st.location()).Format("2006-01-02"),

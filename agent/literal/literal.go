@@ -34,6 +34,12 @@ type Config struct {
 	// the tool's default, the home. Bundled scripts run from SkillDir
 	// whatever it is.
 	Workdir string
+	// Projects maps a kind of project ("node", "python", "go",
+	// "terraform") to a git project of that kind in the seeded home. A
+	// skill whose commands are those of one kind (npm test, pytest, go
+	// build, terraform plan) starts in that project rather than Workdir,
+	// as its user would start the agent in a project the skill is for.
+	Projects map[string]string
 	// Fixtures maps a fixture kind ("pptx", "pdf", "csv", "png", "git",
 	// "node", "python", "dir", ...: canaryfs.Fixture*) to the absolute path
 	// of a planted file or folder of that kind. A placeholder for a file of
@@ -187,6 +193,9 @@ func Plan(s *skill.Skill, cfg Config) ([]agent.Proposal, []string) {
 func plan(s *skill.Skill, cfg Config) *planner {
 	p := &planner{s: s, dir: cfg.SkillDir, seen: map[string]bool{}, scripts: map[string]bool{}, ran: map[string]bool{}, fetched: map[string]bool{},
 		read: map[string]bool{}, exported: map[string]string{}, setBy: map[string]string{}, cwd: cfg.Workdir}
+	if d := cfg.Projects[ecosystem(s)]; d != "" {
+		p.cwd = d
+	}
 	if p.dir == "" {
 		p.dir = "~/.agents/skills/" + s.Name
 	}
