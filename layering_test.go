@@ -134,8 +134,11 @@ func TestLayering(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		// cmd/ and bench/ hold commands; internal/testenv is test support.
-		if d.IsDir() && (path == "cmd" || path == "bench" || path == "internal/testenv" || strings.HasPrefix(d.Name(), ".") && path != ".") {
+		// cmd/ and bench/ hold commands; internal/testenv is test support;
+		// runs/ and bin/ are outputs (traces keep the files skills wrote),
+		// testdata/ is not built.
+		if d.IsDir() && (path == "cmd" || path == "bench" || path == "internal/testenv" || path == "runs" || path == "bin" ||
+			d.Name() == "testdata" || strings.HasPrefix(d.Name(), ".") && path != ".") {
 			return filepath.SkipDir
 		}
 		if d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
