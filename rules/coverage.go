@@ -143,8 +143,8 @@ var reVersionOnly = regexp.MustCompile(`^\S+(?:\s+(?:--version|-V|version|--help
 func (c *ctx) coverage() Coverage {
 	cov := Coverage{Steps: []StepCoverage{}}
 	setEarlier := map[string]bool{}
-	retried := map[string]bool{} // skill file:line of the retries after an install that succeeded
-	var otherSteps []int         // steps whose command only another platform has was not found
+	retried := map[string]string{} // skill file:line of the retries that succeeded: their plan reason
+	var otherSteps []int           // steps whose command only another platform has was not found
 	decisiveRan := 0
 	var ranCmds []string            // the commands of the steps that succeeded
 	stepCmds := map[int]string{}    // the command of each step listed, by its index in cov.Steps
@@ -199,8 +199,8 @@ func (c *ctx) coverage() Coverage {
 		case OutcomeSucceeded:
 			cov.Run++
 			cov.Succeeded++
-			if tc.PlanReason == planRetry {
-				retried[fmt.Sprintf("%s:%d", tc.SkillFile, tc.SkillLine)] = true
+			if tc.PlanReason == planRetry || tc.PlanReason == planRetryArgs {
+				retried[fmt.Sprintf("%s:%d", tc.SkillFile, tc.SkillLine)] = tc.PlanReason
 			}
 			ranCmds = append(ranCmds, cmd)
 			if len(stubs) == 0 && len(missing) == 0 {
@@ -259,12 +259,16 @@ func (c *ctx) coverage() Coverage {
 	// when the retry ran: the retry is the step that counts.
 	for i := range cov.Steps {
 		st := &cov.Steps[i]
-		if !st.Decisive || st.Outcome == OutcomeSucceeded || st.SkillFile == "" || st.PlanReason == planRetry {
+		if !st.Decisive || st.Outcome == OutcomeSucceeded || st.SkillFile == "" || st.PlanReason == planRetry || st.PlanReason == planRetryArgs {
 			continue
 		}
-		if retried[fmt.Sprintf("%s:%d", st.SkillFile, st.SkillLine)] {
+		if how := retried[fmt.Sprintf("%s:%d", st.SkillFile, st.SkillLine)]; how != "" {
 			st.Decisive = false
-			st.Reason += " (ran again after the install it asked for)"
+			if how == planRetryArgs {
+				st.Reason += " (ran again without the arguments its parser did not recognise)"
+			} else {
+				st.Reason += " (ran again after the install it asked for)"
+			}
 			cov.Decisive--
 			if st.Outcome == OutcomeNotRun {
 				cov.DecisiveNotRun--
@@ -304,6 +308,10 @@ func (c *ctx) coverage() Coverage {
 // planRetry is agent.ReasonRetry: a call made again after the install its
 // output asked for.
 const planRetry = "retry after install"
+
+// planRetryArgs is agent.ReasonRetryArgs: a call made again without the
+// arguments its parser refused.
+const planRetryArgs = "retry without unrecognized arguments"
 
 // windowsOnly are commands only Windows has (PowerShell and its aliases,
 // cmd's built-ins and package managers): a skill lists them beside the

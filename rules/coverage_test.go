@@ -72,6 +72,13 @@ func TestCoverage(t *testing.T) {
 				step("bash", sh("python3 -m pip install psutil 2>&1 | tail -n 2\npython3 tool.py"), 0, "ok", "", "")
 			return b.retryOf(11)
 		}, want: []row{{"not run", "missing module: ModuleNotFoundError: No module named 'psutil' (ran again after the install it asked for)", false}}, cov: [5]int{2, 2, 1, 0, 1}, v: rules.Clean},
+		{name: "a step that ran again without the arguments its parser refused", build: func() *tl {
+			b := newTL().step("bash", sh("python3 gen.py ./app --platform=github"), 2, "", "gen.py: error: unrecognized arguments: --platform=github\n", "").
+				step("bash", sh("python3 gen.py ./app"), 0, "ok", "", "")
+			tc := b.evs[len(b.evs)-1].Data.(*trace.ToolCall)
+			tc.SkillLine, tc.PlanReason = 11, "retry without unrecognized arguments"
+			return b
+		}, want: []row{{"not run", "unsupported option (ran again without the arguments its parser did not recognise)", false}}, cov: [5]int{2, 2, 1, 0, 1}, v: rules.Clean},
 		{name: "a retry that failed again keeps the step decisive", build: func() *tl {
 			b := newTL().step("bash", sh("python3 tool.py"), 1, "", "ModuleNotFoundError: No module named 'psutil'\n", "").
 				step("bash", sh("python3 -m pip install psutil 2>&1 | tail -n 2\npython3 tool.py"), 1, "", "ModuleNotFoundError: No module named 'psutil'\n", "")

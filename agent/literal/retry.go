@@ -3,6 +3,7 @@ package literal
 import (
 	"encoding/json"
 	"regexp"
+	"strconv"
 	"strings"
 
 	"github.com/sandboxctl/sandboxctl/agent"
@@ -88,7 +89,14 @@ func (d *Driver) retry(ex agent.Exchange) (agent.Proposal, bool) {
 	if cmd == "" {
 		return agent.Proposal{}, false
 	}
-	install, key, ok := installFor(ex.Result.Stderr + "\n" + ex.Result.Stdout)
+	out := ex.Result.Stderr + "\n" + ex.Result.Stdout
+	reason := agent.ReasonRetry
+	install, key, ok := installFor(out)
+	if ok {
+		cmd = install + "\n" + cmd
+	} else if trimmed, ok2 := withoutUnrecognized(cmd, out); ok2 {
+		cmd, key, ok, reason = trimmed, "args:"+ex.Call.SkillFile+":"+strconv.Itoa(ex.Call.SkillLine), true, agent.ReasonRetryArgs
+	}
 	if !ok || d.installed[key] {
 		return agent.Proposal{}, false
 	}
@@ -97,8 +105,60 @@ func (d *Driver) retry(ex agent.Exchange) (agent.Proposal, bool) {
 	}
 	d.installed[key] = true
 	d.retries++
-	args["command"] = install + "\n" + cmd
+	args["command"] = cmd
 	b, _ := json.Marshal(args) // strings and plain values: cannot fail
 	return agent.Proposal{ToolCall: agent.ToolCall{Name: toolspec.Bash, Arguments: b, SkillFile: ex.Call.SkillFile,
-		SkillLine: ex.Call.SkillLine, PlanReason: agent.ReasonRetry}}, true
+		SkillLine: ex.Call.SkillLine, PlanReason: reason}}, true
+}
+
+// argparse's refusal of arguments a script does not define: the skill's
+// text documents options its bundled script does not have (or no longer
+// has). An agent reads the usage line and runs the script again without
+// them; so does the driver.
+var unrecognizedRE = regexp.MustCompile(`(?m)^[\w.-]+: error: unrecognized arguments: (.+)$`)
+
+// withoutUnrecognized returns cmd without the arguments out says a
+// script's parser did not recognise, when each is a word of cmd (as
+// written, or quoted whole); false when there are none or one is not.
+func withoutUnrecognized(cmd, out string) (string, bool) {
+	ms := unrecognizedRE.FindAllStringSubmatch(out, -1)
+	if len(ms) == 0 {
+		return "", false
+	}
+	for _, m := range ms {
+		for _, arg := range strings.Fields(m[1]) {
+			var found bool
+			if cmd, found = dropWord(cmd, arg); !found {
+				return "", false
+			}
+		}
+	}
+	return cmd, true
+}
+
+// dropWord removes the first occurrence of w from cmd as a whole shell
+// word (bare, or in single or double quotes) with the blank before it.
+func dropWord(cmd, w string) (string, bool) {
+	for _, q := range []string{"", "'", `"`} {
+		word := q + w + q
+		for from := 0; ; {
+			i := strings.Index(cmd[from:], word)
+			if i < 0 {
+				break
+			}
+			i += from
+			end := i + len(word)
+			before := i == 0 || cmd[i-1] == ' ' || cmd[i-1] == '\t'
+			after := end == len(cmd) || strings.ContainsRune(" \t\n;|&)", rune(cmd[end]))
+			if before && after {
+				start := i
+				for start > 0 && (cmd[start-1] == ' ' || cmd[start-1] == '\t') {
+					start--
+				}
+				return cmd[:start] + cmd[end:], true
+			}
+			from = i + 1
+		}
+	}
+	return cmd, false
 }

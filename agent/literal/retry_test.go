@@ -93,3 +93,65 @@ func TestDriverRetriesAfterInstall(t *testing.T) {
 		})
 	}
 }
+
+// TestDriverRetriesWithoutUnrecognizedArguments: a bundled script whose
+// parser refuses options the skill's text documents runs again without
+// them, once; a refusal the driver cannot undo (an argument not in the
+// command as a word) is left as it is.
+func TestDriverRetriesWithoutUnrecognizedArguments(t *testing.T) {
+	tests := []struct {
+		name, step, stderr string
+		want               string // the retried command; "" for no retry
+	}{
+		{name: "options with = and a bare one",
+			step:   "python3 gen.py ./app --platform=github --stages=build,test --dry",
+			stderr: "usage: gen.py [-h] [--json] target\ngen.py: error: unrecognized arguments: --platform=github --stages=build,test --dry\n",
+			want:   "python3 gen.py ./app"},
+		{name: "an option and its quoted value",
+			step:   `python3 gen.py ./app --title "v1" --json`,
+			stderr: "gen.py: error: unrecognized arguments: --title v1\n",
+			want:   "python3 gen.py ./app --json"},
+		{name: "a value with a space cannot be found as written",
+			step:   `python3 gen.py ./app --title "release one"`,
+			stderr: "gen.py: error: unrecognized arguments: --title release one\n"},
+		{name: "another error", step: "python3 gen.py", stderr: "gen.py: error: the following arguments are required: target\n"},
+	}
+	command := func(c agent.ToolCall) string {
+		var a struct{ Command string }
+		_ = json.Unmarshal(c.Arguments, &a)
+		return a.Command
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			if err := os.WriteFile(filepath.Join(dir, "SKILL.md"), []byte("---\nname: gen\ndescription: d\n---\n\n```bash\n"+tt.step+"\n```\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			s, err := skill.Load(dir, skill.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			sess := &agenttest.Session{Handle: func(ctx context.Context, c agent.ToolCall) (agent.ToolResult, error) {
+				return agent.ToolResult{ExitCode: 2, Stderr: tt.stderr, Text: tt.stderr}, nil
+			}}
+			res, err := (&agent.Loop{Session: sess}).Run(t.Context(), literal.New(s, literal.Config{}))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var cmds []string
+			for _, ex := range res.Calls {
+				cmds = append(cmds, command(ex.Call))
+			}
+			if tt.want == "" {
+				if len(cmds) != 1 {
+					t.Errorf("calls %q, want the one planned", cmds)
+				}
+				return
+			}
+			if len(cmds) != 2 || !strings.HasSuffix(cmds[1], tt.want) || strings.Contains(cmds[1], "--platform") ||
+				res.Calls[1].Call.PlanReason != agent.ReasonRetryArgs || res.Calls[1].Call.SkillLine != res.Calls[0].Call.SkillLine {
+				t.Errorf("calls %q (%s), want the step then %q once", cmds, res.Calls[len(res.Calls)-1].Call.PlanReason, tt.want)
+			}
+		})
+	}
+}
