@@ -1,9 +1,12 @@
 package canaryfs
 
 import (
+	"archive/tar"
 	"archive/zip"
 	"bytes"
 	"cmp"
+	"compress/gzip"
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"image"
@@ -44,6 +47,13 @@ const (
 	FixtureNode   = "node"   // a small Node project with package.json (a directory)
 	FixturePython = "python" // a small Python project with pyproject.toml (a directory)
 	FixtureDir    = "dir"    // a folder of documents
+	FixtureMP4    = "mp4"    // a short screen recording (an MP4 container)
+	FixtureWAV    = "wav"    // a voice memo (PCM WAV)
+	FixtureELF    = "elf"    // a Linux executable (ELF, x86-64)
+	FixtureAPK    = "apk"    // an Android package (a zip with a manifest and classes.dex)
+	FixtureJAR    = "jar"    // a Java archive
+	FixtureTGZ    = "tgz"    // a gzip-compressed tar archive
+	FixturePCAP   = "pcap"   // a packet capture
 )
 
 // Fixtures is what AddFixtures planted: the absolute path of one file (or
@@ -131,6 +141,24 @@ func (h *Home) AddFixtures() (Fixtures, error) {
 	}, now.Add(-9*24*time.Hour)), at(24*2, 24*9))
 	put(FixtureIPYNB, "Documents/churn-analysis.ipynb", notebook(), at(24, 24*14))
 	fx.Paths[FixtureDir] = b.abs("Documents")
+	put(FixtureMP4, "Videos/screen-recording-demo.mp4", fixtureMP4(), at(24*2, 24*30))
+	put(FixtureWAV, "Music/voice-memo.wav", fixtureWAV(), at(24, 24*20))
+	put(FixtureAPK, "Downloads/app-release.apk", zipOf([]zipEntry{
+		{"AndroidManifest.xml", []byte("\x03\x00\x08\x00" + strings.Repeat("\x00", 60))},
+		{"classes.dex", append([]byte("dex\n035\x00"), make([]byte, 104)...)},
+		{"META-INF/MANIFEST.MF", []byte("Manifest-Version: 1.0\r\nCreated-By: Android Gradle 8.5.0\r\n\r\n")},
+	}, now.Add(-4*24*time.Hour)), at(24, 24*6))
+	put(FixtureJAR, "Downloads/report-generator-1.4.2.jar", zipOf([]zipEntry{
+		{"META-INF/MANIFEST.MF", []byte("Manifest-Version: 1.0\r\nMain-Class: com.example.report.App\r\n\r\n")},
+		{"com/example/report/App.class", append([]byte{0xca, 0xfe, 0xba, 0xbe, 0, 0, 0, 61}, make([]byte, 64)...)},
+	}, now.Add(-12*24*time.Hour)), at(24*2, 24*14))
+	put(FixtureTGZ, "Downloads/logs-export.tar.gz", tgzOf([]zipEntry{
+		{"logs/app.log", []byte("2026-01-12T09:14:03Z INFO started\n2026-01-12T09:14:05Z WARN slow query (812 ms)\n")},
+		{"logs/worker.log", []byte("2026-01-12T09:15:00Z INFO job 4412 done\n")},
+	}, now.Add(-3*24*time.Hour)), at(24, 24*5))
+	put(FixturePCAP, "Documents/capture.pcap", fixturePCAP(now.Add(-6*24*time.Hour)), at(24*3, 24*9))
+	b.put("Downloads/svc-probe", 0o755, fixtureELF(), at(24*4, 24*30))
+	fx.Paths[FixtureELF] = b.abs("Downloads/svc-probe")
 
 	// Two small projects, each a git repository with some history.
 	f := func(p, c string) gitFile { return gitFile{p, 0o644, []byte(c)} }
@@ -449,4 +477,119 @@ func fixtureJPEG() []byte {
 	var buf bytes.Buffer
 	jpeg.Encode(&buf, fixtureImage(), &jpeg.Options{Quality: 80})
 	return buf.Bytes()
+}
+
+// tgzOf returns a gzip-compressed tar archive of entries (at mtime).
+func tgzOf(entries []zipEntry, mtime time.Time) []byte {
+	var buf bytes.Buffer
+	zw, _ := gzip.NewWriterLevel(&buf, gzip.BestCompression)
+	tw := tar.NewWriter(zw)
+	for _, e := range entries {
+		// writes to a buffer: cannot fail
+		_ = tw.WriteHeader(&tar.Header{Name: e.name, Mode: 0o644, Size: int64(len(e.data)), ModTime: mtime, Typeflag: tar.TypeReg})
+		_, _ = tw.Write(e.data)
+	}
+	_ = tw.Close()
+	_ = zw.Close()
+	return buf.Bytes()
+}
+
+// fixtureMP4 is the head of an MP4 file: its ftyp box, a free box and a
+// small mdat (file(1) and players' sniffers recognise it).
+func fixtureMP4() []byte {
+	box := func(typ string, body []byte) []byte {
+		b := binary.BigEndian.AppendUint32(nil, uint32(8+len(body)))
+		return append(append(b, typ...), body...)
+	}
+	ftyp := append([]byte("isom"), 0, 0, 2, 0)
+	ftyp = append(ftyp, "isomiso2avc1mp41"...)
+	out := box("ftyp", ftyp)
+	out = append(out, box("free", nil)...)
+	return append(out, box("mdat", make([]byte, 256))...)
+}
+
+// fixtureWAV is a tenth of a second of silence: 8 kHz, mono, 16-bit PCM.
+func fixtureWAV() []byte {
+	const rate, samples = 8000, 800
+	data := make([]byte, 2*samples)
+	b := []byte("RIFF")
+	b = binary.LittleEndian.AppendUint32(b, uint32(36+len(data)))
+	b = append(b, "WAVEfmt "...)
+	b = binary.LittleEndian.AppendUint32(b, 16)
+	b = binary.LittleEndian.AppendUint16(b, 1) // PCM
+	b = binary.LittleEndian.AppendUint16(b, 1) // mono
+	b = binary.LittleEndian.AppendUint32(b, rate)
+	b = binary.LittleEndian.AppendUint32(b, rate*2)
+	b = binary.LittleEndian.AppendUint16(b, 2)
+	b = binary.LittleEndian.AppendUint16(b, 16)
+	b = append(b, "data"...)
+	b = binary.LittleEndian.AppendUint32(b, uint32(len(data)))
+	return append(b, data...)
+}
+
+// fixtureELF is a minimal x86-64 Linux executable that exits 0: an ELF
+// header, one loadable segment, and mov eax, 60; xor edi, edi; syscall.
+func fixtureELF() []byte {
+	const base, ehsize, phsize = 0x400000, 64, 56
+	code := []byte{0xb8, 0x3c, 0, 0, 0, 0x31, 0xff, 0x0f, 0x05}
+	size := uint64(ehsize + phsize + len(code))
+	le := binary.LittleEndian
+	b := []byte{0x7f, 'E', 'L', 'F', 2, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0}
+	b = le.AppendUint16(b, 2)    // ET_EXEC
+	b = le.AppendUint16(b, 0x3e) // x86-64
+	b = le.AppendUint32(b, 1)
+	b = le.AppendUint64(b, base+ehsize+phsize) // entry
+	b = le.AppendUint64(b, ehsize)             // program headers
+	b = le.AppendUint64(b, 0)                  // no section headers
+	b = le.AppendUint32(b, 0)
+	b = le.AppendUint16(b, ehsize)
+	b = le.AppendUint16(b, phsize)
+	b = le.AppendUint16(b, 1)
+	b = le.AppendUint16(b, 64)
+	b = le.AppendUint16(b, 0)
+	b = le.AppendUint16(b, 0)
+	b = le.AppendUint32(b, 1) // PT_LOAD
+	b = le.AppendUint32(b, 5) // R+X
+	b = le.AppendUint64(b, 0)
+	b = le.AppendUint64(b, base)
+	b = le.AppendUint64(b, base)
+	b = le.AppendUint64(b, size)
+	b = le.AppendUint64(b, size)
+	b = le.AppendUint64(b, 0x1000)
+	return append(b, code...)
+}
+
+// fixturePCAP is a capture of one DNS query (Ethernet, IPv4, UDP) on a
+// home network, at t.
+func fixturePCAP(t time.Time) []byte {
+	le := binary.LittleEndian
+	b := le.AppendUint32(nil, 0xa1b2c3d4)
+	b = le.AppendUint16(b, 2)
+	b = le.AppendUint16(b, 4)
+	b = le.AppendUint32(b, 0)
+	b = le.AppendUint32(b, 0)
+	b = le.AppendUint32(b, 65535)
+	b = le.AppendUint32(b, 1) // Ethernet
+	q := []byte{0x1a, 0x2b, 1, 0, 0, 1, 0, 0, 0, 0, 0, 0, 7, 'e', 'x', 'a', 'm', 'p', 'l', 'e', 3, 'c', 'o', 'm', 0, 0, 1, 0, 1}
+	udp := binary.BigEndian.AppendUint16(nil, 53124)
+	udp = binary.BigEndian.AppendUint16(udp, 53)
+	udp = binary.BigEndian.AppendUint16(udp, uint16(8+len(q)))
+	udp = append(binary.BigEndian.AppendUint16(udp, 0), q...)
+	ip := []byte{0x45, 0, 0, 0, 0x4d, 0x21, 0x40, 0, 64, 17, 0, 0, 192, 168, 1, 23, 192, 168, 1, 1}
+	binary.BigEndian.PutUint16(ip[2:], uint16(20+len(udp)))
+	var sum uint32
+	for i := 0; i < 20; i += 2 {
+		sum += uint32(binary.BigEndian.Uint16(ip[i:]))
+	}
+	for sum > 0xffff {
+		sum = sum&0xffff + sum>>16
+	}
+	binary.BigEndian.PutUint16(ip[10:], ^uint16(sum))
+	frame := append([]byte{0x3c, 0x37, 0x86, 0x11, 0x22, 0x33, 0xa4, 0x83, 0xe7, 0x44, 0x55, 0x66, 0x08, 0x00}, ip...)
+	frame = append(frame, udp...)
+	b = le.AppendUint32(b, uint32(t.Unix()))
+	b = le.AppendUint32(b, 0)
+	b = le.AppendUint32(b, uint32(len(frame)))
+	b = le.AppendUint32(b, uint32(len(frame)))
+	return append(b, frame...)
 }

@@ -1,8 +1,12 @@
 package canaryfs_test
 
 import (
+	"archive/tar"
 	"archive/zip"
 	"bytes"
+	"compress/gzip"
+	"debug/elf"
+	"encoding/binary"
 	"encoding/json"
 	"encoding/xml"
 	"errors"
@@ -142,6 +146,49 @@ func TestFixturesValid(t *testing.T) {
 		b := content(canaryfs.FixtureZIP)
 		if _, err := zip.NewReader(bytes.NewReader(b), int64(len(b))); err != nil {
 			t.Error(err)
+		}
+	})
+	t.Run("media and binaries", func(t *testing.T) {
+		if b := content(canaryfs.FixtureMP4); len(b) < 16 || string(b[4:12]) != "ftypisom" {
+			t.Errorf("mp4: %.16q", b)
+		}
+		if b := content(canaryfs.FixtureWAV); len(b) < 44 || string(b[:4]) != "RIFF" || string(b[8:16]) != "WAVEfmt " ||
+			int(binary.LittleEndian.Uint32(b[40:])) != len(b)-44 {
+			t.Errorf("wav: %.16q, %d bytes", b, len(b))
+		}
+		ef, err := elf.NewFile(bytes.NewReader(content(canaryfs.FixtureELF)))
+		if err != nil || ef.Type != elf.ET_EXEC || ef.Machine != elf.EM_X86_64 || len(ef.Progs) != 1 {
+			t.Errorf("elf: %v %+v", err, ef)
+		}
+		if f, _ := h.File(fx.Paths[canaryfs.FixtureELF]); f.Mode&0o100 == 0 {
+			t.Errorf("elf mode %v: not executable", f.Mode)
+		}
+		for _, k := range []string{canaryfs.FixtureAPK, canaryfs.FixtureJAR} {
+			b := content(k)
+			zr, err := zip.NewReader(bytes.NewReader(b), int64(len(b)))
+			if err != nil || len(zr.File) < 2 {
+				t.Errorf("%s: %v", k, err)
+			}
+		}
+		zr, err := gzip.NewReader(bytes.NewReader(content(canaryfs.FixtureTGZ)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		for tr := tar.NewReader(zr); ; n++ {
+			if _, err := tr.Next(); err != nil {
+				if !errors.Is(err, io.EOF) {
+					t.Error(err)
+				}
+				break
+			}
+		}
+		if n != 2 {
+			t.Errorf("tar.gz holds %d files", n)
+		}
+		if b := content(canaryfs.FixturePCAP); len(b) < 24+16+42 || binary.LittleEndian.Uint32(b) != 0xa1b2c3d4 ||
+			int(binary.LittleEndian.Uint32(b[32:])) != len(b)-40 {
+			t.Errorf("pcap: %d bytes", len(b))
 		}
 	})
 	t.Run("projects", func(t *testing.T) {

@@ -23,14 +23,16 @@ func literalConfig(st *run) literal.Config {
 	if workdir == "" {
 		workdir = st.fixtures.Paths[canaryfs.FixtureGit]
 	}
-	// The git projects by kind; the fixtures' Node project where the home
-	// has none.
+	// The git projects by kind; the fixtures' Node and Python projects
+	// where the home has none of that kind.
 	projects := maps.Clone(st.home.Projects)
-	if d := st.fixtures.Paths[canaryfs.FixtureNode]; d != "" && projects["node"] == "" {
-		if projects == nil {
-			projects = map[string]string{}
+	if projects == nil {
+		projects = map[string]string{}
+	}
+	for kind, fixture := range map[string]string{"node": canaryfs.FixtureNode, "python": canaryfs.FixturePython} {
+		if d := st.fixtures.Paths[fixture]; d != "" && projects[kind] == "" {
+			projects[kind] = d
 		}
-		projects["node"] = d
 	}
 	return literal.Config{
 		SkillDir: st.skillDir, Home: st.home.HomeDir, Workdir: workdir, Projects: projects, Fixtures: st.fixtures.Paths, Env: env,

@@ -59,6 +59,9 @@ var extKinds = map[string]string{
 	"md": "md", "markdown": "md", "mdx": "md", "html": "html", "htm": "html",
 	"png": "png", "jpg": "jpg", "jpeg": "jpg", "webp": "png", "gif": "png", "bmp": "png", "svg": "svg",
 	"zip": "zip", "ipynb": "ipynb", "py": "py", "js": "js", "mjs": "js", "ts": "js",
+	"mp4": "mp4", "mov": "mp4", "m4v": "mp4", "webm": "mp4", "mkv": "mp4", "avi": "mp4",
+	"wav": "wav", "mp3": "wav", "m4a": "wav", "flac": "wav", "ogg": "wav", "aac": "wav",
+	"elf": "elf", "so": "elf", "apk": "apk", "jar": "jar", "tgz": "tgz", "tar": "tgz", "gz": "tgz", "pcap": "pcap", "pcapng": "pcap",
 }
 
 // Words that name a kind of file.
@@ -69,12 +72,14 @@ var wordKinds = map[string]string{
 	"markdown": "md", "html": "html", "image": "png", "img": "png", "photo": "jpg", "picture": "png", "screenshot": "png",
 	"png": "png", "jpg": "jpg", "jpeg": "jpg", "svg": "svg", "archive": "zip", "zip": "zip", "notebook": "ipynb", "ipynb": "ipynb",
 	"pptx": "pptx", "xlsx": "xlsx", "txt": "txt", "transcript": "txt",
+	"video": "mp4", "movie": "mp4", "mp4": "mp4", "audio": "wav", "sound": "wav", "wav": "wav", "mp3": "wav",
+	"binary": "elf", "executable": "elf", "elf": "elf", "apk": "apk", "jar": "jar", "tarball": "tgz", "tgz": "tgz",
+	"pcap": "pcap",
 }
 
 // Words that name a kind of file the home has no fixture of.
-var noFixture = map[string]bool{"video": true, "audio": true, "mp4": true, "mp3": true, "wav": true, "mov": true, "apk": true, "ipa": true,
-	"exe": true, "dll": true, "so": true, "binary": true, "elf": true, "dmg": true, "iso": true, "wasm": true, "burp": true, "pcap": true,
-	"raw": true, "dump": true, "dmp": true, "core": true, "jar": true, "tgz": true, "tar": true, "gz": true}
+var noFixture = map[string]bool{"ipa": true, "exe": true, "dll": true, "dmg": true, "iso": true, "wasm": true, "burp": true,
+	"raw": true, "dump": true, "dmp": true, "core": true}
 
 // kindOfExt returns the fixture kind of a file extension, or "".
 func kindOfExt(ext string) string { return extKinds[strings.ToLower(strings.TrimPrefix(ext, "."))] }
