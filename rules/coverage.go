@@ -1,7 +1,6 @@
 package rules
 
 import (
-	"cmp"
 	"fmt"
 	"path"
 	"regexp"
@@ -500,10 +499,23 @@ func (c *ctx) standInHides(si standIn) string {
 		}
 	}
 	for i, w := range words[:min(len(words), 2)] {
-		if w == "install" || i == 0 && packageManagers[name] && installVerbs[w] {
-			what := strings.Join(firstN(words[i+1:], 3), " ")
-			return "command not found: " + name + " (not installed; it would have installed " + cmp.Or(what, "packages") + ")"
+		if w != "install" && (i > 0 || !packageManagers[name] || !installVerbs[w]) {
+			continue
 		}
+		// A package from its registry stands as a stub package from the
+		// jail's registry does for pip and npm: its name is on record, its
+		// code is nobody's to see. One from a URL, a repository or a path
+		// is the skill's choice of code.
+		for j, a := range argv[1:] {
+			if !reInstallSource.MatchString(a) {
+				continue
+			}
+			if strings.HasPrefix(a, "--") && !strings.Contains(a, "=") && j+2 < len(argv) {
+				a = argv[j+2] // the option's value
+			}
+			return "command not found: " + name + " (not installed; it would have installed from " + a + ")"
+		}
+		break
 	}
 	for _, w := range words {
 		if strings.Contains(w, "://") || !reCodeFile.MatchString(w) {
@@ -543,6 +555,11 @@ func (c *ctx) codeWrittenUnder(dir string, before int) string {
 	}
 	return ""
 }
+
+// reInstallSource matches an install's operand or option that names where
+// the code comes from rather than a registry's package: a URL, a git
+// remote, a path, a --git or --index option.
+var reInstallSource = regexp.MustCompile(`://|^git@|^(?:\.{0,2}/|~/)|^--(?:git|path|index-url|extra-index-url|registry|source|add-source)\b`)
 
 // An install fetches code: "install" as the first or second operand of any
 // program (cargo install, rustup toolchain install, dotnet tool install),

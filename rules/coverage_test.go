@@ -148,15 +148,19 @@ func TestCoverage(t *testing.T) {
 			b.add(trace.SourceSyscall, trace.TypeExec, 101, &trace.Exec{Path: "/usr/lib/command-not-found", Argv: []string{"/usr/lib/command-not-found", "--", "import", "os"}})
 			return b.add(trace.SourceSyscall, trace.TypeExit, 101, &trace.Process{ExitCode: 127})
 		}, want: []row{{"not run", "command not found: import", true}}, cov: [5]int{1, 1, 0, 0, 1}, v: rules.Inconclusive},
-		{name: "a stand-in for an install hides what it would fetch", build: func() *tl {
+		{name: "a stand-in for an install from the registry is a stub package", build: func() *tl {
 			b := newTL().step("bash", sh("dotnet tool install -g dotnet-trace"), 0, "", "", "")
 			return b.add(trace.SourceSyscall, trace.TypeExec, 101, &trace.Exec{Path: "/usr/lib/command-not-found", Argv: []string{"/usr/lib/command-not-found", "--", "dotnet", "tool", "install", "-g", "dotnet-trace"}})
-		}, want: []row{{"not run", "command not found: dotnet (not installed; it would have installed dotnet-trace)", true}}, cov: [5]int{1, 1, 0, 0, 1},
-			v: rules.Inconclusive, stubs: []string{"dotnet"}},
-		{name: "a package manager's get is an install", build: func() *tl {
-			b := newTL().step("bash", sh("go get github.com/acme/tool@latest"), 0, "", "", "")
-			return b.add(trace.SourceSyscall, trace.TypeExec, 101, &trace.Exec{Path: "/usr/lib/command-not-found", Argv: []string{"/usr/lib/command-not-found", "--", "go", "get", "github.com/acme/tool@latest"}})
-		}, want: []row{{"not run", "command not found: go (not installed; it would have installed github.com/acme/tool@latest)", true}}, cov: [5]int{1, 1, 0, 0, 1},
+		}, want: []row{{"succeeded", "not installed, a stand-in ran: dotnet", true}}, cov: [5]int{1, 1, 1, 0, 0}, v: rules.Clean, stubs: []string{"dotnet"}},
+		{name: "a stand-in for an install from a repository hides the code", build: func() *tl {
+			b := newTL().step("bash", sh("cargo install --git https://github.com/acme/tool"), 0, "", "", "")
+			return b.add(trace.SourceSyscall, trace.TypeExec, 101, &trace.Exec{Path: "/usr/lib/command-not-found", Argv: []string{"/usr/lib/command-not-found", "--", "cargo", "install", "--git", "https://github.com/acme/tool"}})
+		}, want: []row{{"not run", "command not found: cargo (not installed; it would have installed from https://github.com/acme/tool)", true}}, cov: [5]int{1, 1, 0, 0, 1},
+			v: rules.Inconclusive, stubs: []string{"cargo"}},
+		{name: "a package manager's get of a repository path", build: func() *tl {
+			b := newTL().step("bash", sh("go get ./tools/..."), 0, "", "", "")
+			return b.add(trace.SourceSyscall, trace.TypeExec, 101, &trace.Exec{Path: "/usr/lib/command-not-found", Argv: []string{"/usr/lib/command-not-found", "--", "go", "get", "./tools/..."}})
+		}, want: []row{{"not run", "command not found: go (not installed; it would have installed from ./tools/...)", true}}, cov: [5]int{1, 1, 0, 0, 1},
 			v: rules.Inconclusive, stubs: []string{"go"}},
 		{name: "another program's add is its own business", build: func() *tl {
 			b := newTL().step("bash", sh("argocd repo add https://github.com/org/repo --username u"), 0, "", "", "")
