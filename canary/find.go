@@ -158,6 +158,7 @@ func (f *finder) find(data []byte, outer Encoding, base, depth int) {
 		})
 	}
 	f.numbers(data, outer, base, depth)
+	f.uuencoded(data, outer, base, depth)
 	f.blobs(data, outer, base, depth, textDecoded(outer))
 	f.inflateAll(data, outer, base, depth)
 }

@@ -136,6 +136,32 @@ func numbersOf(s, format, sep string) string {
 	return strings.Join(parts, sep)
 }
 
+// uuencode writes s as uuencode(1) does: lines of 45 bytes, each a
+// length character and four characters per three bytes.
+func uuencode(name, s string) string {
+	enc := func(c byte) byte {
+		if c == 0 {
+			return '`'
+		}
+		return c + ' '
+	}
+	var b strings.Builder
+	b.WriteString("begin 644 " + name + "\n")
+	for i := 0; i < len(s); i += 45 {
+		chunk := []byte(s[i:min(i+45, len(s))])
+		b.WriteByte(enc(byte(len(chunk))))
+		for len(chunk)%3 != 0 {
+			chunk = append(chunk, 0)
+		}
+		for k := 0; k < len(chunk); k += 3 {
+			b.Write([]byte{enc(chunk[k] >> 2), enc((chunk[k]<<4 | chunk[k+1]>>4) & 63), enc((chunk[k+1]<<2 | chunk[k+2]>>6) & 63), enc(chunk[k+2] & 63)})
+		}
+		b.WriteByte('\n')
+	}
+	b.WriteString("`\nend\n")
+	return b.String()
+}
+
 // interleave puts one filler character from noise after each of s's.
 func interleave(s, noise string) string {
 	var b strings.Builder
@@ -215,6 +241,10 @@ func TestSetFind(t *testing.T) {
 		{name: "decimal of base64", data: numbersOf(b64(tokGH.Value), "%d", " "), want: hit(tokGH, canary.Decimal+"+"+canary.Base64, 0)},
 		{name: "decimal too large", data: numbersOf(tokGH.Value, "%d", "0,")},
 		{name: "decimal mixed separators", data: numbersOf(tokGH.Value[:20], "%d", ",") + " " + numbersOf(tokGH.Value[20:], "%d", ",")},
+		{name: "uuencoded attachment", data: "Content-Type: text/plain\r\n\r\n" + uuencode("creds.txt", longText),
+			want: hit(tokAWS, canary.UU, 28)},
+		{name: "uuencoded with CRLF lines", data: strings.ReplaceAll(uuencode("c", "x="+tokGH.Value), "\n", "\r\n"), want: hit(tokGH, canary.UU, 0)},
+		{name: "begin mid-line is prose", data: "we begin 644 ways\n" + "M" + strings.Repeat("!", 60) + "\n"},
 		{name: "interleaved", data: "d=" + interleave(tokGH.Value, "q7Xz0Lp"), want: hit(tokGH, canary.Interleave, 2)},
 		{name: "interleaved second half", data: "d=Z" + interleave(tokAWS.Value, "abc"), want: hit(tokAWS, canary.Interleave, 3)},
 		{name: "interleaved base64", data: interleave(b64("..."+tokGH.Value), "xyz"), want: hit(tokGH, canary.Interleave+"+"+canary.Base64, 8)},

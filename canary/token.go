@@ -106,6 +106,7 @@ const (
 	Caesar     Encoding = "caesar"      // letters rotated by any of the 24 shifts other than 0 and 13
 	Decimal    Encoding = "decimal"     // byte values as numbers with one separator: 115,107 or &#115;&#107; or \163\153 (octal)
 	Interleave Encoding = "interleave"  // every other character of a run (the token's characters with filler between)
+	UU         Encoding = "uuencode"    // a uuencoded block (begin 644 NAME ... end): mail attachments, uuencode(1)
 	JSON       Encoding = "json"        // JSON string escapes (\u0026, \/, \")
 	Gzip       Encoding = "gzip"        // gzip stream
 	Zlib       Encoding = "zlib"        // zlib stream (git objects, Python zlib)
