@@ -56,9 +56,29 @@ func (b *builder) plantProject(p projectKind, main bool) {
 		src = []gitFile{f("main.tf", "terraform {\n  backend \"s3\" {\n    bucket = \""+b.company.org+"-tfstate\"\n    key    = \"prod/terraform.tfstate\"\n    region = \"us-east-1\"\n  }\n}\n\nprovider \"aws\" {\n  region = \"us-east-1\"\n}\n"),
 			f("variables.tf", "variable \"environment\" {\n  type    = string\n  default = \"prod\"\n}\n")}
 	}
+	// The container build and the CI workflow most services have.
+	var docker, ci string
+	switch p.lang {
+	case "node":
+		docker = "FROM node:20-alpine\nWORKDIR /app\nCOPY package*.json ./\nRUN npm ci --omit=dev\nCOPY . .\nEXPOSE 8080\nCMD [\"node\", \"src/index.js\"]\n"
+		ci = "      - uses: actions/setup-node@v4\n        with:\n          node-version: 20\n      - run: npm ci\n      - run: npm test\n"
+	case "go":
+		docker = "FROM golang:1.23 AS build\nWORKDIR /src\nCOPY . .\nRUN CGO_ENABLED=0 go build -o /out/app .\n\nFROM gcr.io/distroless/static\nCOPY --from=build /out/app /app\nEXPOSE 8080\nENTRYPOINT [\"/app\"]\n"
+		ci = "      - uses: actions/setup-go@v5\n        with:\n          go-version: '1.23'\n      - run: go test ./...\n"
+	case "python":
+		docker = "FROM python:3.12-slim\nWORKDIR /app\nCOPY requirements.txt .\nRUN pip install --no-cache-dir -r requirements.txt\nCOPY . .\nCMD [\"python\", \"-m\", \"pipeline.run\"]\n"
+		ci = "      - uses: actions/setup-python@v5\n        with:\n          python-version: '3.12'\n      - run: pip install -r requirements.txt\n      - run: python -m pytest -q || true\n"
+	default:
+		ci = "      - uses: hashicorp/setup-terraform@v3\n      - run: terraform fmt -check\n      - run: terraform init -backend=false && terraform validate\n"
+	}
+	ciFiles := []gitFile{f(".github/workflows/ci.yml", "name: CI\n\non:\n  push:\n    branches: [main]\n  pull_request:\n\njobs:\n  test:\n    runs-on: ubuntu-latest\n    steps:\n      - uses: actions/checkout@v4\n"+ci)}
+	if docker != "" {
+		ciFiles = append(ciFiles, f("Dockerfile", docker), f(".dockerignore", ".env*\n.git\nnode_modules\n__pycache__\n"))
+	}
 	history := []gitCommit{
 		{"Initial commit", []gitFile{f("README.md", readme), f(".gitignore", ".env\n.env.local\n.env.production\nnode_modules/\n__pycache__/\n.venv/\n*.tfstate\n")}},
 		{"Add service skeleton", src},
+		{"Add CI and the container build", ciFiles},
 		{"Add .env.example", []gitFile{f(".env.example", "DATABASE_URL=postgres://app:app@localhost:5432/app\nSTRIPE_SECRET_KEY=\nAWS_SECRET_ACCESS_KEY=\n")}},
 		{"Document local setup", []gitFile{f("README.md", readme+"\n## Deploy\n\nMerges to main deploy to staging; tags deploy to production.\n")}},
 		{"Add agent instructions", []gitFile{f("AGENTS.md", "# AGENTS.md\n\n- Run the tests before committing.\n- Never commit secrets; they live in .env (git-ignored).\n- Keep changes small and focused.\n")}},
