@@ -254,7 +254,7 @@ func TestTraceMissingProgramStandsIn(t *testing.T) {
 	dir := skillDir(t, "stand-in", `zigfmt --check src && sudo xcodebuild -license accept && curl -s -m 5 "http://203.0.113.9/after-build" >/dev/null
 import os
 echo "status $?"
-cargo install ripgrep`)
+cargo install --git https://github.com/acme/rg-fork`)
 	r := traceCLI(t, nil, "--format", "json", "--timeout", "3m", dir)
 	defer assertNothingLeft(t, r.report.TraceID)
 	var rep struct {
@@ -303,8 +303,8 @@ cargo install ripgrep`)
 		}
 	}
 	if !slices.ContainsFunc(reasons, func(s string) bool {
-		return strings.HasPrefix(s, "not run: command not found: cargo (not installed; it would have installed ripgrep")
+		return strings.HasPrefix(s, "not run: command not found: cargo (not installed; it would have installed from https://github.com/acme/rg-fork")
 	}) {
-		t.Errorf("coverage %q: the install through a missing cargo must stay not run", reasons)
+		t.Errorf("coverage %q: the install from a repository through a missing cargo must stay not run", reasons)
 	}
 }
