@@ -245,7 +245,7 @@ pnpm --version`)
 // (called from the skill's shell and through sudo) is taken by the
 // stand-in, the skill's flow goes on past it (the beacon after it is
 // sent), and the report's coverage names what was missing; an install
-// through a missing package manager stays a step not run.
+// from a repository through a missing package manager stays not run.
 func TestTraceMissingProgramStandsIn(t *testing.T) {
 	if testing.Short() {
 		t.Skip("end-to-end")
