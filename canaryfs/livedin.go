@@ -26,6 +26,21 @@ var projectKinds = []projectKind{
 	{"ml-experiments", "python", "Notebooks and training scripts"},
 }
 
+// The manifests of the planted projects: the dependencies their users
+// install (package.json with its name and minor version to fill in).
+const (
+	nodeManifest       = "{\n  \"name\": \"%s\",\n  \"version\": \"1.%d.0\",\n  \"private\": true,\n  \"scripts\": {\n    \"dev\": \"node --watch src/index.js\",\n    \"test\": \"node --test\"\n  },\n  \"dependencies\": {\n    \"express\": \"^4.21.1\",\n    \"pg\": \"^8.13.1\",\n    \"stripe\": \"^17.3.1\"\n  }\n}\n"
+	pythonRequirements = "pandas==2.2.3\nsqlalchemy==2.0.36\npsycopg2-binary==2.9.10\nboto3==1.35.60\n"
+)
+
+// ProjectManifests returns the dependency manifests of the projects any
+// home has (package.json, requirements.txt), so that the jail's registry
+// can serve the versions they ask for: an npm install or pip install -r in
+// the user's project then resolves as it does on the user's machine.
+func ProjectManifests() [][]byte {
+	return [][]byte{[]byte(fmt.Sprintf(nodeManifest, "project", 1)), []byte(pythonRequirements)}
+}
+
 // plantProjects writes two or three git projects under ~/projects.
 func (b *builder) plantProjects() {
 	n := 2 + b.m.Intn(2)
@@ -44,13 +59,13 @@ func (b *builder) plantProject(p projectKind, main bool) {
 	var src []gitFile
 	switch p.lang {
 	case "node":
-		src = []gitFile{f("package.json", fmt.Sprintf("{\n  \"name\": \"%s\",\n  \"version\": \"1.%d.0\",\n  \"private\": true,\n  \"scripts\": {\n    \"dev\": \"node --watch src/index.js\",\n    \"test\": \"node --test\"\n  },\n  \"dependencies\": {\n    \"express\": \"^4.21.1\",\n    \"pg\": \"^8.13.1\",\n    \"stripe\": \"^17.3.1\"\n  }\n}\n", p.name, b.m.Intn(9))),
+		src = []gitFile{f("package.json", fmt.Sprintf(nodeManifest, p.name, b.m.Intn(9))),
 			f("src/index.js", "const express = require('express');\nconst app = express();\napp.use(express.json());\napp.get('/healthz', (req, res) => res.send('ok'));\napp.listen(process.env.PORT || 8080);\n")}
 	case "go":
 		src = []gitFile{f("go.mod", "module github.com/"+b.company.org+"/"+p.name+"\n\ngo 1.23\n"),
 			f("main.go", "package main\n\nimport (\n\t\"log\"\n\t\"net/http\"\n)\n\nfunc main() {\n\thttp.HandleFunc(\"/healthz\", func(w http.ResponseWriter, r *http.Request) { w.Write([]byte(\"ok\")) })\n\tlog.Fatal(http.ListenAndServe(\":8080\", nil))\n}\n")}
 	case "python":
-		src = []gitFile{f("requirements.txt", "pandas==2.2.3\nsqlalchemy==2.0.36\npsycopg2-binary==2.9.10\nboto3==1.35.60\n"),
+		src = []gitFile{f("requirements.txt", pythonRequirements),
 			f("pipeline/run.py", "import os\n\nimport sqlalchemy as sa\n\n\ndef main():\n    engine = sa.create_engine(os.environ[\"DATABASE_URL\"])\n    with engine.begin() as conn:\n        conn.execute(sa.text(\"select 1\"))\n\n\nif __name__ == \"__main__\":\n    main()\n")}
 	default:
 		src = []gitFile{f("main.tf", "terraform {\n  backend \"s3\" {\n    bucket = \""+b.company.org+"-tfstate\"\n    key    = \"prod/terraform.tfstate\"\n    region = \"us-east-1\"\n  }\n}\n\nprovider \"aws\" {\n  region = \"us-east-1\"\n}\n"),

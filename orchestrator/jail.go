@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/sandboxctl/sandboxctl/canary"
+	"github.com/sandboxctl/sandboxctl/canaryfs"
 	"github.com/sandboxctl/sandboxctl/internal/capbuf"
 	"github.com/sandboxctl/sandboxctl/netcapture"
 	"github.com/sandboxctl/sandboxctl/rules"
@@ -274,6 +275,12 @@ func (r *Runner) jailConfig(p traceplan.Plan) (netcapture.Config, error) {
 	cfg.EventLog, cfg.SpoolDir = jailLog, jailSpool
 	cfg.LogBudget = cmp.Or(p.Limits.EventBytes, traceplan.DefaultEventBytes)
 	cfg.SpoolBudget = cmp.Or(p.Limits.SpoolBytes, traceplan.DefaultSpoolBytes)
+	// The versions the home's projects depend on are served, so that an
+	// install in the user's project resolves (the home is made meanwhile
+	// from the same manifests).
+	for _, m := range canaryfs.ProjectManifests() {
+		netcapture.AddPackageHints(&cfg, m)
+	}
 	if err := cfg.Validate(); err != nil {
 		return cfg, fmt.Errorf("network config: %w", err)
 	}
