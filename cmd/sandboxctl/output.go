@@ -169,6 +169,13 @@ func debugLog(e env) *slog.Logger {
 	return slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
 }
 
+// devVersion reports whether v is a development build's version: "devel",
+// Go's "(devel)" for a build it could not stamp from version control (go
+// build of a work tree without its VCS data, go run), or a dirty tree's.
+func devVersion(v string) bool {
+	return v == "devel" || v == "(devel)" || strings.Contains(v, "dirty")
+}
+
 // judgeVersion is the version that enters a result key (sweep.PlanHash):
 // version() for a build of a clean tree, whose version names its commit;
 // for a development build ("devel", or a tree with uncommitted changes,
@@ -177,7 +184,7 @@ func debugLog(e env) *slog.Logger {
 // the verdicts of the rules before it.
 func judgeVersion() string {
 	v := version()
-	if v != "devel" && !strings.Contains(v, "dirty") {
+	if !devVersion(v) {
 		return v
 	}
 	exe, err := os.Executable()
