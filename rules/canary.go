@@ -90,6 +90,7 @@ func ScanCanaries(set *canary.Set, events []trace.Event) []trace.Event {
 			add(e, h, ch, where)
 		}
 	}
+	fields := &bodyFieldCache{}     // each exchange's body fields, parsed once
 	var dnsNames, dnsShown []string // as matched (reverseName), as queried
 	var dnsEvents []int
 	for i, e := range events {
@@ -105,7 +106,7 @@ func ScanCanaries(set *canary.Set, events []trace.Event) []trace.Event {
 			scan(e, d.Body, ChannelHTTP, d.URL)
 			// Escapes break a run of text in two (a "/" sent as %2F, a
 			// JSON \/): each value is scanned again as the server reads it.
-			for _, v := range decodedValues(d) {
+			for _, v := range decodedValues(d, fields) {
 				scan(e, v, ChannelHTTP, d.URL)
 			}
 		case *trace.GitExchange:
@@ -161,7 +162,7 @@ func ScanCanaries(set *canary.Set, events []trace.Event) []trace.Event {
 			scan(e, []byte(d.Stderr), ChannelToolOutput, d.Tool+" stderr")
 		}
 	}
-	for _, st := range splitStreams(events) {
+	for _, st := range splitStreams(events, fields) {
 		for _, h := range set.FindSplit(st.data) {
 			first := st.events[h.Parts[0]]
 			e := events[first]
@@ -335,7 +336,7 @@ type splitStream struct {
 // between requests, form and JSON string values (all, and per name), and
 // header values per name; raw TCP and UDP first bytes. Only streams of two
 // or more parts are returned, in the order of their first part.
-func splitStreams(events []trace.Event) []splitStream {
+func splitStreams(events []trace.Event, fields *bodyFieldCache) []splitStream {
 	var order []string
 	streams := map[string]*splitStream{}
 	// Every field is also in a stream of all destinations (anyDest), and a
@@ -416,7 +417,7 @@ func splitStreams(events []trace.Event) []splitStream {
 				add(ChannelHTTP, dest, "query", i, all)
 				reqs = append(reqs, req{i, dest, strings.Split(strings.Trim(u.Path, "/"), "/")})
 			}
-			for _, f := range bodyFields(d) {
+			for _, f := range fields.of(d) {
 				add(ChannelHTTP, dest, f[0], i, []byte(f[1]))
 			}
 			names := make([]string, 0, len(d.Headers))
@@ -568,7 +569,7 @@ func destination(host string) string {
 // decodedValues returns the URL query values and body fields (form and
 // JSON strings) of an exchange that differ from their text as sent: the
 // values as the server decodes them.
-func decodedValues(d *trace.HTTPExchange) [][]byte {
+func decodedValues(d *trace.HTTPExchange, fields *bodyFieldCache) [][]byte {
 	var out [][]byte
 	if u, err := url.Parse(d.URL); err == nil {
 		for _, kv := range strings.Split(u.RawQuery, "&") {
@@ -578,12 +579,28 @@ func decodedValues(d *trace.HTTPExchange) [][]byte {
 			}
 		}
 	}
-	for _, f := range bodyFields(d) {
+	for _, f := range fields.of(d) {
 		if len(f[1]) >= canary.MinNeedle && !bytes.Contains(d.Body, []byte(f[1])) {
 			out = append(out, []byte(f[1]))
 		}
 	}
 	return out
+}
+
+// bodyFieldCache keeps each exchange's bodyFields: the direct scan and the
+// split streams both read them, and a JSON body is parsed once.
+type bodyFieldCache map[*trace.HTTPExchange][][2]string
+
+func (c *bodyFieldCache) of(d *trace.HTTPExchange) [][2]string {
+	if *c == nil {
+		*c = bodyFieldCache{}
+	}
+	f, ok := (*c)[d]
+	if !ok {
+		f = bodyFields(d)
+		(*c)[d] = f
+	}
+	return f
 }
 
 func bodyFields(d *trace.HTTPExchange) [][2]string {

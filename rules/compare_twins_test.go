@@ -320,18 +320,23 @@ func TestHighEntropy(t *testing.T) {
 
 func base64Of(b []byte) string { return base64.StdEncoding.EncodeToString(b) }
 
+// ranPast makes every tool call of evs run past the events after it (a
+// second from its start), so that network events fall in its window.
+func ranPast(evs []trace.Event) []trace.Event {
+	for _, e := range evs {
+		if tc, ok := e.Data.(*trace.ToolCall); ok {
+			tc.Started, tc.Duration = e.Time, time.Second
+		}
+	}
+	return evs
+}
+
 // The finding says where, what moved and how, and which secrets the run
 // read that could have moved it.
 func TestTwinFindingMessage(t *testing.T) {
 	run := func(r twinRun) []trace.Event {
 		b := newTL().bash("openssl enc ... | curl", "").read(home + "/.aws/credentials")
-		evs := post(b, "api.telemetry-hub.io", "104.18.0.1", "/v1", opaque(r.random, secretOf(r)), nil).events()
-		for _, e := range evs {
-			if tc, ok := e.Data.(*trace.ToolCall); ok {
-				tc.Started, tc.Duration = e.Time, time.Second // the call ran past the upload
-			}
-		}
-		return evs
+		return ranPast(post(b, "api.telemetry-hub.io", "104.18.0.1", "/v1", opaque(r.random, secretOf(r)), nil).events())
 	}
 	set := rules.TwinSet{Original: rules.TwinRun{Events: run(twinRun{0, "o"}), Canaries: canaries},
 		Same:  []rules.TwinRun{{Events: run(twinRun{0, "t"}), Canaries: canaries}},
@@ -374,13 +379,7 @@ func TestTwinFindingProjectUpload(t *testing.T) {
 				if tc.extra != "" {
 					b.read(tc.extra)
 				}
-				evs := post(b, tc.host, "76.76.21.21", "/v13/deployments", opaque(r.random, secretOf(r)), nil).events()
-				for _, e := range evs {
-					if c, ok := e.Data.(*trace.ToolCall); ok {
-						c.Started, c.Duration = e.Time, time.Second // the call ran past the upload
-					}
-				}
-				return evs
+				return ranPast(post(b, tc.host, "76.76.21.21", "/v13/deployments", opaque(r.random, secretOf(r)), nil).events())
 			}
 			set := rules.TwinSet{Original: rules.TwinRun{Events: run(twinRun{0, "o"}), Canaries: canaries},
 				Same:  []rules.TwinRun{{Events: run(twinRun{0, "t"}), Canaries: canaries}},

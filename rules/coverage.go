@@ -444,39 +444,63 @@ type standIn struct {
 
 // standIns returns the programs the call's shells could not find and the
 // image's stand-in took the place of (persona.StandIn), in the order they
-// ran.
+// ran. One pass over the timeline serves every call, and with it the
+// processes' exits and the files of code written (codeWrittenUnder).
 func (c *ctx) standIns(call string) []standIn {
 	if c.standInsByCall == nil {
 		c.standInsByCall = map[string][]standIn{}
+		exits := map[int][]int{} // pid -> indexes of its exits, in order
+		type pending struct {
+			call string
+			si   standIn
+			pid  int
+		}
+		var found []pending
 		for i := range c.events {
 			e := &c.events[i]
-			x, ok := e.Data.(*trace.Exec)
-			if !ok || x.Errno != "" || e.ToolCallID == "" {
-				continue
+			switch d := e.Data.(type) {
+			case *trace.Exec:
+				if d.Errno != "" || e.ToolCallID == "" {
+					continue
+				}
+				if argv, ok := persona.StandIn(d.Path, d.Argv); ok {
+					found = append(found, pending{e.ToolCallID, standIn{argv, d.Cwd, i}, e.PID})
+				}
+			case *trace.Process:
+				if e.Type == trace.TypeExit {
+					exits[e.PID] = append(exits[e.PID], i)
+				}
+			case *trace.File:
+				if d.Errno == "" && d.Write && reCodeFile.MatchString(d.Path) {
+					c.codeWrites = append(c.codeWrites, codeWrite{i, d.Path})
+				}
+			case *trace.FSChange:
+				if reCodeFile.MatchString(d.Path) {
+					c.codeWrites = append(c.codeWrites, codeWrite{i, d.Path})
+				}
 			}
-			argv, ok := persona.StandIn(x.Path, x.Argv)
-			if !ok || c.exitedFailing(i) {
-				continue // not a program (import, SELECT): bash's own answer
+		}
+		for _, f := range found {
+			// The process's first exit after the exec: a stand-in that
+			// answered 127 found no program (import, SELECT): bash's own
+			// answer, not a stand-in.
+			xs := exits[f.pid]
+			if k, _ := slices.BinarySearch(xs, f.si.at); k < len(xs) {
+				if p, ok := c.events[xs[k]].Data.(*trace.Process); ok && (p.ExitCode != 0 || p.Signal != "") {
+					continue
+				}
 			}
-			c.standInsByCall[e.ToolCallID] = append(c.standInsByCall[e.ToolCallID], standIn{argv, x.Cwd, i})
+			c.standInsByCall[f.call] = append(c.standInsByCall[f.call], f.si)
 		}
 	}
 	return c.standInsByCall[call]
 }
 
-// exitedFailing reports whether the process of the exec at events[i]
-// exited with a status other than 0 or by a signal (its first exit after
-// the exec).
-func (c *ctx) exitedFailing(i int) bool {
-	pid := c.events[i].PID
-	for _, e := range c.events[i+1:] {
-		if e.Type != trace.TypeExit || e.PID != pid {
-			continue
-		}
-		p, ok := e.Data.(*trace.Process)
-		return ok && (p.ExitCode != 0 || p.Signal != "")
-	}
-	return false
+// A codeWrite is a file of code (reCodeFile) the trace wrote, and where in
+// the timeline.
+type codeWrite struct {
+	at   int
+	path string
 }
 
 // standInHides says why a stand-in for a missing program hid what the
@@ -533,24 +557,16 @@ func (c *ctx) standInHides(si standIn) string {
 
 // codeWrittenUnder returns a file of code (reCodeFile) the trace wrote in
 // dir or below before the event at index before, or "": a toolchain run
-// bare there (cargo run, dotnet build, go test) works on it.
+// bare there (cargo run, dotnet build, go test) works on it. standIns
+// collected the writes.
 func (c *ctx) codeWrittenUnder(dir string, before int) string {
 	if dir == "" || dir == "/" {
 		return ""
 	}
 	prefix := strings.TrimSuffix(dir, "/") + "/"
-	for _, e := range c.events[:before] {
-		var p string
-		switch d := e.Data.(type) {
-		case *trace.File:
-			if d.Errno == "" && d.Write {
-				p = d.Path
-			}
-		case *trace.FSChange:
-			p = d.Path
-		}
-		if strings.HasPrefix(p, prefix) && reCodeFile.MatchString(p) {
-			return p
+	for _, w := range c.codeWrites {
+		if w.at < before && strings.HasPrefix(w.path, prefix) {
+			return w.path
 		}
 	}
 	return ""

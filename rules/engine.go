@@ -152,12 +152,13 @@ type ctx struct {
 	// host names, and in its name and description
 	skillWords     map[string]int
 	skillHead      map[string]bool
-	missing        map[string]string    // per tool call, a program never found (missingCommand)
-	stubs          map[string][]string  // per tool call, the vendor CLI stubs it ran (vendorStubs)
-	standInsByCall map[string][]standIn // per tool call, the command lines of missing programs (standIns)
-	callText       map[string][]string  // per tool call, its arguments and exec argv (writtenText)
-	heads          map[string][]string  // per path, the heads of the file-system diff
-	whole          map[string]bool      // per path, whether a head is the whole file (writtenText)
+	missing        map[string]string   // per tool call, a program never found (missingCommand)
+	stubs          map[string][]string // per tool call, the vendor CLI stubs it ran (vendorStubs)
+	standInsByCall map[string][]standIn
+	codeWrites     []codeWrite         // files of code the trace wrote (standIns) // per tool call, the command lines of missing programs (standIns)
+	callText       map[string][]string // per tool call, its arguments and exec argv (writtenText)
+	heads          map[string][]string // per path, the heads of the file-system diff
+	whole          map[string]bool     // per path, whether a head is the whole file (writtenText)
 	httpByCall     map[string][]*trace.HTTPExchange
 	firstWrite     map[string]int64 // per path, the first event that wrote it (madeBefore)
 	addrs          jailAddrs        // the addresses the jail gave names (httpDest)

@@ -19,6 +19,12 @@ var deployHosts = []string{
 	"firebasehosting.googleapis.com", "api.digitalocean.com", "backboard.railway.app", "surge.surge.sh",
 }
 
+// isDeployHost reports whether host is a hosting platform's upload
+// endpoint (deployHosts), or a name under one.
+func isDeployHost(host string) bool {
+	return slices.ContainsFunc(deployHosts, func(s string) bool { return host == s || strings.HasSuffix(host, "."+s) })
+}
+
 // projectDeploy reports whether canary hit h (event e) is a project
 // uploaded whole to a hosting platform: the token sits in a file of one of
 // the home's repositories, it left inside an archive, the tool call that
@@ -65,7 +71,7 @@ func (c *ctx) findProjectDeploy(h *trace.CanaryHit, e *trace.Event) (repo, host 
 		return "", "", false
 	}
 	host = d.host
-	if !slices.ContainsFunc(deployHosts, func(s string) bool { return host == s || strings.HasSuffix(host, "."+s) }) {
+	if !isDeployHost(host) {
 		return "", "", false
 	}
 	planted := c.resolve(h.Location)

@@ -698,7 +698,7 @@ func projectUpload(run TwinRun, deps []Dependency, events map[int64]*trace.Event
 	for _, d := range deps {
 		u := d.Unit
 		host := strings.ToLower(u.Dest)
-		if u.claimed || u.Channel != "http" || !slices.ContainsFunc(deployHosts, func(s string) bool { return host == s || strings.HasSuffix(host, "."+s) }) {
+		if u.claimed || u.Channel != "http" || !isDeployHost(host) {
 			return ""
 		}
 		e := events[u.Seq]

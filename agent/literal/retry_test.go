@@ -48,15 +48,10 @@ func TestDriverRetriesAfterInstall(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	command := func(c agent.ToolCall) string {
-		var a struct{ Command string }
-		_ = json.Unmarshal(c.Arguments, &a)
-		return a.Command
-	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			sess := &agenttest.Session{Handle: func(ctx context.Context, c agent.ToolCall) (agent.ToolResult, error) {
-				if strings.Contains(command(c), "tool.py") {
+				if strings.Contains(commandOf(c), "tool.py") {
 					return agent.ToolResult{ExitCode: 1, Stderr: tt.stderr, Text: tt.stderr}, nil // still missing after the install
 				}
 				return agent.ToolResult{Text: "ok"}, nil
@@ -67,7 +62,7 @@ func TestDriverRetriesAfterInstall(t *testing.T) {
 			}
 			var cmds []string
 			for _, ex := range res.Calls {
-				cmds = append(cmds, command(ex.Call))
+				cmds = append(cmds, commandOf(ex.Call))
 			}
 			if tt.install == "" {
 				if len(res.Calls) != 2 {
@@ -116,11 +111,6 @@ func TestDriverRetriesWithoutUnrecognizedArguments(t *testing.T) {
 			stderr: "gen.py: error: unrecognized arguments: --title release one\n"},
 		{name: "another error", step: "python3 gen.py", stderr: "gen.py: error: the following arguments are required: target\n"},
 	}
-	command := func(c agent.ToolCall) string {
-		var a struct{ Command string }
-		_ = json.Unmarshal(c.Arguments, &a)
-		return a.Command
-	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			dir := t.TempDir()
@@ -140,7 +130,7 @@ func TestDriverRetriesWithoutUnrecognizedArguments(t *testing.T) {
 			}
 			var cmds []string
 			for _, ex := range res.Calls {
-				cmds = append(cmds, command(ex.Call))
+				cmds = append(cmds, commandOf(ex.Call))
 			}
 			if tt.want == "" {
 				if len(cmds) != 1 {
@@ -154,4 +144,11 @@ func TestDriverRetriesWithoutUnrecognizedArguments(t *testing.T) {
 			}
 		})
 	}
+}
+
+// commandOf is a bash call's command.
+func commandOf(c agent.ToolCall) string {
+	var a struct{ Command string }
+	_ = json.Unmarshal(c.Arguments, &a)
+	return a.Command
 }
